@@ -1,0 +1,117 @@
+"""Nonnegative kernel attention heads as sketches (THEORY section 5, last part).
+
+A head's sketch is ``(sum_j phi_K(x_j) v(x_j)^T, sum_j phi_K(x_j))``: ``r(d+1)``
+entries, each a ``bits``-bit saturating register (``sum`` channel with
+``levels = 2^bits``), so ``B = r (d+1) bits`` per head.
+
+The head solves F(q, s) at full precision with rank 1 (THEORY 5: "``<x_i, sum_j x_j>``
+recovers ``t_i``"):
+
+- features: ``phi_Q(x) = (1, ..., 1)``, ``phi_K(x_j) = e_{j mod r}`` (position
+  dependent), so ``alpha = 1`` and ``r`` only splits the sums into ``r`` registers;
+- values ``identity``: ``v(u) = u`` (``d = m``), readout ``a(x_i) = N x_i``,
+  ``b(x_i) = -(|x_i| + (q-1)(s+1))``;
+- values ``blocks``: ``v(u)`` = the ``q`` block counts of ``u`` (``d = q``),
+  readout ``a(x_i) = N e_i``, ``b = -s``.
+
+With ``H`` heads, value coordinate ``c`` belongs to head ``c mod H`` and the
+readouts add up.  The query rounds ``y`` to the nearest integer.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from sketchsim.errors import PluginError
+from sketchsim.sketch.protocol import Layer, Param, Plan
+from sketchsim.sketch.tokens import bit, count_ones
+
+__all__ = ["KERNEL_PARAMS", "kernel_plan", "head_dims"]
+
+VALUES = ("identity", "blocks")
+
+KERNEL_PARAMS = (
+    Param("r", "int", 1, "features per head", minimum=1),
+    Param("bits", "int", 8, "bits per sketch entry", minimum=1),
+    Param("values", "str", "identity", "value map", choices=VALUES),
+)
+
+
+@njit(inline="always")
+def _value(mode, c, bits, s):
+    if mode == 0:
+        return bit(bits, c)
+    return count_ones(bits, c * s, (c + 1) * s)
+
+
+@njit(inline="always")
+def _dim(d, H, h):
+    return (d - h + H - 1) // H if h < d else 0
+
+
+@njit(cache=True)
+def emit(layer, pos, bits, ctx, state, aux, out):
+    H, r, mode, d = int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3])
+    k = pos % r
+    off = 0
+    for h in range(H):
+        dh = _dim(d, H, h)
+        base = off + k * (dh + 1)
+        out[base] = 1
+        for l in range(dh):
+            out[base + 1 + l] = _value(mode, h + l * H, bits, ctx[1])
+        off += r * (dh + 1)
+
+
+@njit(cache=True)
+def update(layer, pos, bits, ctx, state, sketch, aux):
+    q, s, N = ctx[0], ctx[1], ctx[3]
+    if pos >= q:
+        return
+    H, r, mode, d = int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3])
+    y = 0.0
+    off = 0
+    for h in range(H):
+        dh = _dim(d, H, h)
+        z = 0.0
+        num = 0.0
+        for k in range(r):
+            base = off + k * (dh + 1)
+            z += sketch[base]
+            for l in range(dh):
+                c = h + l * H
+                weight = bit(bits, c) if mode == 0 else (1 if c == pos else 0)
+                num += weight * sketch[base + 1 + l]
+        off += r * (dh + 1)
+        if dh > 0:
+            if z == 0.0:
+                state[0] = -1
+                return
+            y += N * num / z
+    if mode == 0:
+        y -= count_ones(bits, 0, ctx[2]) + (q - 1) * (s + 1)
+    else:
+        y -= s
+    state[0] = int(round(y))
+
+
+@njit(cache=True)
+def answer(pos, bits, ctx, state, aux):
+    return state[0]
+
+
+def head_dims(d: int, heads: int) -> list[int]:
+    """Value coordinates carried by each head."""
+    return [(d - h + heads - 1) // heads if h < d else 0 for h in range(heads)]
+
+
+def kernel_plan(ctx, r: int, bits: int, values: str, heads: int = 1) -> Plan:
+    """The plan of ``heads`` kernel heads with ``r`` features and ``bits``-bit entries."""
+    if bits > 62:
+        raise PluginError(f"bits must be <= 62, got {bits}")
+    d = ctx.m if values == "identity" else ctx.q
+    alphabet = 2 if values == "identity" else ctx.s + 1
+    k = sum(r * (dh + 1) for dh in head_dims(d, heads))
+    layer = Layer("sum", k, alphabet, levels=2**bits)
+    aux = [heads, r, VALUES.index(values), d]
+    return Plan([layer], 1, emit, update, answer, aux=aux)

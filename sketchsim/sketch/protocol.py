@@ -1,0 +1,201 @@
+"""What a sketch protocol declares.
+
+A :class:`Protocol` has a name, a one-line description, typed parameters and a
+``setup(ctx, params)`` that returns a :class:`Plan`: the layers (channel, symbols
+per speaker, alphabet, speakers), the state size, and three functions
+
+- ``emit(layer, pos, bits, ctx, state, aux, out)``: write the ``k`` symbols of
+  token ``pos`` into ``out[:k]``;
+- ``update(layer, pos, bits, ctx, state, sketch, aux)``: update ``state`` in
+  place from the layer's sketch;
+- ``answer(pos, bits, ctx, state, aux) -> int``: the answer at query ``pos``.
+
+``bits`` are the token's private input as uint64 words (see :mod:`sketchsim.bits`),
+``ctx`` is the int64 array ``[q, s, m, n_tokens]``, ``state`` an int64 array of
+the declared size, ``aux`` a float64 array the plan provides.  When all three
+functions are numba-jitted the engine is jitted; otherwise it runs in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sketchsim.errors import PluginError
+from sketchsim.sketch.channels import CHANNELS
+
+__all__ = ["Param", "Layer", "Plan", "Context", "Protocol"]
+
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A typed protocol parameter.
+
+    Parameters
+    ----------
+    name : str
+    type : {"int", "float", "str", "bool"}
+    default : Any
+    help : str
+    choices : tuple, optional
+        Allowed values (for ``str``).
+    minimum : number, optional
+        Smallest allowed value (for ``int`` and ``float``).
+    """
+
+    name: str
+    type: str
+    default: Any
+    help: str = ""
+    choices: tuple = ()
+    minimum: float | None = None
+
+    def __post_init__(self):
+        if self.type not in _TYPES:
+            raise PluginError(f"parameter {self.name}: unknown type {self.type!r}")
+
+    def describe(self) -> str:
+        kind = "|".join(map(str, self.choices)) if self.choices else self.type
+        return f"{self.name} ({kind}, default {self.default})"
+
+    def parse(self, text: str, protocol: str):
+        """Convert ``text`` to this parameter's type, or raise PluginError."""
+        try:
+            if self.type == "bool":
+                low = text.lower()
+                if low not in ("1", "0", "true", "false", "yes", "no"):
+                    raise ValueError(text)
+                value = low in ("1", "true", "yes")
+            else:
+                value = _TYPES[self.type](text)
+        except ValueError:
+            raise PluginError(
+                f"protocol {protocol}: parameter {self.name} expects {self.type}, got {text!r}"
+            ) from None
+        self.check(value, protocol)
+        return value
+
+    def check(self, value, protocol: str) -> None:
+        if self.choices and value not in self.choices:
+            raise PluginError(
+                f"protocol {protocol}: {self.name} must be one of "
+                f"{', '.join(map(str, self.choices))}, got {value!r}"
+            )
+        if self.minimum is not None and value < self.minimum:
+            raise PluginError(
+                f"protocol {protocol}: {self.name} must be >= {self.minimum}, got {value}"
+            )
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer: every speaker emits ``symbols`` symbols from ``{0..alphabet-1}``.
+
+    ``speakers`` is ``"all"``, ``"last"`` (the final token) or a tuple of
+    0-based positions; ``levels`` (``sum`` only) declares a saturating register
+    with that many values per entry.
+    """
+
+    channel: str
+    symbols: int
+    alphabet: int
+    speakers: str | tuple = "all"
+    levels: int = 0
+
+    def __post_init__(self):
+        if self.channel not in CHANNELS:
+            raise PluginError(f"unknown channel {self.channel!r}; use one of {', '.join(CHANNELS)}")
+        if self.symbols < 0 or self.alphabet < 1:
+            raise PluginError(
+                f"a layer needs symbols >= 0 and alphabet >= 1, got {self.symbols}, {self.alphabet}"
+            )
+        if self.levels and (self.channel != "sum" or self.levels < 1):
+            raise PluginError("levels is a positive register size, for sum channels only")
+
+    def speaker_positions(self, n_tokens: int) -> tuple[int, ...]:
+        if self.speakers == "all":
+            return tuple(range(n_tokens))
+        if self.speakers == "last":
+            return (n_tokens - 1,)
+        pos = tuple(int(p) for p in self.speakers)
+        if any(not 0 <= p < n_tokens for p in pos) or len(set(pos)) != len(pos):
+            raise PluginError(f"speakers {pos} are not distinct positions in 0..{n_tokens - 1}")
+        return tuple(sorted(pos))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a protocol may know about the family: F(q, s) has m bits and q + 1 tokens."""
+
+    q: int
+    s: int
+    m: int
+    n_tokens: int
+
+    def array(self) -> np.ndarray:
+        return np.array([self.q, self.s, self.m, self.n_tokens], dtype=np.int64)
+
+
+@dataclass
+class Plan:
+    """A protocol instantiated for one family: layers, state size, functions, aux data."""
+
+    layers: list[Layer]
+    state_size: int
+    emit: Callable
+    update: Callable
+    answer: Callable
+    aux: np.ndarray = field(default_factory=lambda: np.zeros(1))
+
+    @property
+    def jitted(self) -> bool:
+        from numba.core.registry import CPUDispatcher
+
+        return all(isinstance(f, CPUDispatcher) for f in (self.emit, self.update, self.answer))
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A sketch protocol plug-in (see the module docstring and docs/protocols.md)."""
+
+    name: str
+    description: str
+    setup: Callable[[Context, dict], Plan]
+    params: tuple[Param, ...] = ()
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.params}
+
+    def resolve(self, given: dict[str, str]) -> dict:
+        """Parse ``name=value`` strings against the declared parameters."""
+        by_name = {p.name: p for p in self.params}
+        values = self.defaults()
+        for key, text in given.items():
+            if key not in by_name:
+                accepted = ", ".join(p.describe() for p in self.params) or "none"
+                raise PluginError(
+                    f"protocol {self.name} has no parameter {key!r}; accepted: {accepted}"
+                )
+            values[key] = by_name[key].parse(text, self.name)
+        return values
+
+    def plan(self, ctx: Context, params: dict) -> Plan:
+        try:
+            plan = self.setup(ctx, params)
+        except PluginError:
+            raise
+        except Exception as exc:  # a plug-in bug: one line naming the plug-in
+            raise PluginError(f"protocol {self.name}: setup failed: {exc}") from exc
+        if not isinstance(plan, Plan):
+            raise PluginError(f"protocol {self.name}: setup must return a Plan")
+        if plan.state_size < 1:
+            raise PluginError(f"protocol {self.name}: state_size must be >= 1")
+        plan.aux = np.ascontiguousarray(plan.aux, dtype=np.float64).reshape(-1)
+        if plan.aux.size == 0:
+            plan.aux = np.zeros(1)
+        return plan
