@@ -12,13 +12,13 @@ from sketchsim.sketch import Layer, Plan, Protocol
 from sketchsim.sketch.tokens import chunk32
 
 
-@njit(cache=True)
+@njit
 def emit(layer, pos, bits, ctx, state, aux, out):
     for c in range((ctx[2] + 31) // 32):
         out[c] = chunk32(bits, c)
 
 
-@njit(cache=True)
+@njit
 def update(layer, pos, bits, ctx, state, sketch, aux):
     if pos >= ctx[0]:  # only queries answer
         return
@@ -32,7 +32,7 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
     state[0] = best
 
 
-@njit(cache=True)
+@njit
 def answer(pos, bits, ctx, state, aux):
     return state[0]
 

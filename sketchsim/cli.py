@@ -127,3 +127,154 @@ def verify(m, n, construction, beta, causal, json_path, quiet):
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+@main.command()
+def protocols():
+    """List every protocol found: built-ins, installed plug-ins."""
+    from sketchsim.plugins import discover
+
+    table = Table(title="sketch protocols")
+    for col in ("name", "source", "description", "parameters"):
+        table.add_column(col)
+    for item in discover():
+        if item.protocol is None:
+            table.add_row(item.name, item.source, f"[red]{item.error}[/red]", "")
+            continue
+        params = ", ".join(p.describe() for p in item.protocol.params) or "-"
+        table.add_row(item.name, item.source, item.protocol.description, params)
+    report.console.print(table)
+
+
+def _answers_text(values) -> str:
+    return "".join(map(str, values)) if max(values, default=0) < 10 else ",".join(map(str, values))
+
+
+@main.command()
+@click.option("--q", "q", type=int, default=64, show_default=True, help="Independent answers.")
+@click.option("--s", "s", type=int, default=7, show_default=True, help="Answers lie in 0..s.")
+@click.option(
+    "--protocol",
+    "specs",
+    multiple=True,
+    help="NAME[:k=v,...], path/file.py:NAME[:...] or pkg.module:NAME[:...]; repeatable. "
+    "Default: a built-in set.",
+)
+@click.option("--samples", type=int, default=100_000, show_default=True,
+              help="Inputs drawn in sampled mode.")
+@click.option("--exhaustive/--sampled", default=None,
+              help="Enumerate all (s+1)^q inputs (default when at most 2^20).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write results here.")
+@click.option("--resume", is_flag=True, help="Keep protocols already measured in --json.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet):
+    """Measure transcript bits of sketch protocols on F(q,s) against q*log2(s+1)."""
+    import json
+
+    from sketchsim.plugins import discover, resolve_spec
+    from sketchsim.sketch.family import HardFamily
+    from sketchsim.transcript import DEFAULT_SPECS, choose_answers, measure
+
+    if resume and not json_path:
+        raise click.UsageError("--resume needs --json PATH")
+    family = HardFamily(q, s, seed)
+    found = discover()
+    resolved = [(spec, *resolve_spec(spec, found)) for spec in (specs or DEFAULT_SPECS)]
+    mode, T = choose_answers(family, exhaustive, samples)
+    header = {
+        "q": q, "s": s, "m": family.m, "n_tokens": family.n_tokens,
+        "bound_bits": family.bound_bits, "mode": mode, "inputs": int(T.shape[0]), "seed": seed,
+    }
+    params = {"q": q, "s": s, "samples": samples, "mode": mode, "seed": seed,
+              "protocols": [spec for spec, *_ in resolved]}
+    done = {}
+    if resume and json_path:
+        done = _load_resumable(json_path, header)
+    report.console.print(Panel.fit(
+        f"F(q={q}, s={s}): m = {family.m} bits, N = {family.n_tokens} tokens, "
+        f"answers in 0..{s}\nbound q*log2(s+1) = [bold]{family.bound_bits:.2f}[/bold] bits; "
+        f"{mode} mode, {T.shape[0]:,} inputs, seed {seed}",
+        title="sketchsim transcript",
+    ))
+    results = []
+    for spec, proto, proto_params, source in resolved:
+        key = json.dumps([proto.name, proto_params], sort_keys=True)
+        if key in done:
+            results.append(done[key])
+            continue
+        with report.progress_bar(spec, T.shape[0], not quiet) as update:
+            rep = measure(family, T, proto, proto_params, source, progress=update)
+        rep.spec = spec
+        results.append(rep.to_dict())
+        if json_path:
+            payload = {**header, "protocols": results, "complete": False}
+            report.write_json_atomic(json_path, report.result_payload("transcript", params, payload))
+    _render_transcript(family, mode, results)
+    if json_path:
+        payload = {**header, "protocols": results, "complete": True}
+        report.write_json_atomic(json_path, report.result_payload("transcript", params, payload))
+
+
+def _load_resumable(path, header) -> dict:
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        return {}
+    try:
+        old = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise SketchsimError(f"cannot resume from {path}: {exc}") from None
+    if any(old.get(k) != v for k, v in header.items() if k != "bound_bits"):
+        raise SketchsimError(f"cannot resume from {path}: it was made with other q/s/seed/mode")
+    return {json.dumps([r["name"], r["params"]], sort_keys=True): r for r in old.get("protocols", [])}
+
+
+def _render_transcript(family, mode, results) -> None:
+    table = Table(caption="distinct transcripts counted by 128-bit fingerprint; "
+                          "certificates re-checked on exact transcripts")
+    cols = ("protocol", "declared bits", "distinct", "log2 distinct", "entropy bits",
+            "correct", ">= bound", "failure shown by")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "protocol" else "right")
+    for r in results:
+        cert = "-"
+        if r["collision"]:
+            cert = "[red]same transcript, different answers[/red]"
+        elif r["wrong_inputs"]:
+            cert = f"[red]{r['wrong_inputs']:,} wrong inputs[/red]"
+        slow = " [yellow](python engine)[/yellow]" if r["engine"] != "jit" else ""
+        table.add_row(
+            (r["spec"] or r["name"]) + slow,
+            f"{r['declared_bits']:,.2f}",
+            f"{r['distinct_transcripts']:,}",
+            f"{r['log2_distinct']:.2f}",
+            f"{r['entropy_bits']:.2f}",
+            report.verdict(r["correct_fraction"] == 1.0, f"{r['correct_fraction']:.4f}",
+                           f"{r['correct_fraction']:.4f}"),
+            report.verdict(r["meets_bound"]),
+            cert,
+        )
+    report.console.print(table)
+    for r in results:
+        c = r["collision"]
+        if c:
+            report.console.print(
+                f"[bold]{r['spec'] or r['name']}[/bold]: inputs #{c['inputs'][0]} and "
+                f"#{c['inputs'][1]} have the same transcript but answers differ at query "
+                f"{c['position']}; the protocol answers {c['protocol_answer']} on both\n"
+                f"  t = {_answers_text(c['answers_a'])}\n  t = {_answers_text(c['answers_b'])}"
+            )
+        elif r["first_failure"]:
+            f = r["first_failure"]
+            report.console.print(
+                f"[bold]{r['spec'] or r['name']}[/bold]: first wrong input #{f['input']}, query "
+                f"{f['position']}: target {f['target']}, answered {f['answer']}"
+            )
+        if not r["meets_bound"] and r["correct_fraction"] == 1.0:
+            note = ("[red]THEOREM VIOLATED: correct on every input below the bound[/red]"
+                    if mode == "exhaustive" else
+                    "[yellow]below the bound but no failure among the sampled inputs[/yellow]")
+            report.console.print(f"[bold]{r['spec'] or r['name']}[/bold]: {note}")

@@ -16,6 +16,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 import sketchsim
 
 console = Console()
+if not console.is_terminal and "COLUMNS" not in os.environ:
+    console.width = max(console.width, 130)  # logs and pipes get full tables
 err_console = Console(stderr=True)
 
 
@@ -63,7 +65,7 @@ def result_payload(command: str, params: dict, result: dict) -> dict:
 @contextmanager
 def progress_bar(description: str, total: int, enabled: bool = True):
     """Yield ``update(done, total)`` driving a rich progress bar on stderr."""
-    if not enabled:
+    if not (enabled and err_console.is_terminal):
         yield lambda done, tot: None
         return
     with Progress(

@@ -49,7 +49,7 @@ def _dim(d, H, h):
     return (d - h + H - 1) // H if h < d else 0
 
 
-@njit(cache=True)
+@njit
 def emit(layer, pos, bits, ctx, state, aux, out):
     H, r, mode, d = int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3])
     k = pos % r
@@ -63,7 +63,7 @@ def emit(layer, pos, bits, ctx, state, aux, out):
         off += r * (dh + 1)
 
 
-@njit(cache=True)
+@njit
 def update(layer, pos, bits, ctx, state, sketch, aux):
     q, s, N = ctx[0], ctx[1], ctx[3]
     if pos >= q:
@@ -95,7 +95,7 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
     state[0] = int(round(y))
 
 
-@njit(cache=True)
+@njit
 def answer(pos, bits, ctx, state, aux):
     return state[0]
 
