@@ -125,10 +125,6 @@ def verify(m, n, construction, beta, causal, json_path, quiet):
         report.write_json_atomic(json_path, report.result_payload("verify", params, payload))
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 @main.command()
 def protocols():
     """List every protocol found: built-ins, installed plug-ins."""

@@ -25,3 +25,46 @@ def pack_bits(X: np.ndarray) -> np.ndarray:
             if flat_in[row, k]:
                 flat_out[row, k // 64] |= np.uint64(1) << np.uint64(k % 64)
     return out
+
+
+def run_protocol(plan, ctx, tokens):
+    """Plain-Python sketch engine: returns (transcript tuples, answers) per input.
+
+    ``tokens`` are packed (B, N, words); the protocol's functions are called as
+    Python (``py_func`` where jitted), and channels are aggregated with lists.
+    """
+    emit, update, answer = (getattr(f, "py_func", f) for f in (plan.emit, plan.update, plan.answer))
+    ctx_arr = ctx.array()
+    aux = np.asarray(plan.aux, dtype=np.float64).reshape(-1)
+    if aux.size == 0:
+        aux = np.zeros(1)
+    N = ctx.n_tokens
+    transcripts, answers = [], []
+    for toks in tokens:
+        state = np.zeros((N, plan.state_size), dtype=np.int64)
+        transcript = []
+        for lay, L in enumerate(plan.layers):
+            speakers = L.speaker_positions(N)
+            messages = []
+            for pos in speakers:
+                out = np.zeros(max(L.symbols, 1), dtype=np.int64)
+                emit(lay, pos, toks[pos], ctx_arr, state[pos], aux, out)
+                msg = [int(v) for v in out[: L.symbols]]
+                assert all(0 <= v < L.alphabet for v in msg)
+                messages.append(msg)
+            if L.channel == "sum":
+                sketch = [sum(m[c] for m in messages) for c in range(L.symbols)]
+                if L.levels:
+                    sketch = [min(v, L.levels - 1) for v in sketch]
+            elif L.channel == "histogram":
+                sketch = [sum(1 for m in messages if m[c] == v)
+                          for c in range(L.symbols) for v in range(L.alphabet)]
+            else:
+                sketch = [v for m in messages for v in m]
+            transcript.extend(sketch)
+            arr = np.array(sketch, dtype=np.int64)
+            for pos in range(N):
+                update(lay, pos, toks[pos], ctx_arr, state[pos], arr, aux)
+        transcripts.append(tuple(transcript))
+        answers.append([int(answer(i, toks[i], ctx_arr, state[i], aux)) for i in range(ctx.q)])
+    return transcripts, np.array(answers, dtype=np.int64).reshape(len(tokens), ctx.q)

@@ -1,0 +1,3 @@
+from sketchsim.cli import main
+
+main()
