@@ -103,9 +103,7 @@ def unpack_bits(W, m: int) -> np.ndarray:
     if m < 1:
         raise ValueError(f"m must be >= 1, got {m}")
     if W.ndim < 1 or W.shape[-1] != n_words(m):
-        raise ValueError(
-            f"expected {n_words(m)} words per token for m = {m}, got shape {W.shape}"
-        )
+        raise ValueError(f"expected {n_words(m)} words per token for m = {m}, got shape {W.shape}")
     as_bytes = np.ascontiguousarray(W.astype("<u8", copy=False)).view(np.uint8)
     bits = np.unpackbits(as_bytes, axis=-1, bitorder="little")
     return np.ascontiguousarray(bits[..., :m])

@@ -111,7 +111,9 @@ def verify(m, n, construction, beta, causal, json_path, quiet):
     report.console.print(head, table)
     if res.counterexample:
         ce = res.counterexample
-        rows = "\n".join("  x%d = %s" % (k + 1, "".join(map(str, t))) for k, t in enumerate(ce["tokens"]))
+        rows = "\n".join(
+            f"  x{k + 1} = {''.join(map(str, t))}" for k, t in enumerate(ce["tokens"])
+        )
         report.console.print(
             f"[red]counterexample[/red] (input #{ce['index']}):\n{rows}\n"
             f"  position {ce['position']}: target {ce['target']}, output {ce['output']:.6g}"
@@ -156,10 +158,14 @@ def _answers_text(values) -> str:
     help="NAME[:k=v,...], path/file.py:NAME[:...] or pkg.module:NAME[:...]; repeatable. "
     "Default: a built-in set.",
 )
-@click.option("--samples", type=int, default=100_000, show_default=True,
-              help="Inputs drawn in sampled mode.")
-@click.option("--exhaustive/--sampled", default=None,
-              help="Enumerate all (s+1)^q inputs (default when at most 2^20).")
+@click.option(
+    "--samples", type=int, default=100_000, show_default=True, help="Inputs drawn in sampled mode."
+)
+@click.option(
+    "--exhaustive/--sampled",
+    default=None,
+    help="Enumerate all (s+1)^q inputs (default when at most 2^20).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write results here.")
 @click.option("--resume", is_flag=True, help="Keep protocols already measured in --json.")
@@ -179,20 +185,34 @@ def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet)
     resolved = [(spec, *resolve_spec(spec, found)) for spec in (specs or DEFAULT_SPECS)]
     mode, T = choose_answers(family, exhaustive, samples)
     header = {
-        "q": q, "s": s, "m": family.m, "n_tokens": family.n_tokens,
-        "bound_bits": family.bound_bits, "mode": mode, "inputs": int(T.shape[0]), "seed": seed,
+        "q": q,
+        "s": s,
+        "m": family.m,
+        "n_tokens": family.n_tokens,
+        "bound_bits": family.bound_bits,
+        "mode": mode,
+        "inputs": int(T.shape[0]),
+        "seed": seed,
     }
-    params = {"q": q, "s": s, "samples": samples, "mode": mode, "seed": seed,
-              "protocols": [spec for spec, *_ in resolved]}
+    params = {
+        "q": q,
+        "s": s,
+        "samples": samples,
+        "mode": mode,
+        "seed": seed,
+        "protocols": [spec for spec, *_ in resolved],
+    }
     done = {}
     if resume and json_path:
         done = _load_resumable(json_path, header)
-    report.console.print(Panel.fit(
-        f"F(q={q}, s={s}): m = {family.m} bits, N = {family.n_tokens} tokens, "
-        f"answers in 0..{s}\nbound q*log2(s+1) = [bold]{family.bound_bits:.2f}[/bold] bits; "
-        f"{mode} mode, {T.shape[0]:,} inputs, seed {seed}",
-        title="sketchsim transcript",
-    ))
+    report.console.print(
+        Panel.fit(
+            f"F(q={q}, s={s}): m = {family.m} bits, N = {family.n_tokens} tokens, "
+            f"answers in 0..{s}\nbound q*log2(s+1) = [bold]{family.bound_bits:.2f}[/bold] bits; "
+            f"{mode} mode, {T.shape[0]:,} inputs, seed {seed}",
+            title="sketchsim transcript",
+        )
+    )
     results = []
     for spec, proto, proto_params, source in resolved:
         key = json.dumps([proto.name, proto_params], sort_keys=True)
@@ -205,7 +225,9 @@ def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet)
         results.append(rep.to_dict())
         if json_path:
             payload = {**header, "protocols": results, "complete": False}
-            report.write_json_atomic(json_path, report.result_payload("transcript", params, payload))
+            report.write_json_atomic(
+                json_path, report.result_payload("transcript", params, payload)
+            )
     _render_transcript(family, mode, results)
     if json_path:
         payload = {**header, "protocols": results, "complete": True}
@@ -225,14 +247,26 @@ def _load_resumable(path, header) -> dict:
         raise SketchsimError(f"cannot resume from {path}: {exc}") from None
     if any(old.get(k) != v for k, v in header.items() if k != "bound_bits"):
         raise SketchsimError(f"cannot resume from {path}: it was made with other q/s/seed/mode")
-    return {json.dumps([r["name"], r["params"]], sort_keys=True): r for r in old.get("protocols", [])}
+    return {
+        json.dumps([r["name"], r["params"]], sort_keys=True): r for r in old.get("protocols", [])
+    }
 
 
 def _render_transcript(family, mode, results) -> None:
-    table = Table(caption="distinct transcripts counted by 128-bit fingerprint; "
-                          "certificates re-checked on exact transcripts")
-    cols = ("protocol", "declared bits", "distinct", "log2 distinct", "entropy bits",
-            "correct", ">= bound", "failure shown by")
+    table = Table(
+        caption="distinct transcripts counted by 128-bit fingerprint; "
+        "certificates re-checked on exact transcripts"
+    )
+    cols = (
+        "protocol",
+        "declared bits",
+        "distinct",
+        "log2 distinct",
+        "entropy bits",
+        "correct",
+        ">= bound",
+        "failure shown by",
+    )
     for col in cols:
         table.add_column(col, justify="left" if col == "protocol" else "right")
     for r in results:
@@ -248,8 +282,11 @@ def _render_transcript(family, mode, results) -> None:
             f"{r['distinct_transcripts']:,}",
             f"{r['log2_distinct']:.2f}",
             f"{r['entropy_bits']:.2f}",
-            report.verdict(r["correct_fraction"] == 1.0, f"{r['correct_fraction']:.4f}",
-                           f"{r['correct_fraction']:.4f}"),
+            report.verdict(
+                r["correct_fraction"] == 1.0,
+                f"{r['correct_fraction']:.4f}",
+                f"{r['correct_fraction']:.4f}",
+            ),
             report.verdict(r["meets_bound"]),
             cert,
         )
@@ -270,7 +307,9 @@ def _render_transcript(family, mode, results) -> None:
                 f"{f['position']}: target {f['target']}, answered {f['answer']}"
             )
         if not r["meets_bound"] and r["correct_fraction"] == 1.0:
-            note = ("[red]THEOREM VIOLATED: correct on every input below the bound[/red]"
-                    if mode == "exhaustive" else
-                    "[yellow]below the bound but no failure among the sampled inputs[/yellow]")
+            note = (
+                "[red]THEOREM VIOLATED: correct on every input below the bound[/red]"
+                if mode == "exhaustive"
+                else "[yellow]below the bound but no failure among the sampled inputs[/yellow]"
+            )
             report.console.print(f"[bold]{r['spec'] or r['name']}[/bold]: {note}")

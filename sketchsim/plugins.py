@@ -64,7 +64,9 @@ def _load_file(path: Path):
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise PluginError(f"protocol file {path} failed to import: {type(exc).__name__}: {exc}")
+        raise PluginError(
+            f"protocol file {path} failed to import: {type(exc).__name__}: {exc}"
+        ) from None
     return module
 
 
@@ -103,7 +105,9 @@ def _entry_points() -> list[Found]:
         try:
             obj = ep.load()
         except Exception as exc:
-            out.append(Found(ep.name, source, error=f"failed to import: {type(exc).__name__}: {exc}"))
+            out.append(
+                Found(ep.name, source, error=f"failed to import: {type(exc).__name__}: {exc}")
+            )
             continue
         if not isinstance(obj, Protocol):
             out.append(Found(ep.name, source, error="entry point is not a sketchsim Protocol"))
@@ -126,8 +130,9 @@ def discover() -> list[Found]:
         if item.protocol is None:
             continue
         if item.name in names:
+            first = names[item.name]
             raise PluginError(
-                f"protocol name {item.name!r} is defined twice: {names[item.name]} and {item.source}"
+                f"protocol name {item.name!r} is defined twice: {first} and {item.source}"
             )
         names[item.name] = item.source
     return found
@@ -149,7 +154,9 @@ def parse_params(text: str, protocol: str) -> dict[str, str]:
 def _pick(module_protocols: dict[str, Protocol], name: str, where: str) -> Protocol:
     if name not in module_protocols:
         have = sorted({p.name for p in module_protocols.values()})
-        raise PluginError(f"{where} defines no protocol {name!r}; it has: {', '.join(have) or 'none'}")
+        raise PluginError(
+            f"{where} defines no protocol {name!r}; it has: {', '.join(have) or 'none'}"
+        )
     return module_protocols[name]
 
 

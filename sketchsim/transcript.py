@@ -83,14 +83,16 @@ def _layer_info(plan, n_tokens: int) -> list[dict]:
     out = []
     for L in plan.layers:
         n = len(L.speaker_positions(n_tokens))
-        out.append({
-            "channel": L.channel,
-            "symbols": L.symbols,
-            "alphabet": L.alphabet,
-            "speakers": n,
-            "levels": L.levels,
-            "bits": log2_range(L.channel, L.symbols, L.alphabet, n, L.levels),
-        })
+        out.append(
+            {
+                "channel": L.channel,
+                "symbols": L.symbols,
+                "alphabet": L.alphabet,
+                "speakers": n,
+                "levels": L.levels,
+                "bits": log2_range(L.channel, L.symbols, L.alphabet, n, L.levels),
+            }
+        )
     return out
 
 

@@ -201,4 +201,3 @@ def _describe(head, idx: int, m: int, n: int, causal: bool) -> dict:
     raise AssertionError(  # the jitted and NumPy paths disagree: a bug, not bad input
         f"input {idx} was wrong in the jitted kernel but right in the NumPy reference"
     )
-

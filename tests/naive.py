@@ -57,8 +57,11 @@ def run_protocol(plan, ctx, tokens):
                 if L.levels:
                     sketch = [min(v, L.levels - 1) for v in sketch]
             elif L.channel == "histogram":
-                sketch = [sum(1 for m in messages if m[c] == v)
-                          for c in range(L.symbols) for v in range(L.alphabet)]
+                sketch = [
+                    sum(1 for m in messages if m[c] == v)
+                    for c in range(L.symbols)
+                    for v in range(L.alphabet)
+                ]
             else:
                 sketch = [v for m in messages for v in m]
             transcript.extend(sketch)

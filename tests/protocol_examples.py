@@ -80,7 +80,8 @@ def _py_answer(pos, bits, ctx, state, aux):
 PY_COUNTS = Protocol(
     "py-counts",
     "block counts, pure Python",
-    lambda ctx, p: Plan([Layer("concat", ctx.q, ctx.s + 1, "last")], 1,
-                        _py_emit, _py_update, _py_answer),
+    lambda ctx, p: Plan(
+        [Layer("concat", ctx.q, ctx.s + 1, "last")], 1, _py_emit, _py_update, _py_answer
+    ),
     params=(Param("unused", "int", 3, "a parameter for parsing tests", minimum=1),),
 )

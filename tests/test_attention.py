@@ -17,8 +17,10 @@ def test_normalized_head_matches_direct_formula():
     w = rng.random((4, 3, 5))
     g = rng.normal(size=(4, 3, 5))
     expected = np.array(
-        [[sum(w[b, i, j] * g[b, i, j] for j in range(5)) / sum(w[b, i]) for i in range(3)]
-         for b in range(4)]
+        [
+            [sum(w[b, i, j] * g[b, i, j] for j in range(5)) / sum(w[b, i]) for i in range(3)]
+            for b in range(4)
+        ]
     )
     np.testing.assert_allclose(normalized_head(w, g), expected)
 

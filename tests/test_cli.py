@@ -20,12 +20,23 @@ def test_version_and_help():
 
 def test_verify_json(tmp_path):
     path = tmp_path / "out" / "v.json"
-    res = run("verify", "--m", "3", "--n", "3", "--construction", "rank1", "--quiet",
-              "--json", str(path))
+    res = run(
+        "verify", "--m", "3", "--n", "3", "--construction", "rank1", "--quiet", "--json", str(path)
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(path.read_text())
-    for key in ("m", "n", "construction", "beta", "rank", "causal", "inputs",
-                "max_abs_error", "exact_fraction", "counterexample"):
+    for key in (
+        "m",
+        "n",
+        "construction",
+        "beta",
+        "rank",
+        "causal",
+        "inputs",
+        "max_abs_error",
+        "exact_fraction",
+        "counterexample",
+    ):
         assert key in data
     assert data["inputs"] == 512 and data["beta"] is None and data["rank"] == 1
     ce = data["counterexample"]

@@ -16,16 +16,38 @@ def run(*args):
 
 def test_transcript_exhaustive_json(tmp_path):
     path = tmp_path / "t.json"
-    res = run("transcript", "--q", "3", "--s", "3", "--quiet", "--json", str(path),
-              "--protocol", "block-counts", "--protocol", "clipped-counts")
+    res = run(
+        "transcript",
+        "--q",
+        "3",
+        "--s",
+        "3",
+        "--quiet",
+        "--json",
+        str(path),
+        "--protocol",
+        "block-counts",
+        "--protocol",
+        "clipped-counts",
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(path.read_text())
     for key in ("q", "s", "m", "n_tokens", "bound_bits", "mode", "inputs", "seed", "protocols"):
         assert key in data
     assert data["mode"] == "exhaustive" and data["inputs"] == 64 and data["bound_bits"] == 6
     assert data["complete"] and data["versions"]["numba"]
-    keys = ("name", "params", "layers", "declared_bits", "distinct_transcripts", "log2_distinct",
-            "entropy_bits", "correct_fraction", "meets_bound", "collision")
+    keys = (
+        "name",
+        "params",
+        "layers",
+        "declared_bits",
+        "distinct_transcripts",
+        "log2_distinct",
+        "entropy_bits",
+        "correct_fraction",
+        "meets_bound",
+        "collision",
+    )
     bc, cc = data["protocols"]
     assert all(k in bc for k in keys)
     assert bc["meets_bound"] and bc["correct_fraction"] == 1 and bc["collision"] is None
@@ -37,8 +59,22 @@ def test_transcript_sampled_is_seeded(tmp_path):
     outs = []
     for name in ("a.json", "b.json"):
         path = tmp_path / name
-        res = run("transcript", "--q", "12", "--s", "3", "--samples", "300", "--seed", "5",
-                  "--quiet", "--protocol", "kernel:bits=3", "--json", str(path))
+        res = run(
+            "transcript",
+            "--q",
+            "12",
+            "--s",
+            "3",
+            "--samples",
+            "300",
+            "--seed",
+            "5",
+            "--quiet",
+            "--protocol",
+            "kernel:bits=3",
+            "--json",
+            str(path),
+        )
         assert res.exit_code == 0, res.output
         data = json.loads(path.read_text())
         for p in data["protocols"]:
@@ -50,8 +86,18 @@ def test_transcript_sampled_is_seeded(tmp_path):
 
 def test_resume_skips_finished_protocols(tmp_path):
     path = tmp_path / "r.json"
-    args = ["transcript", "--q", "2", "--s", "2", "--quiet", "--json", str(path),
-            "--protocol", "block-counts"]
+    args = [
+        "transcript",
+        "--q",
+        "2",
+        "--s",
+        "2",
+        "--quiet",
+        "--json",
+        str(path),
+        "--protocol",
+        "block-counts",
+    ]
     assert run(*args).exit_code == 0
     data = json.loads(path.read_text())
     data["protocols"][0]["entropy_bits"] = -1.0  # a marker that survives only if skipped
@@ -84,8 +130,10 @@ def test_protocols_command_lists_builtins():
         (["--protocol", "kernel:bits=x"], "bits expects int"),
         (["--protocol", "kernel:zz=1"], "accepted: r"),
         (["--protocol", "/no/such/file.py:X"], "does not exist"),
-        (["--protocol", f"{EXAMPLES}:BAD", "--q", "2", "--s", "2"],
-         "bad-symbol: layer 1, token 2, slot 1 emitted symbol 7"),
+        (
+            ["--protocol", f"{EXAMPLES}:BAD", "--q", "2", "--s", "2"],
+            "bad-symbol: layer 1, token 2, slot 1 emitted symbol 7",
+        ),
         (["--resume"], "--resume needs --json"),
     ],
 )
@@ -116,7 +164,9 @@ def test_main_job_console_script():
 
     out = subprocess.run(
         [sys.executable, "-m", "sketchsim", "transcript", "--q", "3", "--s", "2"],
-        capture_output=True, text=True, env=dict(os.environ, COLUMNS="200"),
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, COLUMNS="200"),
     )
     assert out.returncode == 0, out.stderr
     assert "bound q*log2(s+1)" in out.stdout and "block-counts" in out.stdout

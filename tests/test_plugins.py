@@ -62,8 +62,9 @@ def test_doc_example_runs_from_file(tmp_path):
 
 def test_doc_example_command(tmp_path):
     path = doc_example(tmp_path)
-    res = CliRunner().invoke(main, ["transcript", "--q", "4", "--s", "3", "--quiet",
-                                    "--protocol", f"{path}:HALF:div=2"])
+    res = CliRunner().invoke(
+        main, ["transcript", "--q", "4", "--s", "3", "--quiet", "--protocol", f"{path}:HALF:div=2"]
+    )
     assert res.exit_code == 0, res.output
     assert "same transcript" in res.output
 
@@ -110,7 +111,8 @@ def test_wheel_ships_builtins_not_top_level_protocols(tmp_path):
     """A non-editable install finds the built-ins and adds no top-level `protocols`."""
     out = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0, out.stderr
     wheel = next(tmp_path.glob("sketchsim-*.whl"))
@@ -119,8 +121,19 @@ def test_wheel_ships_builtins_not_top_level_protocols(tmp_path):
     assert not any(n.startswith("protocols/") for n in names)
     target = tmp_path / "site"
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
-         str(wheel)], capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0, out.stderr
     assert not (target / "protocols").exists()
@@ -130,8 +143,7 @@ def test_wheel_ships_builtins_not_top_level_protocols(tmp_path):
         print(p.builtin_dir())
         print(sorted(f.name for f in p.discover() if f.protocol))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith(str(target))

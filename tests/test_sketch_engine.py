@@ -44,8 +44,10 @@ def brute_force_range(channel, k, a, n, levels=0):
     seen = set()
     for msgs in itertools.product(itertools.product(range(a), repeat=k), repeat=n):
         if channel == "sum":
-            sk = tuple(min(sum(m[c] for m in msgs), levels - 1) if levels else
-                       sum(m[c] for m in msgs) for c in range(k))
+            sk = tuple(
+                min(sum(m[c] for m in msgs), levels - 1) if levels else sum(m[c] for m in msgs)
+                for c in range(k)
+            )
         elif channel == "histogram":
             sk = tuple(sum(m[c] == v for m in msgs) for c in range(k) for v in range(a))
         else:
@@ -56,8 +58,14 @@ def brute_force_range(channel, k, a, n, levels=0):
 
 @pytest.mark.parametrize(
     "channel,k,a,n,levels",
-    [("sum", 2, 3, 3, 0), ("sum", 1, 4, 3, 5), ("histogram", 2, 3, 3, 0),
-     ("histogram", 1, 2, 4, 0), ("concat", 2, 3, 2, 0), ("sum", 3, 2, 1, 0)],
+    [
+        ("sum", 2, 3, 3, 0),
+        ("sum", 1, 4, 3, 5),
+        ("histogram", 2, 3, 3, 0),
+        ("histogram", 1, 2, 4, 0),
+        ("concat", 2, 3, 2, 0),
+        ("sum", 3, 2, 1, 0),
+    ],
 )
 def test_declared_range_equals_reachable_sketches(channel, k, a, n, levels):
     assert 2 ** log2_range(channel, k, a, n, levels) == pytest.approx(
@@ -65,8 +73,17 @@ def test_declared_range_equals_reachable_sketches(channel, k, a, n, levels):
     )
 
 
-@pytest.mark.parametrize("spec", ["raw", "block-counts", "clipped-counts", "kernel:bits=3",
-                                  "kernel:values=blocks,r=2", "multihead:heads=3,bits=4"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "raw",
+        "block-counts",
+        "clipped-counts",
+        "kernel:bits=3",
+        "kernel:values=blocks,r=2",
+        "multihead:heads=3,bits=4",
+    ],
+)
 @pytest.mark.parametrize("q,s", [(2, 3), (3, 2)])
 def test_jitted_engine_matches_naive(spec, q, s):
     fam = HardFamily(q, s, seed=3)
@@ -89,8 +106,11 @@ def test_python_engine_matches_jitted():
     tokens = fam.tokens(fam.sample_answers(40))
     a = Engine(plan, fam.context(), "k").run(tokens, store=True)
     b = Engine(plan, fam.context(), "k", python=True).run(tokens, store=True)
-    for x, y in [(a.fingerprints, b.fingerprints), (a.answers, b.answers),
-                 (a.transcripts, b.transcripts)]:
+    for x, y in [
+        (a.fingerprints, b.fingerprints),
+        (a.answers, b.answers),
+        (a.transcripts, b.transcripts),
+    ]:
         np.testing.assert_array_equal(x, y)
 
 
@@ -119,8 +139,9 @@ def test_tightness_exhaustive(q, s):
     assert rep.distinct_transcripts == (s + 1) ** q
 
 
-@pytest.mark.parametrize("spec", ["clipped-counts", "clipped-counts:levels=2",
-                                  "kernel:bits=1,values=blocks"])
+@pytest.mark.parametrize(
+    "spec", ["clipped-counts", "clipped-counts:levels=2", "kernel:bits=1,values=blocks"]
+)
 @pytest.mark.parametrize("q,s", [(2, 3), (3, 3), (5, 2)])
 def test_below_bound_shown_wrong_by_collision(spec, q, s):
     fam = HardFamily(q, s, seed=1)
@@ -156,9 +177,11 @@ def test_kernel_precision_threshold():
     s=st.integers(1, 3),
     seed=st.integers(0, 10**6),
     layers=st.lists(
-        st.tuples(st.sampled_from(["sum", "histogram", "concat"]), st.integers(1, 4),
-                  st.integers(1, 3)),
-        min_size=1, max_size=3,
+        st.tuples(
+            st.sampled_from(["sum", "histogram", "concat"]), st.integers(1, 4), st.integers(1, 3)
+        ),
+        min_size=1,
+        max_size=3,
     ),
     speakers=st.sampled_from(["all", "last"]),
 )

@@ -22,8 +22,14 @@ def reference_verify(m, n, construction, beta=2.0, causal=False):
 
 @pytest.mark.parametrize(
     "m,n,construction,causal",
-    [(3, 3, "rank1", False), (2, 4, "rank1", True), (3, 3, "softmax", False),
-     (2, 3, "onehot", False), (4, 2, "rank1", False), (1, 5, "softmax", True)],
+    [
+        (3, 3, "rank1", False),
+        (2, 4, "rank1", True),
+        (3, 3, "softmax", False),
+        (2, 3, "onehot", False),
+        (4, 2, "rank1", False),
+        (1, 5, "softmax", True),
+    ],
 )
 def test_jitted_matches_reference(m, n, construction, causal):
     res = verify(m, n, construction, beta=1.2, causal=causal)

@@ -60,8 +60,28 @@ def _make_loop(emit, update, answer, jit, fold=_fold):
 
     jitted = fold is _fold
 
-    def one_input(b, tokens, ctx, aux, chan, ks, alph, levels, speak, offs, total_len,
-                  queries, store, transcripts, fingerprints, answers, errors, state, sym, sk):
+    def one_input(
+        b,
+        tokens,
+        ctx,
+        aux,
+        chan,
+        ks,
+        alph,
+        levels,
+        speak,
+        offs,
+        total_len,
+        queries,
+        store,
+        transcripts,
+        fingerprints,
+        answers,
+        errors,
+        state,
+        sym,
+        sk,
+    ):
         N = tokens.shape[1]
         h1 = np.uint64(_SEED1)
         h2 = np.uint64(_SEED2)
@@ -115,8 +135,27 @@ def _make_loop(emit, update, answer, jit, fold=_fold):
 
     one = jit(one_input)
 
-    def loop(lo, hi, tokens, ctx, aux, chan, ks, alph, levels, speak, offs, total_len,
-             state_size, queries, store, transcripts, fingerprints, answers, errors):
+    def loop(
+        lo,
+        hi,
+        tokens,
+        ctx,
+        aux,
+        chan,
+        ks,
+        alph,
+        levels,
+        speak,
+        offs,
+        total_len,
+        state_size,
+        queries,
+        store,
+        transcripts,
+        fingerprints,
+        answers,
+        errors,
+    ):
         N = tokens.shape[1]
         kmax = 1
         for lay in range(chan.shape[0]):
@@ -126,8 +165,28 @@ def _make_loop(emit, update, answer, jit, fold=_fold):
         sk = np.zeros(max(total_len, 1), dtype=np.int64)
         for b in range(lo, hi):
             state[:, :] = 0
-            one(b, tokens, ctx, aux, chan, ks, alph, levels, speak, offs, total_len,
-                queries, store, transcripts, fingerprints, answers, errors, state, sym, sk)
+            one(
+                b,
+                tokens,
+                ctx,
+                aux,
+                chan,
+                ks,
+                alph,
+                levels,
+                speak,
+                offs,
+                total_len,
+                queries,
+                store,
+                transcripts,
+                fingerprints,
+                answers,
+                errors,
+                state,
+                sym,
+                sk,
+            )
 
     return loop
 
@@ -202,9 +261,23 @@ class Engine:
         err = np.zeros((B, 5), dtype=np.int64)
         tr = np.zeros((B if store else 1, max(self.total_len, 1)), dtype=np.int64)
         args = (
-            np.ascontiguousarray(tokens), self.ctx.array(), self.plan.aux, self.chan, self.ks,
-            self.alph, self.levels, self.speak, self.offsets, self.total_len,
-            self.plan.state_size, self.queries, store, tr, fp, ans, err,
+            np.ascontiguousarray(tokens),
+            self.ctx.array(),
+            self.plan.aux,
+            self.chan,
+            self.ks,
+            self.alph,
+            self.levels,
+            self.speak,
+            self.offsets,
+            self.total_len,
+            self.plan.state_size,
+            self.queries,
+            store,
+            tr,
+            fp,
+            ans,
+            err,
         )
         threads = min(self.threads, max(1, B // 64)) if self.jitted else 1
         bounds = np.linspace(0, B, threads + 1).astype(int)
@@ -212,8 +285,10 @@ class Engine:
             self._loop(0, B, *args)
         else:
             with ThreadPoolExecutor(threads) as pool:
-                jobs = [pool.submit(self._loop, int(lo), int(hi), *args)
-                        for lo, hi in zip(bounds[:-1], bounds[1:])]
+                jobs = [
+                    pool.submit(self._loop, int(lo), int(hi), *args)
+                    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+                ]
                 for job in jobs:
                     job.result()
         if err[:, 0].any():

@@ -67,9 +67,9 @@ class HardFamily:
                 f"{MAX_BYTES_PER_INPUT / 2**20:.0f} MiB"
             )
         rng = np.random.default_rng(self.seed)
-        self.perm = np.stack(
-            [i * self.s + rng.permutation(self.s) for i in range(self.q)]
-        ).astype(np.int64)
+        self.perm = np.stack([i * self.s + rng.permutation(self.s) for i in range(self.q)]).astype(
+            np.int64
+        )
         Q = np.zeros((self.q, self.m), dtype=np.uint8)
         for i in range(self.q):
             Q[i, i * self.s : (i + 1) * self.s] = 1

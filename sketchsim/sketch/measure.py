@@ -27,9 +27,7 @@ def group_transcripts(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """
     if fingerprints.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    _, inverse, counts = np.unique(
-        fingerprints, axis=0, return_inverse=True, return_counts=True
-    )
+    _, inverse, counts = np.unique(fingerprints, axis=0, return_inverse=True, return_counts=True)
     return inverse.reshape(-1), counts
 
 
