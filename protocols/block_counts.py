@@ -9,20 +9,20 @@ from sketchsim.sketch import Layer, Plan, Protocol
 from sketchsim.sketch.tokens import count_ones
 
 
-@njit
+@njit(inline="always")
 def emit(layer, pos, bits, ctx, state, aux, out):
     q, s = ctx[0], ctx[1]
     for i in range(q):
         out[i] = count_ones(bits, i * s, (i + 1) * s)
 
 
-@njit
+@njit(inline="always")
 def update(layer, pos, bits, ctx, state, sketch, aux):
     if pos < ctx[0]:
         state[0] = sketch[pos]
 
 
-@njit
+@njit(inline="always")
 def answer(pos, bits, ctx, state, aux):
     return state[0]
 

@@ -10,7 +10,7 @@ from sketchsim.sketch import Layer, Param, Plan, Protocol
 from sketchsim.sketch.tokens import count_ones
 
 
-@njit
+@njit(inline="always")
 def emit(layer, pos, bits, ctx, state, aux, out):
     q, s = ctx[0], ctx[1]
     top = int(aux[0]) - 1
@@ -18,13 +18,13 @@ def emit(layer, pos, bits, ctx, state, aux, out):
         out[i] = min(count_ones(bits, i * s, (i + 1) * s), top)
 
 
-@njit
+@njit(inline="always")
 def update(layer, pos, bits, ctx, state, sketch, aux):
     if pos < ctx[0]:
         state[0] = sketch[pos]
 
 
-@njit
+@njit(inline="always")
 def answer(pos, bits, ctx, state, aux):
     return state[0]
 

@@ -111,9 +111,7 @@ def verify(m, n, construction, beta, causal, json_path, quiet):
     report.console.print(head, table)
     if res.counterexample:
         ce = res.counterexample
-        rows = "\n".join(
-            f"  x{k + 1} = {''.join(map(str, t))}" for k, t in enumerate(ce["tokens"])
-        )
+        rows = "\n".join(f"  x{k + 1} = {''.join(map(str, t))}" for k, t in enumerate(ce["tokens"]))
         report.console.print(
             f"[red]counterexample[/red] (input #{ce['index']}):\n{rows}\n"
             f"  position {ce['position']}: target {ce['target']}, output {ce['output']:.6g}"

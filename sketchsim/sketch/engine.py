@@ -122,8 +122,9 @@ def _make_loop(emit, update, answer, jit, fold=_fold):
                         sk[e] = levels[lay] - 1
             for e in range(lo, hi):
                 h1, h2 = fold(h1, h2, sk[e])
+            layer_sketch = sk[lo:hi]
             for pos in range(N):
-                update(lay, pos, tokens[b, pos], ctx, state[pos], sk[lo:hi], aux)
+                update(lay, pos, tokens[b, pos], ctx, state[pos], layer_sketch, aux)
         fingerprints[b, 0] = h1
         fingerprints[b, 1] = h2
         if store:
@@ -202,7 +203,7 @@ def _jitted_loop(emit, update, answer):
     """
     key = (emit, update, answer)
     if key not in _LOOPS:
-        _LOOPS[key] = njit(nogil=True)(_make_loop(emit, update, answer, njit(nogil=True)))
+        _LOOPS[key] = njit(nogil=True)(_make_loop(emit, update, answer, njit(inline="always")))
     return _LOOPS[key]
 
 

@@ -125,10 +125,14 @@ class HardFamily:
         rng = np.random.default_rng([self.seed, 1])
         return rng.integers(0, self.s + 1, size=(k, self.q), dtype=np.uint8)
 
-    def tokens(self, T: np.ndarray) -> np.ndarray:
-        """Packed tokens (B, q + 1, words) of the inputs with answer vectors ``T``."""
+    def tokens(self, T: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Packed tokens (B, q + 1, words) of the inputs with answer vectors ``T``.
+
+        ``out``, when given, is a buffer with at least ``B`` rows that is reused.
+        """
         T = np.ascontiguousarray(T, dtype=np.uint8)
-        out = np.empty((T.shape[0], self.n_tokens, self.words), dtype=np.uint64)
+        shape = (T.shape[0], self.n_tokens, self.words)
+        out = np.empty(shape, dtype=np.uint64) if out is None else out[: T.shape[0]]
         _build_tokens(T, self.query_words, self.perm, out)
         return out
 

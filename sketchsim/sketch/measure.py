@@ -25,10 +25,17 @@ def group_transcripts(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     counts : numpy.ndarray, shape (G,)
         Inputs per group.
     """
-    if fingerprints.shape[0] == 0:
+    B = fingerprints.shape[0]
+    if B == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    _, inverse, counts = np.unique(fingerprints, axis=0, return_inverse=True, return_counts=True)
-    return inverse.reshape(-1), counts
+    order = np.lexsort((fingerprints[:, 1], fingerprints[:, 0]))
+    fp = fingerprints[order]
+    new = np.ones(B, dtype=bool)
+    new[1:] = (fp[1:] != fp[:-1]).any(axis=1)
+    group_sorted = np.cumsum(new) - 1
+    inverse = np.empty(B, dtype=np.int64)
+    inverse[order] = group_sorted
+    return inverse, np.bincount(group_sorted)
 
 
 def entropy_bits(counts: np.ndarray) -> float:

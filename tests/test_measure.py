@@ -1,0 +1,33 @@
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sketchsim.sketch.measure import entropy_bits, find_collision_candidates, group_transcripts
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 300), st.integers(1, 20), st.integers(0, 2**32 - 1))
+def test_grouping_matches_numpy_unique(B, values, seed):
+    fp = np.random.default_rng(seed).integers(0, values, (B, 2)).astype(np.uint64)
+    inverse, counts = group_transcripts(fp)
+    if B == 0:
+        assert inverse.size == 0 and counts.size == 0
+        return
+    _, inv_ref, counts_ref = np.unique(fp, axis=0, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(inverse, inv_ref.reshape(-1))
+    np.testing.assert_array_equal(counts, counts_ref)
+
+
+def test_entropy_reference_values():
+    assert entropy_bits([5]) == 0.0
+    assert entropy_bits([1, 1, 1, 1]) == 2.0
+    assert math.isclose(entropy_bits([1, 3]), -(0.25 * math.log2(0.25) + 0.75 * math.log2(0.75)))
+
+
+def test_collision_candidates():
+    inverse = np.array([0, 1, 0, 1, 0])
+    answers = np.array([[1], [2], [1], [2], [3]])
+    assert find_collision_candidates(inverse, answers) == [(0, 4)]
+    assert find_collision_candidates(inverse, np.array([[1], [2], [1], [2], [1]])) == []
