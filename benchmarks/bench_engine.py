@@ -44,7 +44,8 @@ def main():
     fam.tokens(T)
     build = n_jit / (time.perf_counter() - t)
     print(
-        f"F(64, 7): m = {fam.m}, N = {fam.n_tokens}; building inputs into fresh arrays: {build:,.0f} inputs/s"
+        f"F(64, 7): m = {fam.m}, N = {fam.n_tokens}; "
+        f"building inputs into fresh arrays: {build:,.0f} inputs/s"
     )
     for spec in ("block-counts", "kernel", "kernel:values=blocks,bits=7"):
         proto, params, _ = resolve_spec(spec)

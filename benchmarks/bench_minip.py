@@ -43,9 +43,9 @@ def main():
         W = pack_bits(X)
         minip_targets(X[:2])  # compile / load cache outside the timing
         assert np.array_equal(minip_targets_packed(W), numpy_reference(X))
-        t_jit = best_of(lambda: minip_targets_packed(W))
-        t_jit_all = best_of(lambda: minip_targets(X))
-        t_np = best_of(lambda: numpy_reference(X))
+        t_jit = best_of(lambda W=W: minip_targets_packed(W))
+        t_jit_all = best_of(lambda X=X: minip_targets(X))
+        t_np = best_of(lambda X=X: numpy_reference(X))
         print(
             f"  B={B:>7,} N={N:>2} m={m:>3}: jitted {B / t_jit:>12,.0f} inputs/s "
             f"(with packing {B / t_jit_all:>11,.0f}), numpy {B / t_np:>11,.0f} inputs/s, "
