@@ -1,7 +1,8 @@
 """raw: every token broadcasts its bits; each query solves Min-IP from the transcript.
 
 Correct on every input (it is plain dense comparison), and far above the bound:
-``N * 32 * ceil(m / 32)`` bits.
+exactly ``N * m`` bits.  Tokens are sent in fields of ``w`` bits, ``w`` the
+largest divisor of ``m`` up to 32, so that the alphabet wastes no bit.
 """
 
 import numpy as np
@@ -9,25 +10,27 @@ from numba import njit
 
 from sketchsim.bits import popcount64
 from sketchsim.sketch import Layer, Plan, Protocol
-from sketchsim.sketch.tokens import chunk32
+from sketchsim.sketch.tokens import field
 
 
 @njit
 def emit(layer, pos, bits, ctx, state, aux, out):
-    for c in range((ctx[2] + 31) // 32):
-        out[c] = chunk32(bits, c)
+    w = int(aux[0])
+    for c in range(ctx[2] // w):
+        out[c] = field(bits, c * w, w)
 
 
 @njit
 def update(layer, pos, bits, ctx, state, sketch, aux):
     if pos >= ctx[0]:  # only queries answer
         return
-    k = (ctx[2] + 31) // 32
+    w = int(aux[0])
+    k = ctx[2] // w
     best = np.int64(1) << 62
     for j in range(ctx[3]):
         ip = np.int64(0)
         for c in range(k):
-            ip += popcount64(np.uint64(chunk32(bits, c) & sketch[j * k + c]))
+            ip += popcount64(np.uint64(field(bits, c * w, w) & sketch[j * k + c]))
         best = min(best, ip)
     state[0] = best
 
@@ -38,8 +41,8 @@ def answer(pos, bits, ctx, state, aux):
 
 
 def setup(ctx, params):
-    chunks = (ctx.m + 31) // 32
-    return Plan([Layer("concat", chunks, 2**32)], 1, emit, update, answer)
+    width = max(w for w in range(1, 33) if ctx.m % w == 0)
+    return Plan([Layer("concat", ctx.m // width, 2**width)], 1, emit, update, answer, aux=[width])
 
 
 PROTOCOL = Protocol("raw", "every token broadcasts its bits (dense comparison)", setup)

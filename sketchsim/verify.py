@@ -112,12 +112,19 @@ def check_verify_size(m: int, n: int) -> None:
     if n < 1:
         raise SketchsimError(f"--n must be >= 1, got {n}")
     if m * n > config.VERIFY_MAX_BITS:
-        # about 5e6 inputs/s at N = 3 on 2 cores, measured in benchmarks/
-        secs = 2.0 ** (m * n) / 5e6
+        # about 4e7 inputs/s at N = 3 on 2 cores (docs/benchmarks.md); cost grows as N^2
+        secs = 2.0 ** (m * n) * n * n / 3.6e8
         raise SketchsimError(
             f"m*n = {m * n} exceeds the limit {config.VERIFY_MAX_BITS}: 2^{m * n} inputs "
-            f"would take about {secs:.3g} s ({secs / 86400:.3g} days)"
+            f"would take about {_duration(secs)} on 2 cores"
         )
+
+
+def _duration(secs: float) -> str:
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("min", 60)):
+        if secs >= 2 * size:
+            return f"{secs / size:,.3g} {unit}"
+    return f"{secs:.3g} s"
 
 
 def verify(

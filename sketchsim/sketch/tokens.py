@@ -7,7 +7,7 @@ from numba import njit
 
 from sketchsim.bits import popcount64
 
-__all__ = ["bit", "count_ones", "chunk32", "inner_product"]
+__all__ = ["bit", "count_ones", "field", "inner_product"]
 
 
 @njit(inline="always")
@@ -35,12 +35,14 @@ def count_ones(bits, lo, hi):
 
 
 @njit(inline="always")
-def chunk32(bits, c):
-    """Elements ``32c .. 32c+31`` of a packed token as an int64 in ``[0, 2^32)``."""
-    word = bits[c >> 1]
-    if c & 1:
-        word = word >> np.uint64(32)
-    return np.int64(word & np.uint64(0xFFFFFFFF))
+def field(bits, lo, width):
+    """Elements ``lo .. lo+width-1`` (``width <= 32``) as an int64 in ``[0, 2^width)``."""
+    w = lo >> 6
+    sh = lo & 63
+    word = bits[w] >> np.uint64(sh)
+    if sh + width > 64:  # the field straddles two words
+        word = word | (bits[w + 1] << np.uint64(64 - sh))
+    return np.int64(word & ((np.uint64(1) << np.uint64(width)) - np.uint64(1)))
 
 
 @njit(inline="always")
