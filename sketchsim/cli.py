@@ -289,6 +289,11 @@ def _render_transcript(family, mode, results) -> None:
             cert,
         )
     report.console.print(table)
+    if mode == "sampled":
+        report.console.print(
+            f"[dim]sampled mode: {family.size:.3g} inputs exist, so distinct counts are capped by "
+            f"the sample; collision certificates need exhaustive mode (small q, s)[/dim]"
+        )
     for r in results:
         c = r["collision"]
         if c:
