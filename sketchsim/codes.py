@@ -1,0 +1,226 @@
+"""Constant-weight binary codes for witness families (THEORY section 4).
+
+Each constructor returns a 0/1 ``uint8`` array of shape (K, m), rows in a fixed,
+documented order, so that ``codewords=K`` means the first K rows.
+
+- :func:`hadamard_code`: rows 2..n of a normalized Paley (type I) Hadamard
+  matrix of order ``n`` (``q = n - 1`` a prime power, ``q = 3 mod 4``), ``+1 -> 1``:
+  ``n - 1`` words of weight ``n/2`` meeting pairwise in ``n/4`` ones; with
+  ``complements=True`` their complements follow.
+- :func:`golay_octads`, :func:`golay_dodecads`: the weight-8 and weight-12
+  words of the extended binary Golay code (759 and 2576 words, m = 24).
+- :func:`greedy_code`: the lexicographic greedy constant-weight code.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from numba import njit
+
+from sketchsim.bits import popcount64
+from sketchsim.errors import SketchsimError
+
+__all__ = [
+    "hadamard_code",
+    "golay_code",
+    "golay_octads",
+    "golay_dodecads",
+    "greedy_code",
+    "make_code",
+    "code_stats",
+    "CODE_KINDS",
+    "hadamard_orders",
+]
+
+CODE_KINDS = ("hadamard", "golay-octads", "golay-dodecads", "greedy")
+
+
+def _prime_power(q: int) -> tuple[int, int] | None:
+    """``(p, k)`` with ``q = p^k`` for a prime ``p``, or None."""
+    if q < 2:
+        return None
+    p = next(d for d in range(2, q + 1) if q % d == 0)
+    k, r = 0, q
+    while r % p == 0:
+        r //= p
+        k += 1
+    return (p, k) if r == 1 else None
+
+
+def hadamard_orders(limit: int = 200) -> list[int]:
+    """Orders ``n <= limit`` for which the Paley type I construction applies."""
+    return [n for n in range(4, limit + 1, 4) if _prime_power(n - 1) and (n - 1) % 4 == 3]
+
+
+def _field(p: int, k: int):
+    """GF(p^k) as integers ``0..q-1`` (base-p digits = polynomial coefficients).
+
+    Returns ``(sub, mul)`` tables of shape (q, q).
+    """
+    q = p**k
+    digits = np.array([[(x // p**i) % p for i in range(k)] for x in range(q)], dtype=np.int64)
+    weights = p ** np.arange(k)
+    sub = ((digits[:, None, :] - digits[None, :, :]) % p) @ weights
+    if k == 1:
+        mul = np.outer(np.arange(q), np.arange(q)) % p
+        return sub, mul
+    if k > 3:
+        raise SketchsimError(f"GF({p}^{k}) is not supported (prime powers up to cubes only)")
+    # a monic polynomial of degree 2 or 3 without roots is irreducible
+    for tail in itertools.product(range(p), repeat=k):
+        poly = list(tail) + [1]
+        if not any(sum(c * x**i for i, c in enumerate(poly)) % p == 0 for x in range(p)):
+            break
+    mul = np.zeros((q, q), dtype=np.int64)
+    for a in range(q):
+        for b in range(q):
+            prod = np.convolve(digits[a], digits[b]) % p
+            for deg in range(len(prod) - 1, k - 1, -1):  # reduce mod poly
+                c = prod[deg]
+                if c:
+                    prod[deg - k : deg + 1] = (prod[deg - k : deg + 1] - c * np.array(poly)) % p
+            mul[a, b] = int(prod[:k] @ weights)
+    return sub, mul
+
+
+def hadamard_code(order: int, complements: bool = False) -> np.ndarray:
+    """Weight-``order/2`` words from a normalized Paley Hadamard matrix.
+
+    Parameters
+    ----------
+    order : int
+        ``n`` with ``n - 1`` a prime power congruent to 3 mod 4 (12, 20, 24, 28, 32, ...).
+    complements : bool
+        Append the complements of the ``n - 1`` rows.
+    """
+    pk = _prime_power(order - 1)
+    if pk is None or (order - 1) % 4 != 3:
+        raise SketchsimError(
+            f"no Paley Hadamard matrix of order {order}: order - 1 must be a prime power = 3 "
+            f"mod 4 (orders up to 100: {', '.join(map(str, hadamard_orders(100)))})"
+        )
+    q = order - 1
+    sub, mul = _field(*pk)
+    squares = {int(mul[x, x]) for x in range(1, q)}
+    chi = np.array([0] + [1 if a in squares else -1 for a in range(1, q)])
+    Q = chi[sub]  # Jacobsthal matrix Q[a, b] = chi(a - b)
+    S = np.zeros((order, order), dtype=np.int64)
+    S[0, 1:] = 1
+    S[1:, 0] = -1
+    S[1:, 1:] = Q
+    H = np.eye(order, dtype=np.int64) + S
+    H = H * H[:, :1]  # normalize: first column all +1
+    assert np.array_equal(H @ H.T, order * np.eye(order, dtype=np.int64))
+    rows = (H[1:] > 0).astype(np.uint8)
+    return np.vstack([rows, 1 - rows]) if complements else rows
+
+
+def golay_code() -> np.ndarray:
+    """All 4096 words of the extended binary Golay code [24, 12, 8]."""
+    g = [1, 0, 1, 0, 1, 1, 1, 0, 0, 0, 1, 1]  # x^11+x^10+x^6+x^5+x^4+x^2+1, low degree first
+    basis = np.zeros((12, 23), dtype=np.uint8)
+    for i in range(12):
+        basis[i, i : i + 12] = g
+    msgs = ((np.arange(4096)[:, None] >> np.arange(12)) & 1).astype(np.uint8)
+    words = (msgs @ basis) % 2
+    parity = words.sum(axis=1) % 2
+    return np.hstack([words, parity[:, None]]).astype(np.uint8)
+
+
+def golay_octads() -> np.ndarray:
+    """The 759 weight-8 words of the extended Golay code, in lexicographic order."""
+    return _sorted_rows(golay_code(), 8)
+
+
+def golay_dodecads() -> np.ndarray:
+    """The 2576 weight-12 words of the extended Golay code, in lexicographic order."""
+    return _sorted_rows(golay_code(), 12)
+
+
+def _sorted_rows(code: np.ndarray, weight: int) -> np.ndarray:
+    rows = code[code.sum(axis=1) == weight]
+    return rows[np.lexsort(rows.T[::-1])][::-1]
+
+
+@njit(cache=True)
+def _greedy(m, d, w, limit):
+    """Greedy lexicode over weight-w masks in increasing integer order."""
+    chosen = np.empty(limit, dtype=np.uint64)
+    n = 0
+    # Gosper's hack enumerates weight-w masks in increasing order; bit m-1-k of
+    # a mask is element k, so this is lexicographic order of the rows
+    v = (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    top = np.uint64(1) << np.uint64(m)
+    while v < top and n < limit:
+        ok = True
+        for i in range(n):
+            if popcount64(v ^ chosen[i]) < d:
+                ok = False
+                break
+        if ok:
+            chosen[n] = v
+            n += 1
+        t = v | (v - np.uint64(1))
+        v = (t + np.uint64(1)) | (
+            ((~t & (t + np.uint64(1))) - np.uint64(1)) >> np.uint64(_ctz(v) + 1)
+        )
+    return chosen[:n]
+
+
+@njit(inline="always")
+def _ctz(v):
+    return popcount64((v & (~v + np.uint64(1))) - np.uint64(1))
+
+
+def greedy_code(m: int, d: int, w: int, limit: int = 1 << 16) -> np.ndarray:
+    """Lexicographic greedy code of length ``m``, weight ``w``, minimum distance ``d``.
+
+    Candidates are the weight-``w`` words in lexicographic order (element 0 is
+    the most significant); each is kept when it is at distance ``>= d`` from
+    all kept words. ``m <= 63``.
+    """
+    if not 1 <= m <= 63:
+        raise SketchsimError(f"greedy codes need 1 <= m <= 63, got m = {m}")
+    if not 0 <= w <= m:
+        raise SketchsimError(f"weight w must be in 0..{m}, got {w}")
+    if d < 1:
+        raise SketchsimError(f"minimum distance d must be >= 1, got {d}")
+    masks = _greedy(m, d, w, limit)
+    return ((masks[:, None] >> np.arange(m - 1, -1, -1).astype(np.uint64)) & np.uint64(1)).astype(
+        np.uint8
+    )
+
+
+def make_code(kind: str, m: int, d: int | None = None, w: int | None = None) -> np.ndarray:
+    """Build a code by kind (see :data:`CODE_KINDS`)."""
+    if kind == "hadamard":
+        return hadamard_code(m, complements=True)
+    if kind in ("golay-octads", "golay-dodecads"):
+        if m != 24:
+            raise SketchsimError(f"{kind} exists only at m = 24, got m = {m}")
+        return golay_octads() if kind == "golay-octads" else golay_dodecads()
+    if kind == "greedy":
+        w = m // 2 if w is None else w
+        d = max(2, m // 4 * 2) if d is None else d
+        return greedy_code(m, d, w)
+    raise SketchsimError(f"unknown code kind {kind!r}; choose one of {', '.join(CODE_KINDS)}")
+
+
+def code_stats(code: np.ndarray) -> dict:
+    """Size, weights and minimum distance of a code."""
+    code = np.asarray(code, dtype=np.int64)
+    weights = sorted(set(code.sum(axis=1).tolist()))
+    if len(code) < 2:
+        dmin = None
+    else:
+        dist = (code[:, None, :] != code[None, :, :]).sum(-1)
+        np.fill_diagonal(dist, code.shape[1] + 1)
+        dmin = int(dist.min())
+    return {
+        "size": int(len(code)),
+        "m": int(code.shape[1]),
+        "weights": weights,
+        "min_distance": dmin,
+    }
