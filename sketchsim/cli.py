@@ -316,3 +316,13 @@ def _render_transcript(family, mode, results) -> None:
                 else "[yellow]below the bound but no failure among the sampled inputs[/yellow]"
             )
             report.console.print(f"[bold]{r['spec'] or r['name']}[/bold]: {note}")
+
+
+def _register_certify_commands() -> None:
+    from sketchsim import cli_certify
+
+    for cmd in (cli_certify.codes, cli_certify.witness, cli_certify.certify, cli_certify.bound):
+        main.add_command(cmd)
+
+
+_register_certify_commands()

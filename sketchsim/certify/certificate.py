@@ -1,0 +1,260 @@
+"""The rank certificate of THEORY section 4 on any length-3 family.
+
+For each query token ``x`` (the token at the scored position) the family's
+inputs define a domination graph: node ``u`` when ``(x, u, u)`` is present, an
+edge ``u -> u'`` when ``<x,u> < <x,u'>`` and the mixed input(s) are present
+(both orders for position-dependent maps, the default; either order for
+position-independent maps, whose output is symmetric in the other two tokens).
+An edge of gap ``g`` has weight ``log rho(g, eps)`` (Lemma 2), a path's weight
+is the log of its chain product (Lemma 3), and the graph is a DAG ordered by
+overlap, so one jitted pass in overlap order finds every best product from the
+query's diagonal token (its least-overlap candidate).  Lemma 4 then gives
+``r >= n^2 / (n + sum P^2)`` over a chosen set of diagonal pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from numba import njit
+
+from sketchsim.certify.chains import LIMIT, log_rho
+from sketchsim.certify.witness import Family
+
+__all__ = [
+    "Graph",
+    "Certificate",
+    "build_graph",
+    "chain_dp",
+    "certify",
+    "rank_bound",
+    "choose_pairs",
+    "DEFAULT_EPS",
+]
+
+DEFAULT_EPS = (0.1, 0.25, 0.4, 0.49)
+
+
+@dataclass
+class Graph:
+    """Domination graphs of all queries, as flat arrays.
+
+    ``node_query[k]``, ``node_token[k]``, ``node_overlap[k]`` describe node ``k``;
+    edges ``edge_src -> edge_dst`` with integer gaps, sorted by the source's overlap
+    within each query; ``diag[i]`` is the diagonal node of candidate pair ``i``.
+    """
+
+    node_query: np.ndarray
+    node_token: np.ndarray
+    node_overlap: np.ndarray
+    edge_src: np.ndarray
+    edge_dst: np.ndarray
+    edge_gap: np.ndarray
+    diag: np.ndarray
+
+
+def _token_ids(tokens: np.ndarray) -> np.ndarray:
+    flat = np.ascontiguousarray(tokens.reshape(-1, tokens.shape[-1]))
+    view = flat.view(np.dtype((np.void, flat.shape[1])))
+    _, ids = np.unique(view, return_inverse=True)
+    return ids.reshape(tokens.shape[:-1])
+
+
+def build_graph(family: Family, positional: bool = True) -> Graph:
+    """Build the domination graphs of a length-3 family."""
+    T = family.tokens.astype(np.int64)
+    p = family.position - 1
+    o1, o2 = (i for i in range(3) if i != p)
+    ids = _token_ids(family.tokens)
+    q, a, b = ids[:, p], ids[:, o1], ids[:, o2]
+    ov_a = (T[:, p] * T[:, o1]).sum(-1)
+    ov_b = (T[:, p] * T[:, o2]).sum(-1)
+    U = int(ids.max()) + 1 if ids.size else 1
+
+    self_in = a == b
+    node_keys, first = np.unique(q[self_in] * U + a[self_in], return_index=True)
+    node_query = node_keys // U
+    node_token = node_keys % U
+    node_overlap = ov_a[self_in][first]
+
+    mixed = ~self_in
+    lo_is_a = ov_a[mixed] < ov_b[mixed]
+    qa, ta, tb = q[mixed], a[mixed], b[mixed]
+    oa, ob = ov_a[mixed], ov_b[mixed]
+    keep = oa != ob  # equal overlaps constrain nothing
+    lo = np.where(lo_is_a, ta, tb)[keep]
+    hi = np.where(lo_is_a, tb, ta)[keep]
+    gap = np.abs(ob - oa)[keep]
+    qm = qa[keep]
+    order_bit = np.where(lo_is_a[keep], 1, 2)  # 1: (x, lo, hi), 2: (x, hi, lo)
+    pair_keys = (qm * U + lo) * U + hi
+    uniq, inv = np.unique(pair_keys, return_inverse=True)
+    seen = np.zeros(len(uniq), dtype=np.int64)
+    np.bitwise_or.at(seen, inv.reshape(-1), order_bit)
+    ok = seen == 3 if positional else seen > 0
+    uq, ulo, uhi = uniq[ok] // (U * U), (uniq[ok] // U) % U, uniq[ok] % U
+    ugap = np.zeros(len(uniq), dtype=np.int64)
+    ugap[inv.reshape(-1)] = gap
+    src = np.searchsorted(node_keys, uq * U + ulo)
+    dst = np.searchsorted(node_keys, uq * U + uhi)
+    src = np.minimum(src, max(len(node_keys) - 1, 0))
+    dst = np.minimum(dst, max(len(node_keys) - 1, 0))
+    valid = (
+        ((len(node_keys) > 0) & (node_keys[src] == uq * U + ulo) & (node_keys[dst] == uq * U + uhi))
+        if len(node_keys)
+        else np.zeros(len(uq), dtype=bool)
+    )
+    src, dst, egap = src[valid], dst[valid], ugap[ok][valid]
+    by = np.lexsort((node_overlap[src], node_query[src]))
+    # diagonal of each query: its least-overlap node (lowest token id on ties)
+    nodes_by = np.lexsort((node_token, node_overlap, node_query))
+    first_of_query = np.ones(len(nodes_by), dtype=bool)
+    first_of_query[1:] = node_query[nodes_by][1:] != node_query[nodes_by][:-1]
+    diag = nodes_by[first_of_query]
+    return Graph(node_query, node_token, node_overlap, src[by], dst[by], egap[by], diag)
+
+
+@njit(cache=True)
+def _chain_dp(n_nodes, edge_src, edge_dst, edge_w, sources):
+    """Best log chain product from each query's source to every node of that query.
+
+    Edges are sorted by the source's overlap within a query and every edge goes
+    up in overlap, so one pass relaxes each node after all its in-edges.
+    """
+    dist = np.full(n_nodes, np.inf)
+    for s in sources:
+        dist[s] = 0.0
+    for e in range(edge_src.shape[0]):
+        d = dist[edge_src[e]] + edge_w[e]
+        if d < dist[edge_dst[e]]:
+            dist[edge_dst[e]] = d
+    return dist
+
+
+def chain_dp(graph: Graph, eps: float, python: bool = False) -> np.ndarray:
+    """Log of the best chain product from each query's diagonal to each node."""
+    w = np.array([log_rho(g, eps) for g in range(int(graph.edge_gap.max(initial=0)) + 1)])
+    edge_w = w[graph.edge_gap] if len(graph.edge_gap) else np.zeros(0)
+    fn = _chain_dp.py_func if python else _chain_dp
+    return fn(len(graph.node_query), graph.edge_src, graph.edge_dst, edge_w, graph.diag)
+
+
+def rank_bound(P: np.ndarray) -> float:
+    """Lemma 4: ``n^2 / (n + sum_{c != c'} P^2)`` for an n x n matrix of bounds (diagonal ignored)."""
+    n = P.shape[0]
+    if n == 0:
+        return 0.0
+    off = P.copy()
+    np.fill_diagonal(off, 0.0)
+    return n * n / (n + float((off**2).sum()))
+
+
+def choose_pairs(P: np.ndarray) -> np.ndarray:
+    """A subset of pairs with every off-diagonal bound finite, chosen to maximize Lemma 4.
+
+    Drops the pair with the most unbounded entries until none is left, then
+    greedily drops single pairs while that raises the bound.
+    """
+    keep = np.arange(P.shape[0])
+    sub = P
+    while keep.size:
+        inf = ~np.isfinite(sub)
+        np.fill_diagonal(inf, False)
+        bad = inf.sum(0) + inf.sum(1)
+        if not bad.any():
+            break
+        j = int(np.argmax(bad))
+        keep = np.delete(keep, j)
+        sub = P[np.ix_(keep, keep)]
+    sq = sub**2 if keep.size else sub
+    if keep.size:
+        np.fill_diagonal(sq, 0.0)
+    while keep.size > 1:
+        n, total = keep.size, float(sq.sum())
+        current = n * n / (n + total)
+        drop = sq.sum(0) + sq.sum(1)
+        candidate = (n - 1) ** 2 / (n - 1 + total - drop)
+        j = int(np.argmax(candidate))
+        if candidate[j] <= current * (1 + 1e-12):
+            break
+        keep = np.delete(keep, j)
+        sq = np.delete(np.delete(sq, j, 0), j, 1)
+    return keep
+
+
+@dataclass
+class Certificate:
+    """Certified rank bounds of one family (the JSON of ``sketchsim certify``)."""
+
+    inputs: int
+    m: int
+    pairs: dict
+    bound: dict
+    certified_rank: dict
+    family_sha256: str
+    positional: bool
+    queries: int
+    edges: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def eps_key(eps: float) -> str:
+    """JSON key of an eps value (``"0.5"`` is the limit eps -> 1/2)."""
+    return "0.5" if eps == LIMIT else f"{eps:g}"
+
+
+def pair_matrix(graph: Graph, dist: np.ndarray) -> np.ndarray:
+    """``P[i, j]``: chain bound for query ``i`` from its diagonal to pair ``j``'s token."""
+    dq = graph.node_query[graph.diag]
+    dt = graph.node_token[graph.diag]
+    keys = graph.node_query.astype(np.int64) * (int(graph.node_token.max(initial=0)) + 1)
+    keys = keys + graph.node_token
+    order = np.argsort(keys)
+    skeys = keys[order]
+    want = dq[:, None] * (int(graph.node_token.max(initial=0)) + 1) + dt[None, :]
+    pos = np.minimum(np.searchsorted(skeys, want), max(len(skeys) - 1, 0))
+    found = skeys[pos] == want if len(skeys) else np.zeros(want.shape, dtype=bool)
+    logp = np.where(found, dist[order[pos]], np.inf)
+    P = np.where(logp <= 1e-12, np.exp(np.minimum(logp, 0.0)), np.inf)  # only P <= 1 bounds
+    P[dt[:, None] == dt[None, :]] = np.inf  # the same column token twice: entry is 1
+    np.fill_diagonal(P, 0.0)
+    return P
+
+
+def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Certificate:
+    """Certified lower bounds on the feature rank ``r`` for each eps (and the limit 1/2).
+
+    Parameters
+    ----------
+    family : Family
+        Any length-3 family.
+    eps_list : sequence of float
+        Error levels ``0 < eps < 1/2`` (the limit 1/2 is always included).
+    positional : bool
+        Require both orders of a mixed input (position-dependent maps).
+    """
+    graph = build_graph(family, positional)
+    pairs, bounds, ranks = {}, {}, {}
+    for eps in (LIMIT, *eps_list):
+        P = pair_matrix(graph, chain_dp(graph, eps))
+        keep = choose_pairs(P)
+        value = rank_bound(P[np.ix_(keep, keep)]) if keep.size else 0.0
+        key = eps_key(eps)
+        pairs[key] = int(keep.size)
+        bounds[key] = value
+        ranks[key] = int(math.ceil(value - 1e-9)) if value > 0 else 0
+    return Certificate(
+        inputs=int(len(family.tokens)),
+        m=family.m,
+        pairs=pairs,
+        bound=bounds,
+        certified_rank=ranks,
+        family_sha256=family.sha256(),
+        positional=positional,
+        queries=int(len(graph.diag)),
+        edges=int(len(graph.edge_src)),
+    )

@@ -1,0 +1,200 @@
+"""Length-3 witness families built from codes, and their ``.npz`` files.
+
+For each chosen codeword ``c`` the query is ``x_c`` = complement of ``c``, so
+``<x_c, c> = 0`` and ``<x_c, c'> = |c' \\ c|``.  The family holds ``(x_c, u, u)``
+for every candidate ``u``, ``(x_c, c, c')`` and (both orders, the default)
+``(x_c, c', c)``.  With chains, intermediate tokens
+``u_k = (c' & c) | (first s_1 + .. + s_k elements of c' \\ c)`` cross each gap
+in the steps of :func:`~sketchsim.certify.chains.best_steps` (THEORY Lemma 3).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import sketchsim
+from sketchsim.certify.chains import best_steps
+from sketchsim.errors import FamilyError
+from sketchsim.minip import minip_targets
+
+__all__ = ["Family", "build_witness", "save_family", "load_family"]
+
+
+@dataclass
+class Family:
+    """A length-3 Min-IP family: tokens (F, 3, m), 1-based scored position, targets."""
+
+    tokens: np.ndarray
+    position: int
+    targets: np.ndarray
+    meta: dict
+
+    @property
+    def m(self) -> int:
+        return int(self.tokens.shape[2])
+
+    def sha256(self) -> str:
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(self.tokens, dtype=np.uint8).tobytes())
+        h.update(str(self.position).encode())
+        return h.hexdigest()
+
+
+def build_witness(
+    code: np.ndarray,
+    kind: str = "code",
+    codewords: int | None = None,
+    chains: bool = False,
+    both_orders: bool = True,
+    seed: int = 0,
+) -> Family:
+    """Build the witness family of a constant-weight code.
+
+    Parameters
+    ----------
+    code : numpy.ndarray, shape (K0, m)
+    kind : str
+        Recorded in the metadata.
+    codewords : int, optional
+        Use ``codewords`` words chosen with ``seed`` (all when omitted).
+    chains : bool
+        Add intermediate tokens crossing each gap in optimal steps.
+    both_orders : bool
+        Add ``(x_c, c', c)`` beside ``(x_c, c, c')``.
+    seed : int
+        Chooses the codeword subset and the order in which chain tokens gain bits.
+    """
+    code = np.asarray(code, dtype=np.uint8)
+    K0, m = code.shape
+    rng = np.random.default_rng(seed)
+    if codewords is None or codewords >= K0:
+        chosen = code
+    else:
+        if codewords < 2:
+            raise FamilyError(f"--codewords must be >= 2, got {codewords}")
+        chosen = code[np.sort(rng.choice(K0, size=codewords, replace=False))]
+    triples = []
+    for c in chosen:
+        x = 1 - c
+        candidates = [c] + [d for d in chosen if not np.array_equal(d, c)]
+        pairs = [(c, d) for d in candidates[1:]]
+        if chains:
+            extra, chain_pairs = [], []
+            for d in candidates[1:]:
+                path = _chain(c, d, rng)
+                extra += path[1:-1]
+                chain_pairs += list(zip(path[:-1], path[1:], strict=True))
+            candidates += extra
+            pairs = chain_pairs
+        triples += [(x, u, u) for u in _unique(candidates)]
+        for a, b in pairs:
+            triples.append((x, a, b))
+            if both_orders:
+                triples.append((x, b, a))
+    tokens = _dedupe(np.array(triples, dtype=np.uint8))
+    meta = {
+        "m": int(m),
+        "code": kind,
+        "codewords": int(len(chosen)),
+        "chains": chains,
+        "both_orders": both_orders,
+        "seed": seed,
+        "version": sketchsim.__version__,
+    }
+    return Family(tokens, 1, minip_targets(tokens)[:, 0], meta)
+
+
+def _chain(c: np.ndarray, d: np.ndarray, rng) -> list[np.ndarray]:
+    """Tokens from ``c`` to ``d`` whose overlap with ``1 - c`` grows in optimal steps."""
+    outside = np.flatnonzero((d == 1) & (c == 0))
+    steps = best_steps(len(outside)) or (len(outside),)
+    order = rng.permutation(outside)
+    base = (c & d).astype(np.uint8)
+    path, taken = [c], 0
+    for step in steps[:-1]:
+        taken += step
+        u = base.copy()
+        u[order[:taken]] = 1
+        path.append(u)
+    path.append(d)
+    return path
+
+
+def _unique(tokens: list[np.ndarray]) -> list[np.ndarray]:
+    seen, out = set(), []
+    for t in tokens:
+        key = t.tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
+
+
+def _dedupe(tokens: np.ndarray) -> np.ndarray:
+    _, idx = np.unique(tokens.reshape(len(tokens), -1), axis=0, return_index=True)
+    return tokens[np.sort(idx)]
+
+
+def save_family(family: Family, path: str | Path) -> Path:
+    """Write a family to ``path`` (``.npz``), atomically."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
+    os.close(fd)
+    try:
+        np.savez_compressed(
+            tmp,
+            tokens=family.tokens.astype(np.uint8),
+            position=np.int64(family.position),
+            targets=family.targets.astype(np.int64),
+            meta=np.array(json.dumps(family.meta)),
+        )
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def load_family(path: str | Path) -> Family:
+    """Read and validate a family file; any defect is one :class:`FamilyError`."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = {"tokens", "position", "targets", "meta"} - set(data.files)
+            if missing:
+                raise FamilyError(f"{path}: missing arrays {', '.join(sorted(missing))}")
+            tokens, targets = data["tokens"], data["targets"]
+            position, meta_text = data["position"], str(data["meta"])
+    except FamilyError:
+        raise
+    except FileNotFoundError:
+        raise FamilyError(f"family file {path} does not exist") from None
+    except Exception as exc:
+        raise FamilyError(f"{path} is not a family file: {type(exc).__name__}: {exc}") from None
+    if tokens.ndim != 3 or tokens.shape[1] != 3 or tokens.shape[2] < 1:
+        raise FamilyError(f"{path}: tokens must have shape (F, 3, m), got {tokens.shape}")
+    if not np.issubdtype(tokens.dtype, np.integer) and tokens.dtype != np.bool_:
+        raise FamilyError(f"{path}: tokens must be 0/1 integers, got dtype {tokens.dtype}")
+    if tokens.size and (tokens.min() < 0 or tokens.max() > 1):
+        raise FamilyError(f"{path}: tokens must hold only 0 and 1")
+    if position.shape != () or int(position) not in (1, 2, 3):
+        raise FamilyError(f"{path}: position must be 1, 2 or 3, got {position}")
+    tokens = tokens.astype(np.uint8)
+    position = int(position)
+    expected = minip_targets(tokens)[:, position - 1] if len(tokens) else np.zeros(0, int)
+    if targets.shape != (len(tokens),) or not np.array_equal(targets, expected):
+        raise FamilyError(f"{path}: targets do not match min_j <x_p, x_j> at position {position}")
+    try:
+        meta = json.loads(meta_text)
+    except ValueError:
+        raise FamilyError(f"{path}: metadata is not JSON") from None
+    return Family(tokens, position, targets.astype(np.int64), meta)

@@ -1,0 +1,225 @@
+"""Commands for codes, witness families and certified rank bounds (THEORY section 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+from rich.panel import Panel
+from rich.table import Table
+
+from sketchsim import report
+from sketchsim.errors import SketchsimError
+
+PAPER_WITNESS_INPUTS = 1272
+PAPER_WITNESS_BOUND = 8
+
+
+@click.command()
+@click.option("--m", "m", type=int, required=True, help="Token width (code length).")
+@click.option(
+    "--kind",
+    type=click.Choice(["hadamard", "golay-octads", "golay-dodecads", "greedy"]),
+    default="hadamard",
+    show_default=True,
+)
+@click.option("--d", "d", type=int, help="Minimum distance (greedy; default 2*(m//4)).")
+@click.option("--w", "w", type=int, help="Weight (greedy; default m//2).")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the code (.npy, or .txt).")
+def codes(m, kind, d, w, out):
+    """Build a constant-weight code and print its size, weight and minimum distance."""
+    from sketchsim.codes import code_stats, make_code
+
+    if m < 1:
+        raise SketchsimError(f"--m must be >= 1, got {m}")
+    code = make_code(kind, m, d, w)
+    stats = code_stats(code)
+    table = Table(title=f"{kind} code")
+    for col in ("m", "size", "weight", "min distance"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(stats["m"]),
+        f"{stats['size']:,}",
+        ",".join(map(str, stats["weights"])),
+        str(stats["min_distance"]),
+    )
+    report.console.print(table)
+    if out:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".txt":
+            np.savetxt(path, code, fmt="%d", delimiter="")
+        else:
+            np.save(path, code)
+
+
+@click.command()
+@click.option("--m", "m", type=int, default=24, show_default=True, help="Token width.")
+@click.option(
+    "--code",
+    "kind",
+    type=click.Choice(["hadamard", "golay-octads", "golay-dodecads", "greedy"]),
+    default="hadamard",
+    show_default=True,
+)
+@click.option(
+    "--codewords",
+    type=int,
+    default=12,
+    show_default=True,
+    help="Codewords used (0: all), chosen with the seed.",
+)
+@click.option(
+    "--complements/--no-complements",
+    default=False,
+    show_default=True,
+    help="hadamard: add the complements of the rows to the code.",
+)
+@click.option("--chains", is_flag=True, help="Cross long gaps in steps (THEORY Lemma 3).")
+@click.option("--both-orders/--no-both-orders", default=True, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Family .npz file.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+def witness(m, kind, codewords, complements, chains, both_orders, seed, out, json_path):
+    """Build a length-3 witness family from a code and certify it."""
+    from sketchsim.certify import build_witness, certify, save_family
+    from sketchsim.codes import hadamard_code, make_code
+
+    if codewords < 0:
+        raise SketchsimError(f"--codewords must be >= 0, got {codewords}")
+    code = hadamard_code(m, complements) if kind == "hadamard" else make_code(kind, m)
+    family = build_witness(code, kind, codewords or None, chains, both_orders, seed)
+    family.meta["complements"] = complements
+    save_family(family, out)
+    cert = certify(family)
+    r = cert.certified_rank["0.5"]
+    report.console.print(
+        Panel.fit(
+            f"{len(family.tokens):,} inputs of length 3, m = {m}, {family.meta['codewords']} "
+            f"codewords of a {kind} code{' with chains' if chains else ''}\n"
+            f"certified r >= [bold]{r}[/bold] for every head with error < 1/2 "
+            f"(bound {cert.bound['0.5']:.3f} from {cert.pairs['0.5']} pairs)\n"
+            f"paper's witness suite: {PAPER_WITNESS_INPUTS:,} inputs, r >= {PAPER_WITNESS_BOUND}",
+            title=f"sketchsim witness -> {out}",
+        )
+    )
+    if json_path:
+        payload = {
+            **family.meta,
+            "inputs": len(family.tokens),
+            "file": str(out),
+            "family_sha256": cert.family_sha256,
+            "certified_rank": cert.certified_rank,
+            "paper_inputs": PAPER_WITNESS_INPUTS,
+            "paper_bound": PAPER_WITNESS_BOUND,
+        }
+        params = {
+            "m": m,
+            "code": kind,
+            "codewords": codewords,
+            "complements": complements,
+            "chains": chains,
+            "both_orders": both_orders,
+            "seed": seed,
+        }
+        report.write_json_atomic(json_path, report.result_payload("witness", params, payload))
+
+
+@click.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--eps",
+    "eps_list",
+    type=float,
+    multiple=True,
+    help="Error levels below 1/2 (default 0.1 0.25 0.4 0.49); the limit is always shown.",
+)
+@click.option(
+    "--position-independent",
+    is_flag=True,
+    help="Certify only heads whose maps ignore position (one order suffices).",
+)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+def certify(path, eps_list, position_independent, json_path):
+    """Certified lower bound on the feature rank r for a length-3 family file."""
+    from sketchsim.certify import certify as run_certify
+    from sketchsim.certify import load_family
+    from sketchsim.certify.certificate import DEFAULT_EPS
+
+    eps_list = eps_list or DEFAULT_EPS
+    for e in eps_list:
+        if not 0 < e < 0.5:
+            raise click.BadParameter(f"eps must be in (0, 1/2), got {e}", param_hint="--eps")
+    family = load_family(path)
+    cert = run_certify(family, sorted(set(eps_list)), positional=not position_independent)
+    table = Table(
+        caption=f"{cert.inputs:,} inputs, m = {cert.m}, {cert.queries} queries, "
+        f"{cert.edges:,} domination edges; maps: "
+        + (
+            "position-independent"
+            if position_independent
+            else "position-dependent (both orders needed)"
+        )
+    )
+    for col in ("head error", "pairs", "n^2 / (n + sum P^2)", "certified r >="):
+        table.add_column(col, justify="right")
+    for key in cert.certified_rank:
+        label = "< 1/2 (limit)" if key == "0.5" else f"<= {key}"
+        table.add_row(
+            label,
+            str(cert.pairs[key]),
+            f"{cert.bound[key]:.3f}",
+            f"[bold]{cert.certified_rank[key]}[/bold]",
+        )
+    report.console.print(table)
+    if json_path:
+        params = {
+            "path": str(path),
+            "eps": list(eps_list),
+            "position_independent": position_independent,
+        }
+        report.write_json_atomic(
+            json_path, report.result_payload("certify", params, cert.to_dict())
+        )
+
+
+@click.command()
+@click.option("--m", "m", type=int, required=True, help="Token width (first).")
+@click.option("--to", "m2", type=int, help="Last token width (default: --m).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+def bound(m, m2, json_path):
+    """Best certified rank bound per m beside the 2^m endpoint and the softmax temperature."""
+    from sketchsim.certify.bounds import best_bound
+
+    m2 = m if m2 is None else m2
+    if m < 2 or m2 < m or m2 > 40:
+        raise SketchsimError(f"need 2 <= --m <= --to <= 40, got --m {m} --to {m2}")
+    rows = []
+    with report.progress_bar("bound", m2 - m + 1) as update:
+        for k, width in enumerate(range(m, m2 + 1)):
+            rows.append(best_bound(width))
+            update(k + 1, m2 - m + 1)
+    table = Table(
+        title="certified feature rank at N = 3 (heads with error < 1/2)",
+        caption="softmax is exact at N = 3 for every m once beta > ln 4 (THEORY 3b)",
+    )
+    for col in ("m", "best code", "pairs", "certified r >=", "exact 2^m", "softmax beta >"):
+        table.add_column(col, justify="left" if col == "best code" else "right")
+    for row in rows:
+        table.add_row(
+            str(row.m),
+            row.code,
+            str(row.pairs),
+            f"[bold]{row.certified_rank}[/bold]",
+            f"{row.exact_rank:,}",
+            f"{row.softmax_beta:.4f}",
+        )
+    report.console.print(table)
+    if json_path:
+        from dataclasses import asdict
+
+        payload = {"rows": [asdict(r) for r in rows]}
+        report.write_json_atomic(
+            json_path, report.result_payload("bound", {"m": m, "to": m2}, payload)
+        )
