@@ -142,7 +142,7 @@ def chain_dp(graph: Graph, eps: float, python: bool = False) -> np.ndarray:
 
 
 def rank_bound(P: np.ndarray) -> float:
-    """Lemma 4: ``n^2 / (n + sum_{c != c'} P^2)`` for an n x n matrix of bounds (diagonal ignored)."""
+    """Lemma 4: ``n^2 / (n + sum_{c != c'} P^2)`` for n x n bounds ``P`` (diagonal ignored)."""
     n = P.shape[0]
     if n == 0:
         return 0.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 __all__ = ["rho", "log_rho", "best_chain_product", "best_steps", "LIMIT"]
 
@@ -28,7 +28,7 @@ def log_rho(gap: float, eps: float = LIMIT) -> float:
     return math.inf if r == math.inf else math.log(r)
 
 
-@lru_cache(maxsize=None)
+@cache
 def best_steps(gap: int, eps: float = LIMIT) -> tuple[int, ...]:
     """Split an overlap gap into chain steps minimizing the product of ``rho`` (Lemma 3).
 
