@@ -1,6 +1,6 @@
 import json
-import re
 import math
+import re
 
 import numpy as np
 import pytest
