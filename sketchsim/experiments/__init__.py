@@ -1,0 +1,16 @@
+"""Trained-model experiments (optional: ``pip install sketchsim[torch]``).
+
+``models`` holds the normalized kernel attention head, its feature maps and
+the dense softmax baseline; ``train`` fits them full-batch with a seed.
+"""
+
+
+def require_torch():
+    """Import torch or raise a one-line error saying how to install it."""
+    try:
+        import torch
+    except ImportError:
+        from sketchsim.errors import SketchsimError
+
+        raise SketchsimError("this needs PyTorch: pip install 'sketchsim[torch]'") from None
+    return torch

@@ -1,0 +1,84 @@
+"""Torch models and training (skipped only where torch is absent; CI installs it)."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+
+from sketchsim.experiments.models import FEATURE_MAPS, FeatureMap, KernelHead, make_head  # noqa: E402
+from sketchsim.experiments.train import fit, metrics, token_ids  # noqa: E402
+from sketchsim.minip import minip_targets  # noqa: E402
+
+C1, C2 = [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]
+
+
+def tiny_family():
+    """The hand-worked family of test_certify: certified r >= 2."""
+    t = []
+    for x, c, d in ((C2, C1, C2), (C1, C2, C1)):
+        t += [(x, c, c), (x, d, d), (x, c, d), (x, d, c)]
+    tokens = np.array(t, dtype=np.uint8)
+    return tokens, minip_targets(tokens)[:, :1]
+
+
+def test_kernel_head_matches_einsum_reference():
+    torch.manual_seed(0)
+    head = KernelHead(m=5, r=3, d=4, feature_map="elu1")
+    x = torch.randint(0, 2, (6, 3, 5)).float()
+    pq, pk = head.phi_q(x), head.phi_k(x)
+    k = torch.einsum("bir,bjr->bij", pq, pk)
+    v = head.value(x)
+    o = torch.einsum("bij,bjd->bid", k, v) / (k.sum(-1, keepdim=True) + head.eps)
+    y = torch.einsum("bid,bid->bi", head.a(x), o) + head.b(x)[..., 0]
+    torch.testing.assert_close(head(x), y)
+    # causal: the final position only, seeing everything
+    head.causal = True
+    torch.testing.assert_close(head(x)[:, 0], y[:, -1])
+
+
+@pytest.mark.parametrize("kind", FEATURE_MAPS)
+def test_feature_maps_nonnegative_except_signed(kind):
+    torch.manual_seed(1)
+    x = torch.randint(0, 2, (4, 3, 7)).float()
+    ids = torch.randint(0, 10, (4, 3))
+    phi = FeatureMap(kind, 7, 5, vocab=10, seed=3)(x, ids)
+    assert phi.shape == (4, 3, 5)
+    if kind != "signed":
+        assert (phi >= 0).all()
+    else:
+        assert (phi < 0).any()
+
+
+def run(model, r, steps=600, seed=0):
+    tokens, t = tiny_family()
+    ids, vocab = token_ids(tokens)
+    head = make_head(model, m=6, r=r, feature_map="table", vocab=vocab, causal=False, seed=seed)
+    x = torch.tensor(tokens, dtype=torch.float32)
+    target = torch.tensor(t, dtype=torch.float32)
+    return fit(head, x, torch.tensor(ids), target, steps=steps, seed=seed, scored=0)
+
+
+def test_training_is_deterministic():
+    a = run("kernel", 2, steps=100, seed=4)
+    b = run("kernel", 2, steps=100, seed=4)
+    assert (a.max_abs_error, a.steps) == (b.max_abs_error, b.steps)
+
+
+def test_metrics():
+    y = torch.tensor([[0.2, 1.6], [2.0, 2.9]])
+    t = torch.tensor([[0.0, 1.0], [2.0, 3.0]])
+    seq, pos, mx = metrics(y, t)
+    assert (seq, pos) == (0.5, 0.25) and mx == pytest.approx(0.6)
+
+
+def test_table_head_fits_with_large_r_but_not_with_r1():
+    # the family certifies r >= 2 for every head with error < 1/2 (test_certify)
+    small = run("kernel", 1, steps=1500)
+    large = run("kernel", 8, steps=1500)
+    assert small.sequence_error > 0 and small.max_abs_error >= 0.5
+    assert large.sequence_error == 0.0 and large.max_abs_error < 0.5
+
+
+def test_softmax_baseline_fits_tiny_family():
+    res = run("softmax", 1, steps=1500)
+    assert res.sequence_error == 0.0
