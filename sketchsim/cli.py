@@ -319,10 +319,12 @@ def _render_transcript(family, mode, results) -> None:
 
 
 def _register_certify_commands() -> None:
-    from sketchsim import cli_certify
+    from sketchsim import cli_certify, cli_experiments
 
     for cmd in (cli_certify.codes, cli_certify.witness, cli_certify.certify, cli_certify.bound):
         main.add_command(cmd)
+    main.add_command(cli_experiments.sweep)
+    main.add_command(cli_experiments.reproduce)
 
 
 _register_certify_commands()
