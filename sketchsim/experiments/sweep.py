@@ -162,7 +162,7 @@ def summarize(rows: list[dict], metric: str = "sequence_error") -> list[dict]:
         key = (s["scale"], s["model"], s["feature_map"], s["rank"])
         groups.setdefault(key, []).append(r[metric])
     out = []
-    for (scale, model, fmap, rank), vals in sorted(groups.items()):
+    for (scale, model, fmap, rank), vals in sorted(groups.items(), key=_order):
         v = np.array(vals, dtype=float)
         out.append(
             {
@@ -177,6 +177,12 @@ def summarize(rows: list[dict], metric: str = "sequence_error") -> list[dict]:
             }
         )
     return out
+
+
+def _order(item):
+    (scale, model, fmap, rank), _ = item
+    numeric = tuple(int(v) for v in scale.split(":")) if scale else ()
+    return numeric, model, fmap, rank
 
 
 def transition(summary: list[dict], accuracy: float) -> dict:
