@@ -183,7 +183,7 @@ def _sweeps(out, cfg, family, bound, log, device):
         Row(
             "trained heads with r < 8 on the witness suite",
             "error > 0.80",
-            f"smallest max |y - t| over r < 8 and seeds: {min(below):.2f}",
+            f"smallest max abs error over r < 8 and seeds: {min(below):.2f}",
             _yes(min(below) > 0.8),
         ),
         Row(
