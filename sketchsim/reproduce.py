@@ -24,14 +24,28 @@ class Settings:
     steps: int
     ranks: tuple[int, ...]
     scales: str
+    ood_seeds: int
+    ood_steps: int
+    ood_ranks: tuple[int, ...]
     samples: int
     bound_to: int
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
+        ranks = (1, 2, 4, 8, 16, 32)
         if quick:
-            return cls(1, 1500, (1, 2, 4, 8, 16, 32), "8:24:300,12:48:600", 20_000, 20)
-        return cls(3, 3000, (1, 2, 4, 8, 16, 32, 64), "8:24:300,12:48:600,16:96:1200", 100_000, 28)
+            return cls(1, 1500, ranks, "8:24:300,12:48:600", 1, 1500, ranks, 20_000, 20)
+        return cls(
+            3,
+            3000,
+            (*ranks, 64),
+            "8:24:300,12:48:600,16:96:1200",
+            2,
+            1500,
+            (1, 4, 16, 64),
+            100_000,
+            28,
+        )
 
 
 @dataclass
@@ -45,7 +59,10 @@ class Row:
 
 
 def reproduce(out: Path, quick: bool, log=print, device: str = "auto") -> list[Row]:
-    """Run everything into ``out``; returns the table rows."""
+    """Run everything into ``out``; returns the table rows.
+
+    The sweeps resume from their JSON files in ``out`` (same settings only).
+    """
     out.mkdir(parents=True, exist_ok=True)
     cfg = Settings.of(quick)
     rows: list[Row] = []
@@ -140,7 +157,13 @@ def _sweeps(out, cfg, family, bound, log, device):
     specs += [RunSpec("witness", "", "softmax", "-", 0, s) for s in range(cfg.seeds)]
     header = {"suite": "witness", "ranks": list(cfg.ranks), "seeds": cfg.seeds, "steps": cfg.steps}
     rows_w = run_sweep(
-        specs, lambda s: (split, None), out / "sweep_witness.json", header, cfg.steps, device=device
+        specs,
+        lambda s: (split, None),
+        out / "sweep_witness.json",
+        header,
+        cfg.steps,
+        device=device,
+        resume=True,
     )
     seq = summarize(rows_w, "sequence_error")
     mx = summarize(rows_w, "max_abs_error")
@@ -160,20 +183,23 @@ def _sweeps(out, cfg, family, bound, log, device):
             cache[(spec.scale, spec.seed)] = ood_splits(m, p, t, spec.seed)
         return cache[(spec.scale, spec.seed)]
 
+    seeds = range(cfg.ood_seeds)
     specs = [
         RunSpec("ood", n, "kernel", "mlp", r, s)
         for n in names
-        for s in range(cfg.seeds)
-        for r in cfg.ranks
+        for s in seeds
+        for r in cfg.ood_ranks
     ]
-    specs += [RunSpec("ood", n, "softmax", "-", 0, s) for n in names for s in range(cfg.seeds)]
+    specs += [RunSpec("ood", n, "softmax", "-", 0, s) for n in names for s in seeds]
+    header = {
+        "suite": "ood",
+        "scales": names,
+        "ranks": list(cfg.ood_ranks),
+        "seeds": cfg.ood_seeds,
+        "steps": cfg.ood_steps,
+    }
     rows_o = run_sweep(
-        specs,
-        data,
-        out / "sweep_ood.json",
-        {"suite": "ood", "scales": names},
-        cfg.steps,
-        device=device,
+        specs, data, out / "sweep_ood.json", header, cfg.ood_steps, device=device, resume=True
     )
     acc = summarize(rows_o, "test_accuracy")
     plot_sweep(acc, out / "sweep_ood.png", "test exact-sequence accuracy", "ood suite")
