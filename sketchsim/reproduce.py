@@ -58,13 +58,15 @@ class Row:
     agrees: str
 
 
-def reproduce(out: Path, quick: bool, log=print, device: str = "auto") -> list[Row]:
+def reproduce(
+    out: Path, quick: bool, log=print, device: str = "auto", settings: Settings | None = None
+) -> list[Row]:
     """Run everything into ``out``; returns the table rows.
 
     The sweeps resume from their JSON files in ``out`` (same settings only).
     """
     out.mkdir(parents=True, exist_ok=True)
-    cfg = Settings.of(quick)
+    cfg = settings or Settings.of(quick)
     rows: list[Row] = []
     start = time.perf_counter()
     rows += _constructions(out, log)

@@ -1,0 +1,44 @@
+import json
+
+import pytest
+
+from sketchsim.reproduce import Settings, reproduce
+
+pytest.importorskip("torch", reason="the torch extra is not installed")
+
+
+def test_reproduce_tiny_settings(tmp_path):
+    tiny = Settings(
+        seeds=1,
+        steps=5,
+        ranks=(1, 8),
+        scales="4:6:20",
+        ood_seeds=1,
+        ood_steps=5,
+        ood_ranks=(1,),
+        samples=200,
+        bound_to=8,
+    )
+    rows = reproduce(tmp_path, quick=True, log=lambda msg: None, device="cpu", settings=tiny)
+    by_claim = {r.claim: r for r in rows}
+    assert by_claim["certified lower bound on r"].measured == "r >= 9"
+    assert by_claim["rank-1 head exact at N = 2"].agrees == "yes"
+    assert by_claim["fewer bits than the bound"].agrees == "yes"
+    report = (tmp_path / "report.md").read_text()
+    assert report.count("\n| ") == len(rows) + 1  # header + one line per row
+    for name in (
+        "verify.json",
+        "certify.json",
+        "sweep_witness.json",
+        "sweep_ood.json",
+        "transcript.json",
+        "bound.json",
+        "sweep_witness.png",
+        "sweep_ood.png",
+    ):
+        assert (tmp_path / name).exists(), name
+    assert json.loads((tmp_path / "report.json").read_text())["rows"]
+    # a second run resumes both sweeps from their files
+    before = json.loads((tmp_path / "sweep_witness.json").read_text())["runs"]
+    reproduce(tmp_path, quick=True, log=lambda msg: None, device="cpu", settings=tiny)
+    assert json.loads((tmp_path / "sweep_witness.json").read_text())["runs"] == before
