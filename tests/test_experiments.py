@@ -82,3 +82,21 @@ def test_table_head_fits_with_large_r_but_not_with_r1():
 def test_softmax_baseline_fits_tiny_family():
     res = run("softmax", 1, steps=1500)
     assert res.sequence_error == 0.0
+
+
+def test_softmax_head_represents_the_exact_construction():
+    """Set to THEORY 3b by hand (q = -2x, k = x, v = x, a = x) it is exact on the witness."""
+    from sketchsim.certify import build_witness
+    from sketchsim.codes import hadamard_code
+
+    fam = build_witness(hadamard_code(24), "hadamard", 12)
+    head = make_head("softmax", 24, seed=0)
+    with torch.no_grad():
+        for lin, w in ((head.q, -2.0), (head.k, 1.0), (head.value, 1.0), (head.a, 1.0)):
+            lin.weight.copy_(w * torch.eye(24))
+            lin.bias.zero_()
+        head.b.weight.zero_()
+        head.b.bias.zero_()
+        head.log_beta.zero_()
+        y = head(torch.tensor(fam.tokens, dtype=torch.float32))[:, 0]
+    assert (y - torch.tensor(fam.targets)).abs().max() < 1e-3
