@@ -181,8 +181,9 @@ def summarize(rows: list[dict], metric: str = "sequence_error") -> list[dict]:
 
 def _order(item):
     (scale, model, fmap, rank), _ = item
-    numeric = tuple(int(v) for v in scale.split(":")) if scale else ()
-    return numeric, model, fmap, rank
+    parts = scale.split(":") if scale else []
+    numeric = tuple(int(v) for v in parts) if all(v.isdigit() for v in parts) else ()
+    return numeric, scale, model, fmap, rank
 
 
 def transition(summary: list[dict], accuracy: float) -> dict:
