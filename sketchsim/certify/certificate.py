@@ -41,9 +41,10 @@ DEFAULT_EPS = (0.1, 0.25, 0.4, 0.49)
 class Graph:
     """Domination graphs of all queries, as flat arrays.
 
-    ``node_query[k]``, ``node_token[k]``, ``node_overlap[k]`` describe node ``k``;
-    edges ``edge_src -> edge_dst`` with integer gaps, sorted by the source's overlap
-    within each query; ``diag[i]`` is the diagonal node of candidate pair ``i``.
+    ``node_query[k]``, ``node_token[k]``, ``node_overlap[k]`` describe node ``k``
+    (nodes sorted by ``node_query * base + node_token``); edges ``edge_src ->
+    edge_dst`` with integer gaps, sorted by the source's overlap within each
+    query; ``diag[i]`` is the diagonal node of candidate pair ``i``.
     """
 
     node_query: np.ndarray
@@ -53,6 +54,19 @@ class Graph:
     edge_dst: np.ndarray
     edge_gap: np.ndarray
     diag: np.ndarray
+    base: int
+
+    def find(self, query: np.ndarray, token: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Node index of each ``(query, token)`` and whether that node exists."""
+        return _find(self.node_query * self.base + self.node_token, query * self.base + token)
+
+
+def _find(sorted_keys: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``want`` in ``sorted_keys`` and a mask of those actually present."""
+    if len(sorted_keys) == 0:
+        return np.zeros(want.shape, dtype=np.int64), np.zeros(want.shape, dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_keys, want), len(sorted_keys) - 1)
+    return pos, sorted_keys[pos] == want
 
 
 def _token_ids(tokens: np.ndarray) -> np.ndarray:
@@ -97,15 +111,9 @@ def build_graph(family: Family, positional: bool = True) -> Graph:
     uq, ulo, uhi = uniq[ok] // (U * U), (uniq[ok] // U) % U, uniq[ok] % U
     ugap = np.zeros(len(uniq), dtype=np.int64)
     ugap[inv.reshape(-1)] = gap
-    src = np.searchsorted(node_keys, uq * U + ulo)
-    dst = np.searchsorted(node_keys, uq * U + uhi)
-    src = np.minimum(src, max(len(node_keys) - 1, 0))
-    dst = np.minimum(dst, max(len(node_keys) - 1, 0))
-    valid = (
-        ((len(node_keys) > 0) & (node_keys[src] == uq * U + ulo) & (node_keys[dst] == uq * U + uhi))
-        if len(node_keys)
-        else np.zeros(len(uq), dtype=bool)
-    )
+    src, has_src = _find(node_keys, uq * U + ulo)
+    dst, has_dst = _find(node_keys, uq * U + uhi)
+    valid = has_src & has_dst
     src, dst, egap = src[valid], dst[valid], ugap[ok][valid]
     by = np.lexsort((node_overlap[src], node_query[src]))
     # diagonal of each query: its least-overlap node (lowest token id on ties)
@@ -113,7 +121,7 @@ def build_graph(family: Family, positional: bool = True) -> Graph:
     first_of_query = np.ones(len(nodes_by), dtype=bool)
     first_of_query[1:] = node_query[nodes_by][1:] != node_query[nodes_by][:-1]
     diag = nodes_by[first_of_query]
-    return Graph(node_query, node_token, node_overlap, src[by], dst[by], egap[by], diag)
+    return Graph(node_query, node_token, node_overlap, src[by], dst[by], egap[by], diag, U)
 
 
 @njit(cache=True)
@@ -211,14 +219,8 @@ def pair_matrix(graph: Graph, dist: np.ndarray) -> np.ndarray:
     """``P[i, j]``: chain bound for query ``i`` from its diagonal to pair ``j``'s token."""
     dq = graph.node_query[graph.diag]
     dt = graph.node_token[graph.diag]
-    keys = graph.node_query.astype(np.int64) * (int(graph.node_token.max(initial=0)) + 1)
-    keys = keys + graph.node_token
-    order = np.argsort(keys)
-    skeys = keys[order]
-    want = dq[:, None] * (int(graph.node_token.max(initial=0)) + 1) + dt[None, :]
-    pos = np.minimum(np.searchsorted(skeys, want), max(len(skeys) - 1, 0))
-    found = skeys[pos] == want if len(skeys) else np.zeros(want.shape, dtype=bool)
-    logp = np.where(found, dist[order[pos]], np.inf)
+    node, found = graph.find(dq[:, None], dt[None, :])
+    logp = np.where(found, dist[node], np.inf)
     P = np.where(logp <= 1e-12, np.exp(np.minimum(logp, 0.0)), np.inf)  # only P <= 1 bounds
     P[dt[:, None] == dt[None, :]] = np.inf  # the same column token twice: entry is 1
     np.fill_diagonal(P, 0.0)
