@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from cliutil import assert_error_line
 
 from sketchsim.attention import OneHot, Softmax
 from sketchsim.certify import Family, build_witness, certify, load_family, rho, save_family
@@ -186,6 +187,4 @@ def test_cli_witness_certify_bound(tmp_path):
 )
 def test_certify_commands_bad_input(args, needle):
     res = CliRunner().invoke(main, args)
-    assert res.exit_code == 2
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and needle in lines[0], res.output
+    assert_error_line(res, needle)

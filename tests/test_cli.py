@@ -2,6 +2,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from cliutil import assert_error_line
 
 import sketchsim
 from sketchsim.cli import main
@@ -65,7 +66,4 @@ def test_verify_exact_softmax_reports_none():
 )
 def test_bad_input_one_line_exit_2(args, needle):
     res = run(*args)
-    assert res.exit_code == 2
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
-    assert "Traceback" not in res.output
+    assert_error_line(res, needle)

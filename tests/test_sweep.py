@@ -8,6 +8,8 @@ from click.testing import CliRunner
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
+from cliutil import assert_error_line  # noqa: E402
+
 from sketchsim.certify import Family, save_family  # noqa: E402
 from sketchsim.cli import main  # noqa: E402
 from sketchsim.errors import SketchsimError  # noqa: E402
@@ -142,6 +144,4 @@ def test_sweep_bad_input(args, needle):
         args = ["--ranks", "x"]
         needle = "integers"
     res = CliRunner().invoke(main, ["sweep", "--steps", "5", "--seeds", "1", *args])
-    assert res.exit_code == 2
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and needle in lines[0], res.output
+    assert_error_line(res, needle)
