@@ -56,42 +56,27 @@ def _fold_py(h1, h2, v):
 
 
 def _make_loop(emit, update, answer, jit, fold=_fold):
-    """Build the engine loop over a batch with the protocol's functions bound in."""
+    """Build the engine loop over a batch with the protocol's functions bound in.
+
+    ``layers`` is an int64 table with one row per layer:
+    ``[channel code, symbols k, alphabet a, levels, first entry, end entry]``
+    (entries of the concatenated transcript); ``sizes`` is
+    ``[state size, largest k, transcript length]``; ``outputs`` is the tuple
+    ``(transcripts, fingerprints, answers, errors)``.
+    """
 
     jitted = fold is _fold
 
-    def one_input(
-        b,
-        tokens,
-        ctx,
-        aux,
-        chan,
-        ks,
-        alph,
-        levels,
-        speak,
-        offs,
-        total_len,
-        queries,
-        store,
-        transcripts,
-        fingerprints,
-        answers,
-        errors,
-        state,
-        sym,
-        sk,
-    ):
+    def one_input(b, tokens, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk):
+        transcripts, fingerprints, answers, errors = outputs
         N = tokens.shape[1]
         h1 = np.uint64(_SEED1)
         h2 = np.uint64(_SEED2)
         if not jitted:
             h1, h2 = _SEED1, _SEED2
-        for lay in range(chan.shape[0]):
-            lo = offs[lay]
-            hi = offs[lay + 1]
-            k = ks[lay]
-            a = alph[lay]
+        for lay in range(layers.shape[0]):
+            chan, k, a = layers[lay, 0], layers[lay, 1], layers[lay, 2]
+            levels, lo, hi = layers[lay, 3], layers[lay, 4], layers[lay, 5]
             for e in range(lo, hi):
                 sk[e] = 0
             spoken = 0
@@ -109,17 +94,17 @@ def _make_loop(emit, update, answer, jit, fold=_fold):
                         errors[b, 3] = v
                         errors[b, 4] = c
                         return
-                    if chan[lay] == 0:
+                    if chan == 0:
                         sk[lo + c] += v
-                    elif chan[lay] == 1:
+                    elif chan == 1:
                         sk[lo + c * a + v] += 1
                     else:
                         sk[lo + spoken * k + c] = v
                 spoken += 1
-            if chan[lay] == 0 and levels[lay] > 0:
+            if chan == 0 and levels > 0:
                 for e in range(lo, hi):
-                    if sk[e] > levels[lay] - 1:
-                        sk[e] = levels[lay] - 1
+                    if sk[e] > levels - 1:
+                        sk[e] = levels - 1
             for e in range(lo, hi):
                 h1, h2 = fold(h1, h2, sk[e])
             layer_sketch = sk[lo:hi]
@@ -128,7 +113,7 @@ def _make_loop(emit, update, answer, jit, fold=_fold):
         fingerprints[b, 0] = h1
         fingerprints[b, 1] = h2
         if store:
-            for e in range(total_len):
+            for e in range(transcripts.shape[1]):
                 transcripts[b, e] = sk[e]
         for i in range(queries.shape[0]):
             p = queries[i]
@@ -136,58 +121,14 @@ def _make_loop(emit, update, answer, jit, fold=_fold):
 
     one = jit(one_input)
 
-    def loop(
-        lo,
-        hi,
-        tokens,
-        ctx,
-        aux,
-        chan,
-        ks,
-        alph,
-        levels,
-        speak,
-        offs,
-        total_len,
-        state_size,
-        queries,
-        store,
-        transcripts,
-        fingerprints,
-        answers,
-        errors,
-    ):
-        N = tokens.shape[1]
-        kmax = 1
-        for lay in range(chan.shape[0]):
-            kmax = max(kmax, ks[lay])
-        state = np.zeros((N, state_size), dtype=np.int64)
-        sym = np.zeros(kmax, dtype=np.int64)
-        sk = np.zeros(max(total_len, 1), dtype=np.int64)
+    def loop(lo, hi, tokens, ctx, aux, layers, speak, sizes, queries, store, outputs):
+        state_size, kmax, total_len = sizes[0], sizes[1], sizes[2]
+        state = np.zeros((tokens.shape[1], state_size), dtype=np.int64)
+        sym = np.zeros(max(1, kmax), dtype=np.int64)
+        sk = np.zeros(max(1, total_len), dtype=np.int64)
         for b in range(lo, hi):
             state[:, :] = 0
-            one(
-                b,
-                tokens,
-                ctx,
-                aux,
-                chan,
-                ks,
-                alph,
-                levels,
-                speak,
-                offs,
-                total_len,
-                queries,
-                store,
-                transcripts,
-                fingerprints,
-                answers,
-                errors,
-                state,
-                sym,
-                sk,
-            )
+            one(b, tokens, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk)
 
     return loop
 
@@ -234,17 +175,17 @@ class Engine:
         n = ctx.n_tokens
         layers = plan.layers
         self.speak = np.zeros((len(layers), n), dtype=np.bool_)
-        lengths = []
+        self.layers = np.zeros((len(layers), 6), dtype=np.int64)
+        end = 0
         for lay, L in enumerate(layers):
             pos = L.speaker_positions(n)
             self.speak[lay, list(pos)] = True
-            lengths.append(sketch_length(L.channel, L.symbols, L.alphabet, len(pos)))
-        self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        self.total_len = int(self.offsets[-1])
-        self.chan = np.array([CHANNEL_CODE[L.channel] for L in layers], dtype=np.int64)
-        self.ks = np.array([L.symbols for L in layers], dtype=np.int64)
-        self.alph = np.array([L.alphabet for L in layers], dtype=np.int64)
-        self.levels = np.array([L.levels for L in layers], dtype=np.int64)
+            start, end = end, end + sketch_length(L.channel, L.symbols, L.alphabet, len(pos))
+            code = CHANNEL_CODE[L.channel]
+            self.layers[lay] = (code, L.symbols, L.alphabet, L.levels, start, end)
+        self.total_len = end
+        kmax = int(self.layers[:, 1].max(initial=1))
+        self.sizes = np.array([plan.state_size, kmax, end], dtype=np.int64)
         self.queries = np.arange(ctx.q, dtype=np.int64)
         self.jitted = plan.jitted and not python
         self.threads = numba.config.NUMBA_NUM_THREADS
@@ -261,24 +202,17 @@ class Engine:
         ans = np.zeros((B, self.ctx.q), dtype=np.int64)
         err = np.zeros((B, 5), dtype=np.int64)
         tr = np.zeros((B if store else 1, max(self.total_len, 1)), dtype=np.int64)
+        tokens = np.ascontiguousarray(tokens)
         args = (
-            np.ascontiguousarray(tokens),
+            tokens,
             self.ctx.array(),
             self.plan.aux,
-            self.chan,
-            self.ks,
-            self.alph,
-            self.levels,
+            self.layers,
             self.speak,
-            self.offsets,
-            self.total_len,
-            self.plan.state_size,
+            self.sizes,
             self.queries,
             store,
-            tr,
-            fp,
-            ans,
-            err,
+            (tr, fp, ans, err),
         )
         threads = min(self.threads, max(1, B // 64)) if self.jitted else 1
         bounds = np.linspace(0, B, threads + 1).astype(int)
@@ -297,6 +231,6 @@ class Engine:
             lay, pos, v, c = (int(x) for x in err[b, 1:])
             raise ProtocolError(
                 f"protocol {self.name}: layer {lay + 1}, token {pos + 1}, slot {c + 1} emitted "
-                f"symbol {v} outside its declared alphabet 0..{self.alph[lay] - 1}"
+                f"symbol {v} outside its declared alphabet 0..{self.layers[lay, 2] - 1}"
             )
         return RunResult(fp, ans, tr[:, : self.total_len] if store else None)
