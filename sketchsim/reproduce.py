@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sketchsim.report import write_json_atomic
+from sketchsim.results import write_json_atomic
 
 __all__ = ["Row", "Settings", "reproduce"]
 

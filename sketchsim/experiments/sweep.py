@@ -19,7 +19,7 @@ from sketchsim.errors import SketchsimError
 from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split
 from sketchsim.experiments.train import fit, metrics, pick_device, token_ids
-from sketchsim.report import versions, write_json_atomic
+from sketchsim.results import versions, write_json_atomic
 
 __all__ = ["Run", "RunSpec", "run_sweep", "summarize", "transition", "plot_sweep"]
 

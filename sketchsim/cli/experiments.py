@@ -5,8 +5,10 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from sketchsim import report
+from sketchsim.cli import render
+from sketchsim.cli.app import main
 from sketchsim.errors import SketchsimError
+from sketchsim.results import write_json_atomic
 
 
 def _ints(text: str, name: str) -> list[int]:
@@ -19,7 +21,7 @@ def _ints(text: str, name: str) -> list[int]:
     return values
 
 
-@click.command()
+@main.command()
 @click.option(
     "--suite", type=click.Choice(["witness", "ood"]), default="witness", show_default=True
 )
@@ -100,7 +102,7 @@ def sweep(
         raise SketchsimError("the ood suite tests unseen tokens: use a parametric feature map")
     specs, data, header, bound = _plan(suite, family, rank_list, seeds, fmap, models, scales)
     header.update({"steps": steps, "lr": lr, "accuracy": accuracy if suite == "ood" else None})
-    with report.progress_bar(f"sweep {suite}", len(specs)) as update:
+    with render.progress_bar(f"sweep {suite}", len(specs)) as update:
         rows = run_sweep(specs, data, json_path, header, steps, lr, device, resume, update)
     _render(suite, rows, bound, accuracy, json_path, plot_path, header)
 
@@ -196,13 +198,13 @@ def _render(suite, rows, bound, accuracy, json_path, plot_path, header):
         if errs:
             cells.append(f"{errs[k]['mean']:.3f}")
         table.add_row(*cells)
-    report.console.print(table)
+    render.console.print(table)
     extra = {}
     if suite == "ood":
         trans = transition(summary, accuracy)
         extra["transition"] = trans
         for scale, r in trans.items():
-            report.console.print(
+            render.console.print(
                 f"scale {scale}: smallest r with mean test accuracy >= "
                 f"{accuracy:g}: [bold]{r if r is not None else 'none'}[/bold]"
             )
@@ -215,10 +217,10 @@ def _render(suite, rows, bound, accuracy, json_path, plot_path, header):
 
         data = json.loads(Path(json_path).read_text())
         data.update({"summary": summary, **extra})
-        report.write_json_atomic(json_path, data)
+        write_json_atomic(json_path, data)
 
 
-@click.command()
+@main.command()
 @click.option("--quick", is_flag=True, help="Small sizes: about 10 minutes on 2 CPU cores.")
 @click.option(
     "--out", "out_dir", type=click.Path(file_okay=False), default="results", show_default=True
@@ -235,13 +237,13 @@ def reproduce(quick, out_dir, device):
     rows = run(
         Path(out_dir),
         quick,
-        log=lambda msg: report.err_console.print(f"[dim]{msg}[/dim]"),
+        log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"),
         device=device,
     )
-    table = Table(title="paper vs measured", caption=f"report: {Path(out_dir) / 'report.md'}")
+    table = Table(title="paper vs measured", caption=f"report: {Path(out_dir) / 'render.md'}")
     for col in ("claim", "paper", "measured", "agrees"):
         table.add_column(col)
     for r in rows:
         color = "green" if r.agrees == "yes" else ("red" if r.agrees == "NO" else "yellow")
         table.add_row(r.claim, r.paper, r.measured, f"[{color}]{r.agrees}[/{color}]")
-    report.console.print(table)
+    render.console.print(table)

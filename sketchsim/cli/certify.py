@@ -9,14 +9,16 @@ import numpy as np
 from rich.panel import Panel
 from rich.table import Table
 
-from sketchsim import report
+from sketchsim.cli import render
+from sketchsim.cli.app import main
 from sketchsim.errors import SketchsimError
+from sketchsim.results import result_payload, write_json_atomic
 
 PAPER_WITNESS_INPUTS = 1272
 PAPER_WITNESS_BOUND = 8
 
 
-@click.command()
+@main.command()
 @click.option("--m", "m", type=int, required=True, help="Token width (code length).")
 @click.option(
     "--kind",
@@ -44,7 +46,7 @@ def codes(m, kind, d, w, out):
         ",".join(map(str, stats["weights"])),
         str(stats["min_distance"]),
     )
-    report.console.print(table)
+    render.console.print(table)
     if out:
         path = Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,7 +56,7 @@ def codes(m, kind, d, w, out):
             np.save(path, code)
 
 
-@click.command()
+@main.command()
 @click.option("--m", "m", type=int, default=24, show_default=True, help="Token width.")
 @click.option(
     "--code",
@@ -94,7 +96,7 @@ def witness(m, kind, codewords, complements, chains, both_orders, seed, out, jso
     save_family(family, out)
     cert = certify(family)
     r = cert.certified_rank["0.5"]
-    report.console.print(
+    render.console.print(
         Panel.fit(
             f"{len(family.tokens):,} inputs of length 3, m = {m}, {family.meta['codewords']} "
             f"codewords of a {kind} code{' with chains' if chains else ''}\n"
@@ -123,10 +125,10 @@ def witness(m, kind, codewords, complements, chains, both_orders, seed, out, jso
             "both_orders": both_orders,
             "seed": seed,
         }
-        report.write_json_atomic(json_path, report.result_payload("witness", params, payload))
+        write_json_atomic(json_path, result_payload("witness", params, payload))
 
 
-@click.command()
+@main.command()
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option(
     "--eps",
@@ -172,19 +174,19 @@ def certify(path, eps_list, position_independent, json_path):
             f"{cert.bound[key]:.3f}",
             f"[bold]{cert.certified_rank[key]}[/bold]",
         )
-    report.console.print(table)
+    render.console.print(table)
     if json_path:
         params = {
             "path": str(path),
             "eps": list(eps_list),
             "position_independent": position_independent,
         }
-        report.write_json_atomic(
-            json_path, report.result_payload("certify", params, cert.to_dict())
+        write_json_atomic(
+            json_path, result_payload("certify", params, cert.to_dict())
         )
 
 
-@click.command()
+@main.command()
 @click.option("--m", "m", type=int, required=True, help="Token width (first).")
 @click.option("--to", "m2", type=int, help="Last token width (default: --m).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False))
@@ -196,7 +198,7 @@ def bound(m, m2, json_path):
     if m < 2 or m2 < m or m2 > 40:
         raise SketchsimError(f"need 2 <= --m <= --to <= 40, got --m {m} --to {m2}")
     rows = []
-    with report.progress_bar("bound", m2 - m + 1) as update:
+    with render.progress_bar("bound", m2 - m + 1) as update:
         for k, width in enumerate(range(m, m2 + 1)):
             rows.append(best_bound(width))
             update(k + 1, m2 - m + 1)
@@ -215,11 +217,11 @@ def bound(m, m2, json_path):
             f"{row.exact_rank:,}",
             f"{row.softmax_beta:.4f}",
         )
-    report.console.print(table)
+    render.console.print(table)
     if json_path:
         from dataclasses import asdict
 
         payload = {"rows": [asdict(r) for r in rows]}
-        report.write_json_atomic(
-            json_path, report.result_payload("bound", {"m": m, "to": m2}, payload)
+        write_json_atomic(
+            json_path, result_payload("bound", {"m": m, "to": m2}, payload)
         )

@@ -1,0 +1,79 @@
+"""``sketchsim verify``: exhaustive check of an attention construction."""
+
+from __future__ import annotations
+
+import click
+from rich.panel import Panel
+from rich.table import Table
+
+from sketchsim.attention import CONSTRUCTIONS, softmax_threshold
+from sketchsim.cli import render
+from sketchsim.cli.app import _positive, main
+from sketchsim.results import result_payload, write_json_atomic
+
+
+@main.command()
+@click.option("--m", "m", type=int, default=8, show_default=True, help="Token width m.")
+@click.option("--n", "n", type=int, default=3, show_default=True, help="Sequence length N.")
+@click.option(
+    "--construction",
+    type=click.Choice(CONSTRUCTIONS),
+    default="softmax",
+    show_default=True,
+    help="Head to check (THEORY section 3).",
+)
+@click.option(
+    "--beta",
+    type=float,
+    default=2.0,
+    show_default=True,
+    callback=_positive("beta"),
+    help="Inverse temperature of softmax / onehot.",
+)
+@click.option("--causal", is_flag=True, help="Score only the final position.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write results here.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def verify(m, n, construction, beta, causal, json_path, quiet):
+    """Check a construction on every one of the 2^(m*n) inputs."""
+    from sketchsim.verify import check_verify_size
+    from sketchsim.verify import verify as run_verify
+
+    check_verify_size(m, n)
+    with render.progress_bar(f"verify {construction}", 1 << (m * n), not quiet) as update:
+        res = run_verify(m, n, construction, beta, causal, progress=update)
+    head = Panel.fit(
+        f"m = {res.m}, N = {res.n}, construction [bold]{res.construction}[/bold]"
+        + (f", beta = {res.beta:g}" if res.beta is not None else "")
+        + f", feature rank r = {res.rank:,}"
+        + (", causal final query" if causal else "")
+        + (
+            f"\nsoftmax exactness threshold ln(2(N-1)) = {softmax_threshold(n):.4f}"
+            if construction != "rank1"
+            else ""
+        ),
+        title="sketchsim verify",
+    )
+    table = Table()
+    for col in ("inputs", "max |y - t|", "exact fraction", "verdict"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        f"{res.inputs:,}",
+        f"{res.max_abs_error:.6g}",
+        f"{res.exact_fraction:.6f}",
+        render.verdict(res.counterexample is None, "exact", "fails"),
+    )
+    render.console.print(head, table)
+    if res.counterexample:
+        ce = res.counterexample
+        rows = "\n".join(f"  x{k + 1} = {''.join(map(str, t))}" for k, t in enumerate(ce["tokens"]))
+        render.console.print(
+            f"[red]counterexample[/red] (input #{ce['index']}):\n{rows}\n"
+            f"  position {ce['position']}: target {ce['target']}, output {ce['output']:.6g}"
+        )
+    else:
+        render.console.print("[green]no counterexample[/green]")
+    render.console.print(f"[dim]{res.seconds:.2f} s[/dim]")
+    if json_path:
+        payload = res.to_dict()
+        params = {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
+        write_json_atomic(json_path, result_payload("verify", params, payload))
