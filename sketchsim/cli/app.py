@@ -8,11 +8,14 @@ import click
 
 import sketchsim
 from sketchsim.cli import render
+from sketchsim.cli.paths import CheckedCommand
 from sketchsim.errors import SketchsimError
 
 
 class SketchsimGroup(click.Group):
     """A click group whose errors are one line on stderr with exit code 2."""
+
+    command_class = CheckedCommand
 
     def main(self, args=None, prog_name=None, **extra):
         extra.pop("standalone_mode", None)
@@ -27,6 +30,11 @@ class SketchsimGroup(click.Group):
             _fail(exc.format_message())
         except SketchsimError as exc:
             _fail(str(exc))
+        except MemoryError:
+            _fail("out of memory; choose smaller sizes (the size checks did not foresee this)")
+        except OSError as exc:
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            _fail(f"{exc.strerror or exc}{where}")
         sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.results import result_payload, write_json_atomic
 
@@ -28,7 +29,7 @@ PAPER_WITNESS_BOUND = 8
 )
 @click.option("--d", "d", type=int, help="Minimum distance (greedy; default 2*(m//4)).")
 @click.option("--w", "w", type=int, help="Weight (greedy; default m//2).")
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the code (.npy, or .txt).")
+@click.option("--out", type=OutputPath((".npy", ".txt")), help="Write the code (.npy, or .txt).")
 def codes(m, kind, d, w, out):
     """Build a constant-weight code and print its size, weight and minimum distance."""
     from sketchsim.codes import code_stats, make_code
@@ -81,8 +82,8 @@ def codes(m, kind, d, w, out):
 @click.option("--chains", is_flag=True, help="Cross long gaps in steps (THEORY Lemma 3).")
 @click.option("--both-orders/--no-both-orders", default=True, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Family .npz file.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+@click.option("--out", type=OutputPath((".npz",)), required=True, help="Family .npz file.")
+@click.option("--json", "json_path", type=OutputPath())
 def witness(m, kind, codewords, complements, chains, both_orders, seed, out, json_path):
     """Build a length-3 witness family from a code and certify it."""
     from sketchsim.certify import build_witness, certify, save_family
@@ -142,7 +143,7 @@ def witness(m, kind, codewords, complements, chains, both_orders, seed, out, jso
     is_flag=True,
     help="Certify only heads whose maps ignore position (one order suffices).",
 )
-@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+@click.option("--json", "json_path", type=OutputPath())
 def certify(path, eps_list, position_independent, json_path):
     """Certified lower bound on the feature rank r for a length-3 family file."""
     from sketchsim.certify import certify as run_certify
@@ -189,7 +190,7 @@ def certify(path, eps_list, position_independent, json_path):
 @main.command()
 @click.option("--m", "m", type=int, required=True, help="Token width (first).")
 @click.option("--to", "m2", type=int, help="Last token width (default: --m).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+@click.option("--json", "json_path", type=OutputPath())
 def bound(m, m2, json_path):
     """Best certified rank bound per m beside the 2^m endpoint and the softmax temperature."""
     from sketchsim.certify.bounds import best_bound

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.results import write_json_atomic
 
@@ -62,8 +63,8 @@ def _ints(text: str, name: str) -> list[int]:
 @click.option(
     "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
 )
-@click.option("--json", "json_path", type=click.Path(dir_okay=False))
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="PNG of error vs r.")
+@click.option("--json", "json_path", type=OutputPath())
+@click.option("--plot", "plot_path", type=OutputPath((".png",)), help="PNG of error vs r.")
 @click.option("--resume", is_flag=True, help="Skip runs already in --json.")
 def sweep(
     suite,
@@ -223,7 +224,7 @@ def _render(suite, rows, bound, accuracy, json_path, plot_path, header):
 @main.command()
 @click.option("--quick", is_flag=True, help="Small sizes: about 10 minutes on 2 CPU cores.")
 @click.option(
-    "--out", "out_dir", type=click.Path(file_okay=False), default="results", show_default=True
+    "--out", "out_dir", type=OutputPath(directory=True), default="results", show_default=True
 )
 @click.option(
     "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True

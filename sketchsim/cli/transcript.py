@@ -8,6 +8,7 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.results import result_payload, write_json_atomic
 
@@ -52,7 +53,7 @@ def _answers_text(values) -> str:
     help="Enumerate all (s+1)^q inputs (default when at most 2^20).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write results here.")
+@click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
 @click.option("--resume", is_flag=True, help="Keep protocols already measured in --json.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet):

@@ -9,6 +9,7 @@ from rich.table import Table
 from sketchsim.attention import CONSTRUCTIONS, softmax_threshold
 from sketchsim.cli import render
 from sketchsim.cli.app import _positive, main
+from sketchsim.cli.paths import OutputPath
 from sketchsim.results import result_payload, write_json_atomic
 
 
@@ -31,7 +32,7 @@ from sketchsim.results import result_payload, write_json_atomic
     help="Inverse temperature of softmax / onehot.",
 )
 @click.option("--causal", is_flag=True, help="Score only the final position.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write results here.")
+@click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def verify(m, n, construction, beta, causal, json_path, quiet):
     """Check a construction on every one of the 2^(m*n) inputs."""

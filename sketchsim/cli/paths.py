@@ -1,0 +1,128 @@
+"""Output paths checked before any work starts, and never equal to an input.
+
+``OutputPath`` is a click parameter type for ``--json``, ``--out``, ``--plot``:
+it refuses a path that cannot be written (under a file, a read-only or virtual
+file system, an existing directory, an unsupported suffix) at parse time, so a
+long run never fails at its last step.  :class:`CheckedCommand` then refuses an
+output that names a file another argument reads (``certify w.npz --json w.npz``,
+a plug-in's own ``.py``) or that two outputs share.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+__all__ = ["OutputPath", "CheckedCommand", "probe_writable"]
+
+_VIRTUAL = ("/proc", "/sys", "/dev")
+
+
+def probe_writable(directory: Path) -> str | None:
+    """Why files cannot be created in ``directory`` (creating it if needed), or None."""
+    existing = directory
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        return f"{existing} is a file, not a directory"
+    resolved = str(existing.resolve())
+    if any(resolved == v or resolved.startswith(v + "/") for v in _VIRTUAL):
+        return f"{resolved} is a virtual file system"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".sketchsim-probe-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+class OutputPath(click.ParamType):
+    """A file (or, with ``directory=True``, a folder) that the command will write.
+
+    Parameters
+    ----------
+    suffixes : tuple of str, optional
+        Accepted file suffixes (lower case, with the dot); any when omitted.
+    directory : bool
+        The path names a folder to write files into.
+    """
+
+    name = "path"
+
+    def __init__(self, suffixes: tuple[str, ...] = (), directory: bool = False):
+        self.suffixes = tuple(suffixes)
+        self.directory = directory
+
+    def convert(self, value, param, ctx):
+        if value is None or isinstance(value, Path):
+            return value
+        text = str(value)
+        if not text.strip() or "\x00" in text:
+            self.fail(f"{text!r} is not a usable path", param, ctx)
+        path = Path(text).expanduser()
+        if self.directory:
+            if path.exists() and not path.is_dir():
+                self.fail(f"{text} exists and is not a directory", param, ctx)
+            folder = path
+        else:
+            if path.is_dir():
+                self.fail(f"{text} is a directory", param, ctx)
+            if self.suffixes and path.suffix.lower() not in self.suffixes:
+                accepted = ", ".join(self.suffixes)
+                self.fail(f"{text}: unsupported file type (use {accepted})", param, ctx)
+            folder = path.parent if str(path.parent) else Path(".")
+        why = probe_writable(folder)
+        if why:
+            self.fail(f"cannot write {text}: {why}", param, ctx)
+        return text
+
+
+def _named_files(value) -> list[str]:
+    """Existing files an argument value names, directly or as ``file.py:NAME`` specs."""
+    values = value if isinstance(value, list | tuple) else [value]
+    out = []
+    for v in values:
+        if not isinstance(v, str | os.PathLike) or not str(v):
+            continue
+        text = str(v)
+        for cand in (text, text.split(":", 1)[0]):
+            try:
+                if cand and os.path.isfile(cand):
+                    out.append(os.path.realpath(cand))
+                    break
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+class CheckedCommand(click.Command):
+    """A command whose outputs never overwrite its inputs or each other."""
+
+    def invoke(self, ctx):
+        outputs = {}
+        for param in self.params:
+            if isinstance(param.type, OutputPath) and ctx.params.get(param.name):
+                real = os.path.realpath(ctx.params[param.name])
+                flag = param.opts[0] if param.opts else param.name
+                if real in outputs:
+                    raise click.UsageError(f"{flag} and {outputs[real]} name the same file")
+                outputs[real] = flag
+        if outputs:
+            for param in self.params:
+                if isinstance(param.type, OutputPath):
+                    continue
+                for real in _named_files(ctx.params.get(param.name)):
+                    if real in outputs:
+                        flag = param.opts[0] if param.opts else param.name
+                        raise click.UsageError(
+                            f"{outputs[real]} would overwrite the input {real} ({flag}); "
+                            "choose another output path"
+                        )
+        return super().invoke(ctx)

@@ -1,0 +1,72 @@
+"""Output paths are checked before work starts and never overwrite an input (issue 9)."""
+
+import json
+import os
+import stat
+
+import pytest
+from click.testing import CliRunner
+from cliutil import assert_error_line
+
+from sketchsim.cli import main
+from sketchsim.results import write_json_atomic
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.parametrize(
+    "target, needle",
+    [
+        ("{file}/x.json", "is a file, not a directory"),
+        ("/proc/sketchsim-x.json", "virtual file system"),
+        ("{dir}", "is a directory"),
+    ],
+)
+def test_unwritable_json_is_refused_before_work(tmp_path, target, needle):
+    (tmp_path / "f").write_text("x")
+    path = target.format(file=tmp_path / "f", dir=tmp_path)
+    res = run("verify", "--m", "2", "--n", "2", "--json", path)
+    assert_error_line(res, needle)
+
+
+def test_plot_suffix_is_checked(tmp_path):
+    res = run("sweep", "--plot", str(tmp_path / "p.gif"), "--ranks", "1")
+    assert_error_line(res, "unsupported file type")
+
+
+def test_json_equal_to_input_family_is_refused(tmp_path):
+    fam = tmp_path / "w.npz"
+    assert run("witness", "--m", "8", "--out", str(fam)).exit_code == 0
+    before = fam.read_bytes()
+    res = run("certify", str(fam), "--json", str(fam))
+    assert_error_line(res, "would overwrite the input")
+    assert fam.read_bytes() == before
+
+
+def test_two_outputs_naming_one_file_are_refused(tmp_path):
+    out = tmp_path / "x.npz"
+    res = run("witness", "--m", "8", "--out", str(out), "--json", str(out))
+    assert_error_line(res, "name the same file")
+    assert not out.exists()
+
+
+def test_json_equal_to_plugin_file_is_refused(tmp_path):
+    plugin = tmp_path / "p.py"
+    plugin.write_text("raise SystemExit('never imported')\n")
+    res = run(
+        "transcript", "--q", "2", "--s", "1", "--protocol", f"{plugin}:X", "--json", str(plugin)
+    )
+    assert_error_line(res, "would overwrite the input")
+    assert plugin.read_text().startswith("raise SystemExit")
+
+
+def test_result_files_are_strict_json_and_honour_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = write_json_atomic(tmp_path / "r.json", {"a": float("nan"), "b": [float("inf"), 1.5]})
+    finally:
+        os.umask(old)
+    assert json.loads(path.read_text(), parse_constant=pytest.fail) == {"a": None, "b": [None, 1.5]}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
