@@ -12,3 +12,56 @@ VERIFY_MAX_BITS = 26
 
 #: Largest ``m`` for the 2**m one-hot feature construction.
 ONEHOT_MAX_M = 20
+
+#: A scored position is right when ``|y - t|`` is strictly below this (THEORY section 2).
+EXACT_TOLERANCE = 0.5
+
+#: Trained experiments (sweep, reproduce): largest feature rank, seed count,
+#: step count and estimated parameter count a run accepts without
+#: ``--allow-large`` (refuse, don't try).
+SWEEP_MAX_RANK = 4096
+SWEEP_MAX_SEEDS = 1000
+SWEEP_MAX_STEPS = 1_000_000
+SWEEP_MAX_PARAMS = 50_000_000
+
+#: The paper's reported numbers (PAPER.md, "Experiments reported"), in one place.
+PAPER = {
+    "witness_inputs": 1272,
+    "witness_m": 24,
+    "witness_lower_bound": 8,
+    "witness_fail_error_below_bound": 0.80,
+    "witness_exact_rank": 32,
+    "ood_transition_ranks": (8, 16, 64),
+    "transcript_q": 64,
+    "transcript_s": 7,
+    "transcript_bits": 192,
+}
+
+#: Exhaustive verification throughput per core at N = 3 (inputs/s), for time
+#: estimates only; cost grows as N^2 (docs/benchmarks.md).
+VERIFY_RATE_PER_CORE = 2.0e7
+
+#: Largest ``m * N`` that ``verify --cluster`` accepts (2**40 inputs).
+CLUSTER_VERIFY_MAX_BITS = 40
+
+#: Inputs per cluster task in sharded enumerations (one state file each).
+CLUSTER_SHARD_INPUTS = 1 << 24
+
+#: ``transcript`` / ``frontier``: exhaustive mode is the default up to this many
+#: inputs and is refused above the maximum.
+TRANSCRIPT_EXHAUSTIVE_AUTO = 1 << 20
+TRANSCRIPT_EXHAUSTIVE_MAX = 1 << 24
+
+#: Memory a transcript run may plan to allocate (answer vectors, fingerprints,
+#: grouping temporaries, per-entry value counts); the environment variable
+#: ``SKETCHSIM_MAX_MEMORY_GB`` raises or lowers it.
+TRANSCRIPT_MAX_BYTES = 8 << 30
+
+#: Bytes of exact transcripts held at once while counting per-entry values.
+TRANSCRIPT_STORE_BYTES = 64 << 20
+
+#: Two-sided confidence level of the entry-entropy interval.
+ENTROPY_CONFIDENCE = 0.95
+
+#: Bits are compared with the bound up to this rounding tolerance.
+BITS_TOLERANCE = 1e-9

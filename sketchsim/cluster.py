@@ -1,0 +1,218 @@
+"""Running shards of work on a Dask cluster (the ``cluster`` extra).
+
+Nothing here schedules work itself: Dask distributed does (a ``LocalCluster``
+of single-threaded worker processes for ``local:N``, or a running scheduler
+for ``tcp://HOST:PORT``).  This module only parses the ``--cluster`` value,
+opens the client, and runs a list of independent shards with a *state
+directory*: every finished shard's result is written there atomically, so a
+killed run resumes where it stopped and a shard is never computed twice.
+Shard functions must be module-level (picklable) and deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sketchsim.errors import SketchsimError
+from sketchsim.results import write_json_atomic
+
+__all__ = ["ClusterSpec", "parse_cluster", "connect", "run_shards", "INSTALL_HINT"]
+
+INSTALL_HINT = "pip install 'sketchsim[cluster]'"
+
+#: Seconds to wait for a remote scheduler before giving up.
+CONNECT_TIMEOUT_S = 5
+
+#: Most worker processes ``local:N`` starts.
+MAX_LOCAL_WORKERS = 256
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A parsed ``--cluster`` value: ``local`` with ``workers``, or a scheduler ``address``."""
+
+    kind: str
+    workers: int = 0
+    address: str = ""
+
+    def describe(self) -> str:
+        """Human-readable form for reports."""
+        if self.kind == "local":
+            return f"local:{self.workers}"
+        return self.address
+
+
+def parse_cluster(text: str) -> ClusterSpec:
+    """Parse ``local:N`` or ``tcp://HOST:PORT``.
+
+    Raises
+    ------
+    SketchsimError
+        For anything else (the message names the accepted forms).
+    """
+    value = (text or "").strip()
+    if value.startswith("local:"):
+        try:
+            n = int(value.split(":", 1)[1])
+        except ValueError:
+            n = 0
+        if not 1 <= n <= MAX_LOCAL_WORKERS:
+            raise SketchsimError(
+                f"--cluster {text!r}: local:N needs 1 <= N <= {MAX_LOCAL_WORKERS} worker processes"
+            )
+        return ClusterSpec("local", workers=n)
+    if value.startswith(("tcp://", "tls://")):
+        rest = value.split("://", 1)[1]
+        host, _, port = rest.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SketchsimError(f"--cluster {text!r}: expected tcp://HOST:PORT")
+        return ClusterSpec("remote", address=value)
+    raise SketchsimError(f"--cluster {text!r}: use local:N or tcp://HOST:PORT")
+
+
+def _require_distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise SketchsimError(f"--cluster needs Dask distributed: {INSTALL_HINT}") from None
+    return distributed
+
+
+@contextmanager
+def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iterator:
+    """Open a Dask ``Client`` for ``spec``; closes it (and a local cluster) on exit.
+
+    Parameters
+    ----------
+    spec : ClusterSpec
+    log : callable, optional
+        Receives one line naming the cluster and its dashboard link.
+    """
+    distributed = _require_distributed()
+    cluster = None
+    try:
+        if spec.kind == "local":
+            cluster = distributed.LocalCluster(
+                n_workers=spec.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=40,
+            )
+            client = distributed.Client(cluster)
+        else:
+            client = distributed.Client(spec.address, timeout=f"{CONNECT_TIMEOUT_S}s")
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise SketchsimError(
+            f"cannot reach the Dask scheduler at {spec.describe()} "
+            f"within {CONNECT_TIMEOUT_S} s: {exc}"
+        ) from None
+    try:
+        if log is not None:
+            n = len(client.scheduler_info().get("workers", {}))
+            log(f"cluster {spec.describe()}: {n} workers, dashboard {client.dashboard_link}")
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _key_digest(key: dict) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _open_state(state_dir: Path, key: dict, n_shards: int) -> dict[int, object]:
+    """Finished shard results in ``state_dir`` (made for ``key``), by shard index."""
+    manifest = state_dir / "manifest.json"
+    want = {"key": key, "digest": _key_digest(key), "shards": n_shards}
+    if manifest.exists():
+        try:
+            have = json.loads(manifest.read_text())
+        except (OSError, ValueError) as exc:
+            raise SketchsimError(
+                f"state directory {state_dir}: unreadable manifest ({exc})"
+            ) from None
+        if not isinstance(have, dict) or have.get("digest") != want["digest"]:
+            raise SketchsimError(
+                f"state directory {state_dir} belongs to another run; "
+                "remove it or choose another --state"
+            )
+    else:
+        write_json_atomic(manifest, want)
+    done = {}
+    for path in state_dir.glob("shard-*.json"):
+        try:
+            index = int(path.stem.split("-", 1)[1])
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # a torn or foreign file: the shard is simply recomputed
+        if isinstance(entry, dict) and entry.get("digest") == want["digest"] and index < n_shards:
+            done[index] = entry["result"]
+    return done
+
+
+def run_shards(
+    client,
+    fn: Callable,
+    shards: Sequence[tuple],
+    *,
+    state_dir: str | os.PathLike | None,
+    key: dict,
+    progress: Callable[[int, int], None] | None = None,
+    retries: int = 2,
+) -> list:
+    """Run ``fn(*shard)`` for every shard on the cluster; results in shard order.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    fn : callable
+        Module-level, deterministic, returning a JSON-serialisable value.
+    shards : sequence of tuple
+        Arguments of each task.
+    state_dir : path or None
+        Where finished shards are kept for resuming (None: keep nothing).
+    key : dict
+        Everything that determines the results; a state directory made for
+        another key is refused.
+    progress : callable, optional
+        ``progress(done, total)`` in shards.
+    retries : int
+        Dask retries a task whose worker died this many times.
+    """
+    from distributed import as_completed
+
+    n = len(shards)
+    state = Path(state_dir) if state_dir is not None else None
+    done = _open_state(state, key, n) if state is not None else {}
+    digest = _key_digest(key)
+    results: list = [None] * n
+    for index, value in done.items():
+        results[index] = value
+    pending = [i for i in range(n) if i not in done]
+    if progress is not None:
+        progress(n - len(pending), n)
+    futures = {}
+    for i in pending:
+        fut = client.submit(fn, *shards[i], pure=False, retries=retries, key=f"shard-{digest}-{i}")
+        futures[fut] = i
+    finished = n - len(pending)
+    for fut in as_completed(futures):
+        i = futures[fut]
+        value = fut.result()
+        results[i] = value
+        if state is not None:
+            write_json_atomic(state / f"shard-{i:06d}.json", {"digest": digest, "result": value})
+        finished += 1
+        if progress is not None:
+            progress(finished, n)
+    return results

@@ -1,0 +1,118 @@
+"""Dask cluster path: same results as one process, resumable, robust to worker death."""
+
+import json
+import os
+import sys
+import time
+
+import cloudpickle
+import pytest
+
+from sketchsim import config
+from sketchsim.cluster import connect, parse_cluster, run_shards
+from sketchsim.errors import SketchsimError
+
+pytest.importorskip("distributed")  # the cluster extra is part of dev: CI runs these
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def client():
+    with connect(parse_cluster("local:2")) as c:
+        yield c
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["local:0", "local:x", "local:", "tcp://host", "tcp://:80", "tcp://h:0", "ssh://h:1", ""],
+)
+def test_bad_cluster_values(text):
+    with pytest.raises(SketchsimError, match="--cluster"):
+        parse_cluster(text)
+
+
+def test_unreachable_scheduler_fails_fast():
+    t0 = time.perf_counter()
+    with pytest.raises(SketchsimError, match="cannot reach the Dask scheduler"):
+        with connect(parse_cluster("tcp://127.0.0.1:9")):
+            pass
+    assert time.perf_counter() - t0 < 20
+
+
+def _square(x):
+    return x * x
+
+
+def test_run_shards_orders_results_and_resumes(client, tmp_path):
+    key = {"what": "squares"}
+    shards = [(i,) for i in range(7)]
+    assert run_shards(client, _square, shards, state_dir=tmp_path, key=key) == [
+        i * i for i in range(7)
+    ]
+    assert len(list(tmp_path.glob("shard-*.json"))) == 7
+    # resuming recomputes only the missing shard; finished ones are read back untouched
+    kept = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("shard-*.json")}
+    (tmp_path / "shard-000003.json").unlink()
+    got = run_shards(client, _square, shards, state_dir=tmp_path, key=key)
+    assert got == [i * i for i in range(7)]
+    for name, t in kept.items():
+        if name != "shard-000003.json":
+            assert (tmp_path / name).stat().st_mtime_ns == t
+    assert (tmp_path / "shard-000003.json").exists()
+    with pytest.raises(SketchsimError, match="belongs to another run"):
+        run_shards(client, _square, shards, state_dir=tmp_path, key={"what": "cubes"})
+
+
+def _dies_once(marker, x):
+    if not os.path.exists(marker):
+        with open(marker, "w") as fh:
+            fh.write("died")
+        os._exit(1)  # the worker process dies mid-task
+    return x + 1
+
+
+def test_worker_death_does_not_change_results(client, tmp_path):
+    marker = str(tmp_path / "marker")
+    shards = [(marker, i) for i in range(4)]
+    got = run_shards(client, _dies_once, shards, state_dir=None, key={"k": 1}, retries=3)
+    assert got == [1, 2, 3, 4]
+    assert os.path.exists(marker)
+
+
+@pytest.mark.parametrize("construction, causal", [("rank1", False), ("softmax", True)])
+def test_verify_on_cluster_equals_single_process(
+    client, tmp_path, monkeypatch, construction, causal
+):
+    from sketchsim.cluster_tasks import verify_on_cluster
+    from sketchsim.verify import verify
+
+    monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 1 << 9)
+    one = verify(4, 3, construction, 0.9, causal).to_dict()
+    many = verify_on_cluster(client, 4, 3, construction, 0.9, causal, tmp_path / "state")
+    many = many.to_dict()
+    one.pop("seconds"), many.pop("seconds")
+    assert json.dumps(one, sort_keys=True) == json.dumps(many, sort_keys=True)
+    assert len(list((tmp_path / "state").glob("shard-*.json"))) == 8
+
+
+def test_killed_verify_resumes_with_the_same_result(client, tmp_path, monkeypatch):
+    from sketchsim.cluster_tasks import verify_on_cluster
+    from sketchsim.verify import verify
+
+    monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 1 << 8)
+    state = tmp_path / "state"
+
+    def stop_after_five(done, total):
+        if done >= 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        verify_on_cluster(client, 4, 3, "rank1", 2.0, False, state, progress=stop_after_five)
+    kept = {p.name: p.stat().st_mtime_ns for p in state.glob("shard-*.json")}
+    assert 5 <= len(kept) < 16
+    res = verify_on_cluster(client, 4, 3, "rank1", 2.0, False, state).to_dict()
+    assert all((state / name).stat().st_mtime_ns == t for name, t in kept.items())
+    ref = verify(4, 3, "rank1", 2.0, False).to_dict()
+    res.pop("seconds"), ref.pop("seconds")
+    assert res == ref
