@@ -104,6 +104,8 @@ def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iter
                 processes=True,
                 dashboard_address=":0",
                 silence_logs=40,
+                # one task per single-threaded process: no nested numba/torch threads
+                env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
             )
             client = distributed.Client(cluster)
         else:
@@ -160,6 +162,18 @@ def _open_state(state_dir: Path, key: dict, n_shards: int) -> dict[int, object]:
     return done
 
 
+def _one_thread(fn: Callable, *args):
+    """Run ``fn(*args)`` with one numba (and torch) thread: Dask runs one task per worker thread."""
+    import sys
+
+    import numba
+
+    numba.set_num_threads(1)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+    return fn(*args)
+
+
 def run_shards(
     client,
     fn: Callable,
@@ -203,7 +217,9 @@ def run_shards(
         progress(n - len(pending), n)
     futures = {}
     for i in pending:
-        fut = client.submit(fn, *shards[i], pure=False, retries=retries, key=f"shard-{digest}-{i}")
+        fut = client.submit(
+            _one_thread, fn, *shards[i], pure=False, retries=retries, key=f"shard-{digest}-{i}"
+        )
         futures[fut] = i
     finished = n - len(pending)
     for fut in as_completed(futures):
