@@ -8,10 +8,17 @@
   ``NAME`` is an attribute holding a Protocol (or a protocol's name).
 
 Any spec may end with ``:key=value,key=value`` parameters.
+
+Every protocol found carries a *source identity* (used to key resumed results):
+``sha256:<hex>`` of the file's bytes for built-ins and file plug-ins, the module
+file's hash for ``package.module`` specs, and ``dist <name> <version> <value>``
+for installed entry points.  A plug-in that fails to import (whatever it raises,
+``SystemExit`` included) or reuses a taken name is reported, not fatal.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
@@ -23,7 +30,17 @@ from pathlib import Path
 from sketchsim.errors import PluginError
 from sketchsim.sketch.protocol import Protocol
 
-__all__ = ["Found", "builtin_dir", "discover", "resolve_spec", "parse_params", "ENTRY_POINT_GROUP"]
+__all__ = [
+    "Found",
+    "Resolved",
+    "builtin_dir",
+    "discover",
+    "resolve",
+    "resolve_spec",
+    "parse_params",
+    "file_identity",
+    "ENTRY_POINT_GROUP",
+]
 
 ENTRY_POINT_GROUP = "sketchsim.protocols"
 
@@ -36,6 +53,28 @@ class Found:
     source: str
     protocol: Protocol | None = None
     error: str | None = None
+    identity: str = ""
+
+
+@dataclass
+class Resolved:
+    """A ``--protocol`` spec resolved: the protocol, its parsed parameters, where it came
+    from (for people) and its source identity (for resume keys)."""
+
+    protocol: Protocol
+    params: dict
+    source: str
+    identity: str
+
+
+def file_identity(path: Path) -> str:
+    """``sha256:<hex>`` of a file's bytes."""
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _import_failure(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def builtin_dir() -> Path:
@@ -49,12 +88,14 @@ def _load_file(path: Path):
     """Import a Python file as a module registered in ``sys.modules``.
 
     numba's on-disk cache re-imports a function's module by name, so file
-    plug-ins get a stable, importable name derived from their path.
+    plug-ins get a stable name derived from their path and their contents.
     """
     if not path.is_file():
         raise PluginError(f"protocol file {path} does not exist")
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
-    name = f"sketchsim_plugin_{path.stem}_{digest}"
+    # the path and the bytes name the module: an edited file is imported afresh
+    where = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    what = hashlib.sha1(path.read_bytes()).hexdigest()[:10]
+    name = f"sketchsim_plugin_{path.stem.replace('-', '_')}_{where}_{what}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -62,10 +103,13 @@ def _load_file(path: Path):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except KeyboardInterrupt:
+        del sys.modules[name]
+        raise
+    except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
         del sys.modules[name]
         raise PluginError(
-            f"protocol file {path} failed to import: {type(exc).__name__}: {exc}"
+            f"protocol file {path} failed to import: {_import_failure(exc)}"
         ) from None
     return module
 
@@ -90,12 +134,21 @@ def _builtins() -> list[Found]:
         except PluginError as exc:
             out.append(Found(path.stem, "built-in", error=str(exc)))
             continue
+        identity = file_identity(path)
         seen = set()
         for proto in _protocols_in(module).values():
             if proto.name not in seen:
                 seen.add(proto.name)
-                out.append(Found(proto.name, "built-in", proto))
+                marked = dataclasses.replace(proto, builtin=True)
+                out.append(Found(proto.name, "built-in", marked, identity=identity))
     return out
+
+
+def _dist_identity(ep) -> str:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return f"entry point {ep.value}"
+    return f"dist {dist.metadata['Name']} {dist.version} {ep.value}"
 
 
 def _entry_points() -> list[Found]:
@@ -104,36 +157,37 @@ def _entry_points() -> list[Found]:
         source = f"entry point {ep.value}"
         try:
             obj = ep.load()
-        except Exception as exc:
-            out.append(
-                Found(ep.name, source, error=f"failed to import: {type(exc).__name__}: {exc}")
-            )
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
+            out.append(Found(ep.name, source, error=f"failed to import: {_import_failure(exc)}"))
             continue
         if not isinstance(obj, Protocol):
             out.append(Found(ep.name, source, error="entry point is not a sketchsim Protocol"))
             continue
-        out.append(Found(obj.name, source, obj))
+        out.append(Found(obj.name, source, obj, identity=_dist_identity(ep)))
     return out
 
 
 def discover() -> list[Found]:
     """Every protocol found: built-ins first, then installed entry points.
 
-    Raises
-    ------
-    PluginError
-        When two protocols share a name.
+    Never raises for a bad plug-in: one that fails to import, or that reuses a name
+    already taken (a built-in's, or an earlier entry point's), is listed with its
+    ``error`` and without a protocol; the first holder of a name keeps it.
     """
     found = _builtins() + _entry_points()
     names = {}
-    for item in found:
+    for i, item in enumerate(found):
         if item.protocol is None:
             continue
         if item.name in names:
-            first = names[item.name]
-            raise PluginError(
-                f"protocol name {item.name!r} is defined twice: {first} and {item.source}"
+            found[i] = Found(
+                item.name,
+                item.source,
+                error=f"ignored: the name {item.name!r} is already taken by {names[item.name]}",
             )
+            continue
         names[item.name] = item.source
     return found
 
@@ -161,7 +215,13 @@ def _pick(module_protocols: dict[str, Protocol], name: str, where: str) -> Proto
 
 
 def resolve_spec(spec: str, found: list[Found] | None = None) -> tuple[Protocol, dict, str]:
-    """Turn a ``--protocol`` spec into ``(protocol, parameters, source)``.
+    """Turn a ``--protocol`` spec into ``(protocol, parameters, source)``; see :func:`resolve`."""
+    r = resolve(spec, found)
+    return r.protocol, r.params, r.source
+
+
+def resolve(spec: str, found: list[Found] | None = None) -> Resolved:
+    """Turn a ``--protocol`` spec into a :class:`Resolved`.
 
     Parameters
     ----------
@@ -169,6 +229,11 @@ def resolve_spec(spec: str, found: list[Found] | None = None) -> tuple[Protocol,
         ``NAME[:k=v,...]``, ``path/file.py:NAME[:k=v,...]`` or ``pkg.mod:NAME[:k=v,...]``.
     found : list of Found, optional
         Result of :func:`discover` (computed when omitted).
+
+    Raises
+    ------
+    PluginError
+        Unknown, broken or ambiguous protocols, bad parameters.
     """
     parts = spec.split(":")
     head = parts[0].strip()
@@ -178,26 +243,48 @@ def resolve_spec(spec: str, found: list[Found] | None = None) -> tuple[Protocol,
         if len(parts) < 2 or not parts[1]:
             raise PluginError(f"protocol spec {spec!r} needs a name: path/to/file.py:NAME")
         proto = _pick(_protocols_in(_load_file(Path(head))), parts[1], head)
-        rest, source = parts[2:], f"file {head}"
+        rest, source, identity = parts[2:], f"file {head}", file_identity(Path(head))
     elif len(parts) >= 2 and parts[1] and "=" not in parts[1]:
         try:
             module = importlib.import_module(head)
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
             raise PluginError(
-                f"protocol module {head} failed to import: {type(exc).__name__}: {exc}"
+                f"protocol module {head} failed to import: {_import_failure(exc)}"
             ) from None
         proto = _pick(_protocols_in(module), parts[1], f"module {head}")
-        rest, source = parts[2:], f"module {head}"
+        rest, source, identity = parts[2:], f"module {head}", _module_identity(module)
     else:
         found = discover() if found is None else found
-        match = [f for f in found if f.name == head]
+        match = [f for f in found if f.name == head and f.protocol is not None]
         if not match:
+            broken = [f for f in found if f.name == head]
+            if broken:
+                raise PluginError(f"protocol {head} ({broken[0].source}): {broken[0].error}")
             names = ", ".join(sorted(f.name for f in found if f.protocol))
             raise PluginError(f"unknown protocol {head!r}; known: {names}")
-        if match[0].protocol is None:
-            raise PluginError(f"protocol {head}: {match[0].error}")
-        proto, rest, source = match[0].protocol, parts[1:], match[0].source
+        proto, rest, source, identity = (
+            match[0].protocol,
+            parts[1:],
+            match[0].source,
+            match[0].identity,
+        )
     if len(rest) > 1:
         raise PluginError(f"protocol spec {spec!r} has too many ':' parts")
     params = proto.resolve(parse_params(rest[0], proto.name) if rest else {})
-    return proto, params, source
+    return Resolved(proto, params, source, identity)
+
+
+def _module_identity(module) -> str:
+    """The module file's hash; else its name and its distribution's version."""
+    path = getattr(module, "__file__", None)
+    if path and Path(path).is_file():
+        return file_identity(Path(path))
+    from importlib.metadata import PackageNotFoundError, version
+
+    top = module.__name__.split(".")[0]
+    try:
+        return f"module {module.__name__} {version(top)}"
+    except PackageNotFoundError:
+        return f"module {module.__name__}"

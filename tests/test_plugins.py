@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from cliutil import assert_error_line
 
 from sketchsim.cli import main
 from sketchsim.errors import PluginError
@@ -152,3 +153,68 @@ def test_wheel_ships_builtins_not_top_level_protocols(tmp_path):
 
 def test_builtin_dir_in_source_tree():
     assert (builtin_dir() / "block_counts.py").exists()
+
+
+def _install_entry_point(tmp_path, monkeypatch, module: str, code: str, ep_name: str, attr="P"):
+    (tmp_path / f"{module}.py").write_text(code)
+    dist = tmp_path / f"{module}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[sketchsim.protocols]\n{ep_name} = {module}:{attr}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_entry_point_reusing_a_builtin_name_is_reported_not_fatal(tmp_path, monkeypatch):
+    fake = doc_example(tmp_path).read_text().replace('"halfcounts"', '"block-counts"')
+    _install_entry_point(tmp_path, monkeypatch, "epfake", fake, "block-counts", "HALF")
+    found = [f for f in discover() if f.name == "block-counts"]
+    assert [f.source for f in found] == ["built-in", "entry point epfake:HALF"]
+    assert found[0].protocol is not None and found[1].protocol is None
+    assert "already taken by built-in" in found[1].error
+    proto, _, source = resolve_spec("block-counts")
+    assert source == "built-in" and proto.builtin
+    res = CliRunner().invoke(main, ["protocols"])
+    assert res.exit_code == 0 and "already taken" in res.output and "kernel" in res.output
+    res = CliRunner().invoke(
+        main, ["transcript", "--q", "2", "--s", "2", "--quiet", "--protocol", "block-counts"]
+    )
+    assert res.exit_code == 0, res.output
+
+
+def test_entry_point_exiting_on_import_does_not_end_sketchsim(tmp_path, monkeypatch):
+    _install_entry_point(tmp_path, monkeypatch, "epexit", "raise SystemExit(3)\n", "exiter")
+    found = {f.name: f for f in discover()}
+    assert found["exiter"].protocol is None
+    assert "failed to import: SystemExit: 3" in found["exiter"].error
+    res = CliRunner().invoke(main, ["protocols"])
+    assert res.exit_code == 0 and "SystemExit" in res.output and "raw" in res.output
+    res = CliRunner().invoke(
+        main, ["transcript", "--q", "2", "--s", "2", "--quiet", "--protocol", "block-counts"]
+    )
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(
+        main, ["transcript", "--q", "2", "--s", "2", "--quiet", "--protocol", "exiter"]
+    )
+    assert_error_line(res, "protocol exiter (entry point epexit:P): failed to import: SystemExit")
+
+
+def test_entry_point_identity_names_the_distribution(tmp_path, monkeypatch):
+    _install_entry_point(
+        tmp_path, monkeypatch, "epplug2", doc_example(tmp_path).read_text(), "half", "HALF"
+    )
+    found = {f.name: f for f in discover()}
+    assert found["halfcounts"].identity == "dist epplug2 1.0 epplug2:HALF"
+
+
+@pytest.mark.parametrize(
+    "code", ["raise SystemExit(0)\n", "import sys\nsys.exit('bye')\n", "raise GeneratorExit\n"]
+)
+def test_file_plugin_exiting_on_import_is_one_line(tmp_path, code):
+    path = tmp_path / "exits.py"
+    path.write_text(code)
+    with pytest.raises(PluginError, match="failed to import: (SystemExit|GeneratorExit)"):
+        resolve_spec(f"{path}:X")
+    res = CliRunner().invoke(
+        main, ["transcript", "--q", "2", "--s", "2", "--quiet", "--protocol", f"{path}:X"]
+    )
+    assert_error_line(res, "failed to import")

@@ -58,9 +58,8 @@ def _answers_text(values) -> str:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet):
     """Measure transcript bits of sketch protocols on F(q,s) against q*log2(s+1)."""
-    import json
 
-    from sketchsim.plugins import discover, resolve_spec
+    from sketchsim.plugins import discover, resolve
     from sketchsim.sketch.family import HardFamily
     from sketchsim.transcript import DEFAULT_SPECS, choose_answers, measure
 
@@ -68,7 +67,7 @@ def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet)
         raise click.UsageError("--resume needs --json PATH")
     family = HardFamily(q, s, seed)
     found = discover()
-    resolved = [(spec, *resolve_spec(spec, found)) for spec in (specs or DEFAULT_SPECS)]
+    resolved = [(spec, resolve(spec, found)) for spec in (specs or DEFAULT_SPECS)]
     mode, T = choose_answers(family, exhaustive, samples)
     header = {
         "q": q,
@@ -86,7 +85,7 @@ def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet)
         "samples": samples,
         "mode": mode,
         "seed": seed,
-        "protocols": [spec for spec, *_ in resolved],
+        "protocols": [spec for spec, _ in resolved],
     }
     done = {}
     if resume and json_path:
@@ -100,27 +99,62 @@ def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet)
         )
     )
     results = []
-    for spec, proto, proto_params, source in resolved:
-        key = json.dumps([proto.name, proto_params], sort_keys=True)
+    for spec, r in resolved:
+        key = _resume_key(r.protocol.name, r.params, r.identity)
         if key in done:
             results.append(done[key])
             continue
         with render.progress_bar(spec, T.shape[0], not quiet) as update:
-            rep = measure(family, T, proto, proto_params, source, progress=update)
+            rep = measure(family, T, r.protocol, r.params, r.source, progress=update)
         rep.spec = spec
-        results.append(rep.to_dict())
+        # identity: the protocol's source (file hash, module version), so that resume
+        # never reports another protocol's results under the same name
+        results.append({**rep.to_dict(), "identity": r.identity})
         if json_path:
             payload = {**header, "protocols": results, "complete": False}
-            write_json_atomic(
-                json_path, result_payload("transcript", params, payload)
-            )
+            write_json_atomic(json_path, result_payload("transcript", params, payload))
     _render_transcript(family, mode, results)
     if json_path:
         payload = {**header, "protocols": results, "complete": True}
         write_json_atomic(json_path, result_payload("transcript", params, payload))
 
 
+# Fields of a resumed protocol entry that the table reads, with their JSON types.
+_RESUME_FIELDS = {
+    "name": str,
+    "params": dict,
+    "identity": str,
+    "spec": str,
+    "engine": str,
+    "declared_bits": (int, float),
+    "distinct_transcripts": int,
+    "log2_distinct": (int, float),
+    "entropy_bits": (int, float),
+    "correct_fraction": (int, float),
+    "meets_bound": bool,
+    "wrong_inputs": int,
+    "collision": (dict, type(None)),
+    "first_failure": (dict, type(None)),
+}
+_COLLISION_FIELDS = ("inputs", "answers_a", "answers_b", "position", "protocol_answer")
+_FAILURE_FIELDS = ("input", "position", "target", "answer")
+
+
+def _resume_key(name, params, identity) -> str:
+    import json
+
+    return json.dumps([name, params, identity], sort_keys=True)
+
+
 def _load_resumable(path, header) -> dict:
+    """Finished protocols of a previous run, keyed by (name, params, source identity).
+
+    Raises
+    ------
+    SketchsimError
+        When the file is not a transcript result of the same q/s/seed/mode, or an
+        entry lacks a field or has one of the wrong type.
+    """
     import json
     from pathlib import Path
 
@@ -131,11 +165,35 @@ def _load_resumable(path, header) -> dict:
         old = json.loads(p.read_text())
     except (OSError, ValueError) as exc:
         raise SketchsimError(f"cannot resume from {path}: {exc}") from None
+    if not isinstance(old, dict) or not isinstance(old.get("protocols", []), list):
+        raise SketchsimError(
+            f"cannot resume from {path}: not a transcript result (a JSON object with a "
+            f"'protocols' list), got {type(old).__name__}"
+        )
     if any(old.get(k) != v for k, v in header.items() if k != "bound_bits"):
         raise SketchsimError(f"cannot resume from {path}: it was made with other q/s/seed/mode")
-    return {
-        json.dumps([r["name"], r["params"]], sort_keys=True): r for r in old.get("protocols", [])
-    }
+    done = {}
+    for i, entry in enumerate(old.get("protocols", []), 1):
+        problem = _entry_problem(entry)
+        if problem:
+            raise SketchsimError(f"cannot resume from {path}: protocol entry {i} {problem}")
+        done[_resume_key(entry["name"], entry["params"], entry["identity"])] = entry
+    return done
+
+
+def _entry_problem(entry) -> str | None:
+    if not isinstance(entry, dict):
+        return f"is a {type(entry).__name__}, not an object"
+    for key, kind in _RESUME_FIELDS.items():
+        if key not in entry:
+            return f"has no {key!r} (made by an older sketchsim? measure again without --resume)"
+        value = entry[key]
+        if not isinstance(value, kind) or (kind in (int, (int, float)) and isinstance(value, bool)):
+            return f"has {key} = {value!r:.40}, of the wrong type"
+    for key, fields in (("collision", _COLLISION_FIELDS), ("first_failure", _FAILURE_FIELDS)):
+        if entry[key] is not None and not all(f in entry[key] for f in fields):
+            return f"has a malformed {key!r}"
+    return None
 
 
 def _render_transcript(family, mode, results) -> None:

@@ -6,6 +6,13 @@ returns a 128-bit fingerprint of the transcript (two independent 64-bit hashes
 over the sketch entries in order), the answers at the query positions, and,
 on request, the exact transcript.  A symbol outside its declared alphabet
 stops the run with a :class:`~sketchsim.errors.ProtocolError`.
+
+The plug-in contract (:mod:`sketchsim.sketch.contract`): pure-Python plans run
+in the checked Python engine; a jitted plan first runs a guarded pass on a few
+inputs of its first batch (bounds-checked copies of its functions, integer
+checks on every symbol and answer, a second run for determinism), and plug-ins
+not shipped with sketchsim keep bounds checking in their functions for the
+whole run.
 """
 
 from __future__ import annotations
@@ -17,8 +24,15 @@ import numba
 import numpy as np
 from numba import njit
 
-from sketchsim.errors import ProtocolError
+from sketchsim.errors import ProtocolError, SketchsimError
 from sketchsim.sketch.channels import CHANNEL_CODE, sketch_length
+from sketchsim.sketch.contract import (
+    brief,
+    check_engine_size,
+    checked_copy,
+    run_checked,
+    sample_indices,
+)
 from sketchsim.sketch.protocol import Context, Plan
 
 __all__ = ["RunResult", "Engine"]
@@ -167,42 +181,100 @@ class Engine:
     name : str
         Protocol name, used in error messages.
     python : bool
-        Force the plain-Python engine (the benchmark's reference).
+        Force the plain-Python engine (the reference: every function as Python).
+
+    Raises
+    ------
+    PluginError
+        When the plan's per-input buffers exceed the engine memory limit.
     """
 
     def __init__(self, plan: Plan, ctx: Context, name: str = "protocol", python: bool = False):
-        self.plan, self.ctx, self.name = plan, ctx, name
+        self.plan, self.ctx, self.name, self.python = plan, ctx, name, python
         n = ctx.n_tokens
         layers = plan.layers
+        speakers = [L.speaker_positions(n) for L in layers]
+        lengths = [
+            sketch_length(L.channel, L.symbols, L.alphabet, len(pos))
+            for L, pos in zip(layers, speakers, strict=True)
+        ]
+        kmax = max([1] + [L.symbols for L in layers])
+        check_engine_size(n * plan.state_size + kmax + sum(lengths), name)
         self.speak = np.zeros((len(layers), n), dtype=np.bool_)
         self.layers = np.zeros((len(layers), 6), dtype=np.int64)
         end = 0
         for lay, L in enumerate(layers):
-            pos = L.speaker_positions(n)
-            self.speak[lay, list(pos)] = True
-            start, end = end, end + sketch_length(L.channel, L.symbols, L.alphabet, len(pos))
+            self.speak[lay, list(speakers[lay])] = True
+            start, end = end, end + lengths[lay]
             code = CHANNEL_CODE[L.channel]
             self.layers[lay] = (code, L.symbols, L.alphabet, L.levels, start, end)
         self.total_len = end
-        kmax = int(self.layers[:, 1].max(initial=1))
         self.sizes = np.array([plan.state_size, kmax, end], dtype=np.int64)
         self.queries = np.arange(ctx.q, dtype=np.int64)
         self.jitted = plan.jitted and not python
         self.threads = numba.config.NUMBA_NUM_THREADS
+        self._validated = False
         if self.jitted:
-            self._loop = _jitted_loop(plan.emit, plan.update, plan.answer)
-        else:
-            funcs = [getattr(f, "py_func", f) for f in (plan.emit, plan.update, plan.answer)]
-            self._loop = _make_loop(*funcs, lambda f: f, _fold_py)
+            funcs = (plan.emit, plan.update, plan.answer)
+            if not plan.builtin:  # not ours: bounds-checked for the whole run
+                funcs = tuple(checked_copy(f) for f in funcs)
+            self._loop = _jitted_loop(*funcs)
 
     def run(self, tokens: np.ndarray, store: bool = False) -> RunResult:
-        """Run the protocol on packed tokens (B, n_tokens, words)."""
+        """Run the protocol on packed tokens (B, n_tokens, words).
+
+        The first call checks the plug-in contract on a sample of ``tokens``.
+
+        Raises
+        ------
+        ProtocolError
+            One line naming the protocol when it breaks its contract or fails.
+        """
+        tokens = np.ascontiguousarray(tokens)
+        if not self.jitted:
+            fp, ans, tr = run_checked(self, tokens, store, python=self.python)
+            if not self._validated:
+                idx = sample_indices(tokens.shape[0])
+                fp2, ans2, _ = run_checked(self, tokens[idx], False, python=self.python)
+                self._same(idx, (fp[idx], ans[idx]), (fp2, ans2))
+                self._validated = True
+            return RunResult(fp, ans, tr)
+        if not self._validated:
+            self._validate(tokens)
+        return self._run_jitted(tokens, store)
+
+    def _validate(self, tokens: np.ndarray) -> None:
+        """Guarded first pass on a sample, then the compiled engine twice: all must agree."""
+        idx = sample_indices(tokens.shape[0])
+        sample = tokens[idx]
+        runs = []
+        if not self.plan.builtin:
+            for _ in range(2):
+                fp, ans, _ = run_checked(self, sample, False)
+                runs.append((fp, ans))
+        for _ in range(2):
+            res = self._run_jitted(sample, False)
+            runs.append((res.fingerprints, res.answers))
+        for other in runs[1:]:
+            self._same(idx, runs[0], other)
+        self._validated = True
+
+    def _same(self, idx, first, other) -> None:
+        for what, a, b in (("transcript", first[0], other[0]), ("answers", first[1], other[1])):
+            if not np.array_equal(a, b):
+                i = int(idx[np.argmax((a != b).reshape(a.shape[0], -1).any(axis=1))])
+                raise ProtocolError(
+                    f"protocol {self.name} is not deterministic: input #{i + 1} of its first "
+                    f"batch gave a different {what} when run again (emit, update and answer "
+                    f"must be functions of their arguments only)"
+                )
+
+    def _run_jitted(self, tokens: np.ndarray, store: bool) -> RunResult:
         B = tokens.shape[0]
         fp = np.zeros((B, 2), dtype=np.uint64)
         ans = np.zeros((B, self.ctx.q), dtype=np.int64)
         err = np.zeros((B, 5), dtype=np.int64)
         tr = np.zeros((B if store else 1, max(self.total_len, 1)), dtype=np.int64)
-        tokens = np.ascontiguousarray(tokens)
         args = (
             tokens,
             self.ctx.array(),
@@ -214,18 +286,26 @@ class Engine:
             store,
             (tr, fp, ans, err),
         )
-        threads = min(self.threads, max(1, B // 64)) if self.jitted else 1
+        threads = min(self.threads, max(1, B // 64))
         bounds = np.linspace(0, B, threads + 1).astype(int)
-        if threads == 1:
-            self._loop(0, B, *args)
-        else:
-            with ThreadPoolExecutor(threads) as pool:
-                jobs = [
-                    pool.submit(self._loop, int(lo), int(hi), *args)
-                    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
-                ]
-                for job in jobs:
-                    job.result()
+        try:
+            if threads == 1:
+                self._loop(0, B, *args)
+            else:
+                with ThreadPoolExecutor(threads) as pool:
+                    jobs = [
+                        pool.submit(self._loop, int(lo), int(hi), *args)
+                        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+                    ]
+                    for job in jobs:
+                        job.result()
+        except (KeyboardInterrupt, SketchsimError):
+            raise
+        except Exception as exc:
+            from numba.core.errors import NumbaError
+
+            what = "cannot be compiled into the engine" if isinstance(exc, NumbaError) else "failed"
+            raise ProtocolError(f"protocol {self.name} {what}: {brief(exc)}") from None
         if err[:, 0].any():
             b = int(np.argmax(err[:, 0]))
             lay, pos, v, c = (int(x) for x in err[b, 1:])

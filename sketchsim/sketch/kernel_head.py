@@ -23,6 +23,7 @@ from __future__ import annotations
 from numba import njit
 
 from sketchsim.errors import PluginError
+from sketchsim.sketch.contract import check_engine_size
 from sketchsim.sketch.protocol import Layer, Param, Plan
 from sketchsim.sketch.tokens import bit, count_ones
 
@@ -110,6 +111,10 @@ def kernel_plan(ctx, r: int, bits: int, values: str, heads: int = 1) -> Plan:
     if bits > 62:
         raise PluginError(f"bits must be <= 62, got {bits}")
     d = ctx.m if values == "identity" else ctx.q
+    # sum over heads of r (d_h + 1) = r (d + heads): bounded before any list is built
+    check_engine_size(
+        ctx.n_tokens + r * (d + heads), what=f"r={r} features, {heads} heads and d={d} values"
+    )
     alphabet = 2 if values == "identity" else ctx.s + 1
     k = sum(r * (dh + 1) for dh in head_dims(d, heads))
     layer = Layer("sum", k, alphabet, levels=2**bits)

@@ -18,6 +18,7 @@ functions are numba-jitted the engine is jitted; otherwise it runs in Python.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,21 @@ from sketchsim.sketch.channels import CHANNELS
 __all__ = ["Param", "Layer", "Plan", "Context", "Protocol"]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+def _parse_int(text: str) -> int:
+    """``"12"``, ``"1e8"`` or ``"1_000"`` as an int; a fractional value is a ValueError."""
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)
+        if not value.is_integer():
+            raise
+        return int(value)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
 @dataclass(frozen=True)
@@ -71,9 +87,11 @@ class Param:
                 if low not in ("1", "0", "true", "false", "yes", "no"):
                     raise ValueError(text)
                 value = low in ("1", "true", "yes")
+            elif self.type == "int":
+                value = _parse_int(text)
             else:
                 value = _TYPES[self.type](text)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise PluginError(
                 f"protocol {protocol}: parameter {self.name} expects {self.type}, got {text!r}"
             ) from None
@@ -108,7 +126,11 @@ class Layer:
     levels: int = 0
 
     def __post_init__(self):
-        if self.channel not in CHANNELS:
+        for what in ("symbols", "alphabet", "levels"):
+            value = getattr(self, what)
+            if not _is_int(value):
+                raise PluginError(f"a layer's {what} must be an integer, got {value!r}")
+        if not isinstance(self.channel, str) or self.channel not in CHANNELS:
             raise PluginError(f"unknown channel {self.channel!r}; use one of {', '.join(CHANNELS)}")
         if self.symbols < 0 or self.alphabet < 1:
             raise PluginError(
@@ -122,10 +144,21 @@ class Layer:
             return tuple(range(n_tokens))
         if self.speakers == "last":
             return (n_tokens - 1,)
+        if isinstance(self.speakers, str) or not all(_is_int(p) for p in _iterable(self.speakers)):
+            raise PluginError(
+                f"speakers must be 'all', 'last' or a tuple of positions, got {self.speakers!r}"
+            )
         pos = tuple(int(p) for p in self.speakers)
         if any(not 0 <= p < n_tokens for p in pos) or len(set(pos)) != len(pos):
             raise PluginError(f"speakers {pos} are not distinct positions in 0..{n_tokens - 1}")
         return tuple(sorted(pos))
+
+
+def _iterable(value) -> tuple:
+    try:
+        return tuple(value)
+    except TypeError:
+        return (None,)
 
 
 @dataclass(frozen=True)
@@ -151,6 +184,7 @@ class Plan:
     update: Callable
     answer: Callable
     aux: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    builtin: bool = field(default=False, repr=False)
 
     @property
     def jitted(self) -> bool:
@@ -167,6 +201,14 @@ class Protocol:
     description: str
     setup: Callable[[Context, dict], Plan]
     params: tuple[Param, ...] = ()
+    #: Families (by name) the protocol runs on; ``transcript`` refuses the others.
+    families: tuple[str, ...] = ("hard",)
+    #: Integer parameters in which correctness is monotone non-decreasing
+    #: (``frontier`` bisects these and scans the others).
+    monotone: tuple[str, ...] = ()
+    #: Set by :mod:`sketchsim.plugins` on the protocols shipped with sketchsim (tested by
+    #: its suite): their jitted functions skip the bounds-checked first pass.
+    builtin: bool = field(default=False, compare=False, repr=False)
 
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}
@@ -185,17 +227,53 @@ class Protocol:
         return values
 
     def plan(self, ctx: Context, params: dict) -> Plan:
+        """Run ``setup`` and check the plan it returns (types, sizes; see docs/protocols.md).
+
+        Raises
+        ------
+        PluginError
+            One line naming the protocol when ``setup`` fails or its plan is malformed.
+        """
         try:
             plan = self.setup(ctx, params)
-        except PluginError:
-            raise
+        except PluginError as exc:
+            raise PluginError(_named(self.name, str(exc))) from None
         except Exception as exc:  # a plug-in bug: one line naming the plug-in
-            raise PluginError(f"protocol {self.name}: setup failed: {exc}") from exc
+            raise PluginError(
+                f"protocol {self.name}: setup failed: {type(exc).__name__}: {exc}"
+            ) from None
         if not isinstance(plan, Plan):
-            raise PluginError(f"protocol {self.name}: setup must return a Plan")
-        if plan.state_size < 1:
-            raise PluginError(f"protocol {self.name}: state_size must be >= 1")
-        plan.aux = np.ascontiguousarray(plan.aux, dtype=np.float64).reshape(-1)
-        if plan.aux.size == 0:
-            plan.aux = np.zeros(1)
+            raise PluginError(
+                f"protocol {self.name}: setup must return a Plan, got {type(plan).__name__}"
+            )
+        _check_plan(plan, self.name)
+        plan.builtin = self.builtin
         return plan
+
+
+def _named(name: str, message: str) -> str:
+    return message if message.startswith(f"protocol {name}") else f"protocol {name}: {message}"
+
+
+def _check_plan(plan: Plan, name: str) -> None:
+    """Types of every Plan field; ``aux`` becomes a finite float64 vector (in place)."""
+    if not isinstance(plan.layers, list | tuple) or not all(
+        isinstance(L, Layer) for L in plan.layers
+    ):
+        raise PluginError(f"protocol {name}: Plan.layers must be a list of Layer")
+    if not _is_int(plan.state_size) or plan.state_size < 1:
+        raise PluginError(
+            f"protocol {name}: Plan.state_size must be an integer >= 1, got {plan.state_size!r}"
+        )
+    for what in ("emit", "update", "answer"):
+        if not callable(getattr(plan, what)):
+            raise PluginError(f"protocol {name}: Plan.{what} must be a function")
+    try:
+        aux = np.ascontiguousarray(plan.aux, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise PluginError(
+            f"protocol {name}: Plan.aux must be numbers (a float64 array), got {plan.aux!r:.60}"
+        ) from None
+    if not np.isfinite(aux).all():
+        raise PluginError(f"protocol {name}: Plan.aux has a non-finite value")
+    plan.aux = aux if aux.size else np.zeros(1)
