@@ -10,6 +10,9 @@ documented order, so that ``codewords=K`` means the first K rows.
 - :func:`golay_octads`, :func:`golay_dodecads`: the weight-8 and weight-12
   words of the extended binary Golay code (759 and 2576 words, m = 24).
 - :func:`greedy_code`: the lexicographic greedy constant-weight code.
+- :func:`random_code`: the greedy code over a seeded stream of random
+  weight-w words (distance about a fixed fraction of m at any m <= 64, where
+  lexicodes scan too many words).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ __all__ = [
     "golay_octads",
     "golay_dodecads",
     "greedy_code",
+    "random_code",
+    "greedy_filter",
     "make_code",
     "code_stats",
     "CODE_KINDS",
@@ -191,6 +196,82 @@ def greedy_code(m: int, d: int, w: int, limit: int = 1 << 16) -> np.ndarray:
     return ((masks[:, None] >> np.arange(m - 1, -1, -1).astype(np.uint64)) & np.uint64(1)).astype(
         np.uint8
     )
+
+
+@njit(cache=True)
+def _greedy_filter(cands, d, limit):
+    """Keep each candidate mask at distance >= d from every kept one, in order."""
+    chosen = np.empty(min(limit, cands.shape[0]), dtype=np.uint64)
+    n = 0
+    for k in range(cands.shape[0]):
+        if n >= limit:
+            break
+        v = cands[k]
+        ok = True
+        for i in range(n):
+            if popcount64(v ^ chosen[i]) < d:
+                ok = False
+                break
+        if ok:
+            chosen[n] = v
+            n += 1
+    return chosen[:n]
+
+
+def greedy_filter(masks: np.ndarray, d: int, limit: int) -> np.ndarray:
+    """The greedy code of a stream of 64-bit masks: each kept when at distance >= d from all kept.
+
+    Returns the kept masks (at most ``limit``), in stream order.
+    """
+    masks = np.ascontiguousarray(masks, dtype=np.uint64)
+    return _greedy_filter(masks, int(d), int(limit))
+
+
+def _masks_to_rows(masks: np.ndarray, m: int) -> np.ndarray:
+    """Rows with element ``k`` = bit ``k`` of each mask."""
+    return ((masks[:, None] >> np.arange(m, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+
+
+#: Candidate words ``random_code`` draws by default.
+RANDOM_DRAWS = 1 << 17
+
+
+def random_code(
+    m: int, w: int, d: int, limit: int = 1024, draws: int = RANDOM_DRAWS, seed: int = 0
+) -> np.ndarray:
+    """Greedy constant-weight code over ``draws`` random weight-``w`` words (seeded).
+
+    Parameters
+    ----------
+    m : int
+        Length, ``1 <= m <= 64``.
+    w, d : int
+        Weight and minimum distance.
+    limit : int
+        Largest code size.
+    draws : int
+        Candidate words drawn (in chunks, so memory stays small).
+    seed : int
+        Seed of the candidate stream.
+    """
+    if not 1 <= m <= 64:
+        raise SketchsimError(f"random codes need 1 <= m <= 64, got m = {m}")
+    if not 0 <= w <= m:
+        raise SketchsimError(f"weight w must be in 0..{m}, got {w}")
+    if d < 1 or limit < 1 or draws < 1:
+        raise SketchsimError(f"need d, limit and draws >= 1, got {d}, {limit}, {draws}")
+    rng = np.random.default_rng(seed)
+    weights = np.uint64(1) << np.arange(m, dtype=np.uint64)
+    kept = np.zeros(0, dtype=np.uint64)
+    chunk = 1 << 14
+    for start in range(0, draws, chunk):
+        size = min(chunk, draws - start)
+        pick = np.argsort(rng.random((size, m)), axis=1)[:, :w]
+        masks = np.bitwise_or.reduce(weights[pick], axis=1) if w else np.zeros(size, np.uint64)
+        kept = greedy_filter(np.concatenate([kept, masks]), d, limit)
+        if len(kept) >= limit:
+            break
+    return _masks_to_rows(kept, m)
 
 
 def make_code(kind: str, m: int, d: int | None = None, w: int | None = None) -> np.ndarray:

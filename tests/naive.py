@@ -71,3 +71,69 @@ def run_protocol(plan, ctx, tokens):
         transcripts.append(tuple(transcript))
         answers.append([int(answer(i, toks[i], ctx_arr, state[i], aux)) for i in range(ctx.q)])
     return transcripts, np.array(answers, dtype=np.int64).reshape(len(tokens), ctx.q)
+
+
+def choose_pairs(P: np.ndarray) -> np.ndarray:
+    """Certificate pair selection, recomputing every sum on a copied submatrix per drop.
+
+    Phase 1 drops the pair with most unbounded entries; phase 2 drops single
+    pairs while Lemma 4's bound rises.  Ties go to the first index (values
+    within 1e-12 relative of the maximum count as tied).
+    """
+
+    def first_max(v):
+        top = max(v)
+        return next(i for i, x in enumerate(v) if x >= top - 1e-12 * abs(top))
+
+    keep = list(range(P.shape[0]))
+    while keep:
+        bad = [
+            sum(1 for k in keep if k != j and not np.isfinite(P[j, k]))
+            + sum(1 for k in keep if k != j and not np.isfinite(P[k, j]))
+            for j in keep
+        ]
+        if not any(bad):
+            break
+        keep.pop(first_max(bad))
+    while len(keep) > 1:
+        n = len(keep)
+        total = sum(P[a, b] ** 2 for a in keep for b in keep if a != b)
+        current = n * n / (n + total)
+        cand = []
+        for j in keep:
+            drop = sum(P[j, k] ** 2 + P[k, j] ** 2 for k in keep if k != j)
+            cand.append((n - 1) ** 2 / (n - 1 + total - drop))
+        j = first_max(cand)
+        if cand[j] <= current * (1 + 1e-12):
+            break
+        keep.pop(j)
+    return np.array(keep, dtype=np.int64)
+
+
+def chain_dp(n_nodes, edge_src, edge_dst, edge_w, sources) -> np.ndarray:
+    """Best path weights from the sources by Bellman-Ford (repeat until nothing changes).
+
+    Independent of the edge order, unlike the one-pass jitted DP.
+    """
+    dist = [float("inf")] * n_nodes
+    for s in sources:
+        dist[int(s)] = 0.0
+    changed = True
+    while changed:
+        changed = False
+        for s, d, w in zip(edge_src.tolist(), edge_dst.tolist(), edge_w.tolist(), strict=True):
+            if dist[s] + w < dist[d]:
+                dist[d] = dist[s] + w
+                changed = True
+    return np.array(dist)
+
+
+def greedy_filter(masks, d: int, limit: int) -> np.ndarray:
+    """Greedy code of a mask stream with Python integers and ``int.bit_count``."""
+    kept = []
+    for v in (int(x) for x in masks):
+        if len(kept) >= limit:
+            break
+        if all((v ^ u).bit_count() >= d for u in kept):
+            kept.append(v)
+    return np.array(kept, dtype=np.uint64)

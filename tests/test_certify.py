@@ -85,9 +85,10 @@ def test_jitted_dp_matches_python():
 @pytest.mark.parametrize("m,d,w", [(16, 8, 8), (12, 4, 6)])
 def test_bound_command_math_is_realized_by_chain_witness(m, d, w):
     code = greedy_code(m, d, w)
-    value, _ = code_bound(code)
+    value, _, rank = code_bound(code)
     cert = certify(build_witness(code, "greedy", chains=True), eps_list=())
     assert cert.bound["0.5"] == pytest.approx(value)
+    assert cert.certified_rank["0.5"] == rank
 
 
 @pytest.mark.parametrize("head", ["softmax", "onehot"])
@@ -188,3 +189,92 @@ def test_cli_witness_certify_bound(tmp_path):
 def test_certify_commands_bad_input(args, needle):
     res = CliRunner().invoke(main, args)
     assert_error_line(res, needle)
+
+
+def test_strict_case_certifies_one_more_on_three_disjoint_blocks():
+    # m = 9, three disjoint weight-3 blocks: every |c' \ c| = 3, P = rho(3) = 1/2,
+    # value = 9 / (3 + 6/4) = 2 exactly; error < 1/2 makes the lemma strict: r > 2
+    code = np.zeros((3, 9), dtype=np.uint8)
+    for i in range(3):
+        code[i, 3 * i : 3 * i + 3] = 1
+    cert = certify(build_witness(code, "blocks"), eps_list=(0.25,))
+    assert cert.bound["0.5"] == pytest.approx(2.0)
+    assert cert.certified_rank["0.5"] == 3
+    # error <= eps is not strict: ceil(9 / (3 + 6 * 0.04)) = ceil(2.78) = 3
+    assert cert.certified_rank["0.25"] == math.ceil(9 / 3.24)
+    value, pairs, rank = code_bound(code)
+    assert (pairs, rank) == (3, 3) and value == pytest.approx(2.0)
+
+
+def test_certified_rank_rounding():
+    from sketchsim.certify.certificate import certified_rank
+
+    half = np.full((2, 2), 0.5)  # value 4 / (2 + 0.5) = 1.6
+    assert certified_rank(half, strict=True) == 2 and certified_rank(half, strict=False) == 2
+    ones = np.full((2, 2), 1.0)  # value 4 / 4 = 1: strictly above 1 -> 2
+    assert certified_rank(ones, strict=True) == 2 and certified_rank(ones, strict=False) == 1
+    assert certified_rank(np.zeros((1, 1)), strict=True) == 1  # no off-diagonal: not strict
+    assert certified_rank(np.zeros((0, 0)), strict=True) == 0
+    # entries that are not reciprocals of integers near an integer value: conservative ceil
+    odd = np.full((2, 2), math.sqrt(2.0) / 2)  # 4 / (2 + 1) = 1.333..: far from integers
+    assert certified_rank(odd, strict=True) == 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_choose_pairs_matches_naive(seed):
+    import naive
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    P = rng.choice(
+        [0.05, 0.1, 0.2, 0.5, 1.0, np.inf], size=(n, n), p=[0.2, 0.2, 0.2, 0.2, 0.1, 0.1]
+    )
+    np.fill_diagonal(P, 0.0)
+    np.testing.assert_array_equal(choose_pairs(P), naive.choose_pairs(P))
+
+
+def test_choose_pairs_edge_cases():
+    import naive
+
+    for P in (np.zeros((0, 0)), np.zeros((1, 1)), np.full((3, 3), np.inf), np.full((4, 4), 0.2)):
+        np.fill_diagonal(P, 0.0)
+        np.testing.assert_array_equal(choose_pairs(P), naive.choose_pairs(P))
+
+
+@pytest.mark.parametrize("m,d,w,eps", [(12, 4, 6, 0.5), (10, 4, 5, 0.3), (9, 6, 3, 0.5)])
+def test_chain_dp_matches_bellman_ford(m, d, w, eps):
+    import naive
+
+    from sketchsim.certify.certificate import _chain_dp
+    from sketchsim.certify.chains import log_rho
+
+    fam = build_witness(greedy_code(m, d, w), "greedy", chains=True, seed=2)
+    g = build_graph(fam)
+    edge_w = np.array([log_rho(int(x), eps) for x in g.edge_gap])
+    want = naive.chain_dp(len(g.node_query), g.edge_src, g.edge_dst, edge_w, g.diag)
+    got = _chain_dp(len(g.node_query), g.edge_src, g.edge_dst, edge_w, g.diag)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.isfinite(got).sum() > len(g.diag)  # some chains were found
+
+
+def test_code_bound_grows_with_linear_distance_codes():
+    from sketchsim.certify.bounds import best_bound, fit_growth
+
+    rows = [best_bound(m) for m in (16, 24, 32)]
+    ranks = [r.certified_rank for r in rows]
+    assert ranks[0] < ranks[1] < ranks[2]
+    assert fit_growth([16, 24, 32], ranks)["slope"] > 0.1
+    assert fit_growth([4], [1])["slope"] is None
+
+
+def test_exact_softmax_threshold_brackets_the_closed_form():
+    from sketchsim.certify.softmax import closed_form_threshold, exact_softmax_threshold
+    from sketchsim.verify import verify
+
+    for m in (1, 2, 3):
+        res = exact_softmax_threshold(m, tol=1e-3)
+        assert res.fails < closed_form_threshold(m) <= res.exact
+        assert res.exact - res.fails <= 1e-3 and res.sufficient == pytest.approx(math.log(4))
+    # independent: just below ln(6)/2 fails, just above is exact (issue 12 numbers)
+    assert verify(3, 3, "softmax", beta=0.8958).exact_fraction < 1
+    assert verify(3, 3, "softmax", beta=0.8960).exact_fraction == 1

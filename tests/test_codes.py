@@ -98,3 +98,35 @@ def test_make_code_errors():
         make_code("golay-octads", 20)
     with pytest.raises(SketchsimError, match="unknown code kind"):
         make_code("nope", 10)
+
+
+@pytest.mark.parametrize("m,d", [(1, 1), (24, 4), (63, 20), (64, 24), (64, 1)])
+def test_greedy_filter_matches_naive(m, d):
+    import naive
+
+    from sketchsim.codes import greedy_filter
+
+    rng = np.random.default_rng(m + d)
+    top = 2**m
+    masks = (
+        rng.integers(0, top, size=3000, dtype=np.uint64)
+        if m < 64
+        else rng.integers(0, 2**63, size=3000, dtype=np.uint64) * np.uint64(2)
+        + rng.integers(0, 2, size=3000, dtype=np.uint64)
+    )
+    masks = np.concatenate([masks, np.array([0, top - 1], dtype=np.uint64)])  # zeros, all ones
+    for limit in (1, 50, 10**6):
+        want = naive.greedy_filter(masks, d, limit)
+        np.testing.assert_array_equal(greedy_filter(masks, d, limit), want)
+
+
+def test_random_code_is_a_seeded_constant_weight_code():
+    from sketchsim.codes import random_code
+
+    a = random_code(64, 32, 20, limit=200, seed=5)
+    assert np.array_equal(a, random_code(64, 32, 20, limit=200, seed=5))
+    assert not np.array_equal(a, random_code(64, 32, 20, limit=200, seed=6))
+    stats = code_stats(a)
+    assert stats["weights"] == [32] and stats["min_distance"] >= 20 and 2 <= stats["size"] <= 200
+    with pytest.raises(SketchsimError, match="1 <= m <= 64"):
+        random_code(65, 3, 2)

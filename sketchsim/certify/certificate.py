@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 import numpy as np
 from numba import njit
@@ -30,6 +31,7 @@ __all__ = [
     "chain_dp",
     "certify",
     "rank_bound",
+    "certified_rank",
     "choose_pairs",
     "DEFAULT_EPS",
 ]
@@ -159,37 +161,93 @@ def rank_bound(P: np.ndarray) -> float:
     return n * n / (n + float((off**2).sum()))
 
 
+def certified_rank(P: np.ndarray, strict: bool) -> int:
+    """The integer rank Lemma 4 certifies from chain bounds ``P`` (diagonal ignored).
+
+    With ``strict`` (heads with error strictly below 1/2, the limit ``eps -> 1/2``)
+    every off-diagonal entry is strictly below its bound, so with at least one
+    off-diagonal pair ``r > value`` and ``r >= floor(value) + 1`` (THEORY section 4);
+    otherwise ``r >= ceil(value)``.  At the limit every bound is ``1 / K`` for an
+    integer ``K`` (``rho = 1 / (g - 1)``), so the value is recomputed in exact
+    rational arithmetic before rounding; if the entries are not such reciprocals
+    the rounding falls back to the conservative ``ceil(value - 1e-9)``.
+    """
+    n = P.shape[0]
+    if n == 0:
+        return 0
+    value = rank_bound(P)
+    off = P[~np.eye(n, dtype=bool)]
+    if not strict or n < 2:
+        return int(math.ceil(value - 1e-9))
+    frac = value - math.floor(value)
+    if 1e-6 < frac < 1 - 1e-6:  # far from an integer: rounding cannot matter
+        return int(math.floor(value)) + 1
+    exact = _exact_reciprocal_bound(n, off)
+    if exact is None:
+        return int(math.ceil(value - 1e-9))
+    return int(math.floor(exact)) + 1
+
+
+def _exact_reciprocal_bound(n: int, off: np.ndarray) -> Fraction | None:
+    """``n^2 / (n + sum 1/K^2)`` exactly when every entry of ``off`` is ``1/K``, K integer."""
+    if not np.all(np.isfinite(off)) or np.any(off <= 0):
+        return None
+    inv = 1.0 / off
+    K = np.rint(inv)
+    if np.any(K > 2**50) or not np.allclose(inv, K, rtol=1e-9, atol=0.0):
+        return None
+    values, counts = np.unique(K.astype(np.int64), return_counts=True)
+    total = sum(Fraction(int(c), int(k) ** 2) for k, c in zip(values, counts, strict=True))
+    return Fraction(n * n) / (n + total)
+
+
 def choose_pairs(P: np.ndarray) -> np.ndarray:
     """A subset of pairs with every off-diagonal bound finite, chosen to maximize Lemma 4.
 
     Drops the pair with the most unbounded entries until none is left, then
-    greedily drops single pairs while that raises the bound.
+    greedily drops single pairs while that raises the bound.  Row and column
+    sums are updated in O(n) per drop (no copies of the matrix), so families
+    with thousands of pairs are chosen in seconds; the choices are those of
+    :func:`choose_pairs_reference`, the plain version with full recomputation.
     """
-    keep = np.arange(P.shape[0])
-    sub = P
-    while keep.size:
-        inf = ~np.isfinite(sub)
-        np.fill_diagonal(inf, False)
-        bad = inf.sum(0) + inf.sum(1)
-        if not bad.any():
-            break
-        j = int(np.argmax(bad))
-        keep = np.delete(keep, j)
-        sub = P[np.ix_(keep, keep)]
-    sq = sub**2 if keep.size else sub
-    if keep.size:
-        np.fill_diagonal(sq, 0.0)
-    while keep.size > 1:
-        n, total = keep.size, float(sq.sum())
+    n0 = P.shape[0]
+    alive = np.ones(n0, dtype=bool)
+    inf = ~np.isfinite(P)
+    np.fill_diagonal(inf, False)
+    bad = inf.sum(0).astype(np.int64) + inf.sum(1)
+    while bad[alive].any():
+        j = _first_argmax(np.where(alive, bad, -1))
+        alive[j] = False
+        bad -= inf[j, :].astype(np.int64) + inf[:, j]
+    sq = np.where(inf, 0.0, P) ** 2  # unbounded entries are all among dropped pairs
+    np.fill_diagonal(sq, 0.0)
+    sq[~alive, :] = 0.0
+    sq[:, ~alive] = 0.0
+    drop = sq.sum(0) + sq.sum(1)
+    total = float(sq.sum())
+    n = int(alive.sum())
+    while n > 1:
         current = n * n / (n + total)
-        drop = sq.sum(0) + sq.sum(1)
-        candidate = (n - 1) ** 2 / (n - 1 + total - drop)
-        j = int(np.argmax(candidate))
+        candidate = np.where(alive, (n - 1) ** 2 / (n - 1 + total - drop), -np.inf)
+        j = _first_argmax(candidate)
         if candidate[j] <= current * (1 + 1e-12):
             break
-        keep = np.delete(keep, j)
-        sq = np.delete(np.delete(sq, j, 0), j, 1)
-    return keep
+        alive[j] = False
+        total -= float(drop[j])
+        drop -= sq[j, :] + sq[:, j]
+        sq[j, :] = 0.0
+        sq[:, j] = 0.0
+        n -= 1
+        if n % 256 == 0:  # refresh the running sums so rounding cannot accumulate
+            drop = sq.sum(0) + sq.sum(1)
+            total = float(sq.sum())
+    return np.flatnonzero(alive)
+
+
+def _first_argmax(values: np.ndarray) -> int:
+    """First index whose value is within rounding (1e-12 relative) of the maximum."""
+    top = values.max()
+    return int(np.argmax(values >= top - 1e-12 * abs(top)))
 
 
 @dataclass
@@ -244,11 +302,11 @@ def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Ce
     for eps in (LIMIT, *eps_list):
         P = pair_matrix(graph, chain_dp(graph, eps))
         keep = choose_pairs(P)
-        value = rank_bound(P[np.ix_(keep, keep)]) if keep.size else 0.0
+        sub = P[np.ix_(keep, keep)]
         key = eps_key(eps)
         pairs[key] = int(keep.size)
-        bounds[key] = value
-        ranks[key] = int(math.ceil(value - 1e-9)) if value > 0 else 0
+        bounds[key] = rank_bound(sub) if keep.size else 0.0
+        ranks[key] = certified_rank(sub, strict=eps == LIMIT)
     return Certificate(
         inputs=int(len(family.tokens)),
         m=family.m,
