@@ -1,4 +1,4 @@
-"""Bit packing and the popcount intrinsic.
+"""Bit packing, and the bit helpers jitted kernels inline (popcount, byte gather).
 
 Tokens in ``{0,1}^m`` are stored little-endian in ``uint64`` words: element
 ``k`` of a token is bit ``k % 64`` of word ``k // 64``.  Unused high bits of the
@@ -8,38 +8,107 @@ last word are always zero, so popcounts of ANDed words are exact inner products.
 from __future__ import annotations
 
 import numpy as np
-from numba import config as numba_config
-from numba import njit, types
-from numba.extending import intrinsic
 
-__all__ = ["pack_bits", "unpack_bits", "popcount64", "n_words", "as_binary"]
+# the jitted helpers are module attributes built on first access (``__getattr__``)
+__all__ = [  # noqa: F822
+    "pack_bits",
+    "unpack_bits",
+    "popcount64",
+    "load_u64",
+    "gather8",
+    "n_words",
+    "as_binary",
+]
+
+#: Multiplier that gathers the low bits of eight 0/1 bytes into one byte:
+#: byte ``i`` of a little-endian word lands on bit ``56 + i`` of the product
+#: (partial products sit at distinct bits ``8i + 7j + 7``, so nothing carries).
+GATHER_MAGIC = 0x0102040810204080
+
+_JIT_NAMES = ("popcount64", "load_u64", "gather8")
 
 
-@intrinsic
-def _ctpop64(typingctx, x):
-    """LLVM ``ctpop`` on a uint64, returned as int64 (avoids uint64/int64 -> float64)."""
-    if not isinstance(x, types.Integer):
-        return None
-    sig = types.int64(types.uint64)
-
-    def codegen(context, builder, signature, args):
-        return builder.ctpop(args[0])
-
-    return sig, codegen
+def __getattr__(name):
+    # numba is imported on first use of a jitted helper, not by ``import sketchsim``
+    if name in _JIT_NAMES:
+        helpers = _jit_helpers()
+        globals().update(helpers)
+        return helpers[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-if numba_config.DISABLE_JIT:  # pragma: no cover - exercised by the no-JIT CI job
+def _jit_helpers() -> dict:
+    """Build the helpers jitted kernels call: popcount, unaligned 8-byte load, bit gather."""
+    from numba import config as numba_config
+    from numba import njit, types
+    from numba.extending import intrinsic
 
-    def popcount64(x):
-        """Number of set bits of a 64-bit word (Python fallback)."""
-        return int(x).bit_count()
+    if numba_config.DISABLE_JIT:  # pragma: no cover - exercised by the no-JIT test
+        mask = (1 << 64) - 1
 
-else:
+        def popcount64(x):
+            """Number of set bits of a 64-bit word (Python fallback)."""
+            return int(x).bit_count()
+
+        def load_u64(flat, offset):
+            """Bytes ``flat[offset : offset + 8]`` as a little-endian uint64 (Python fallback)."""
+            return np.uint64(int.from_bytes(flat[offset : offset + 8].tobytes(), "little"))
+
+        def gather8(v):
+            """Bit ``i`` of the result is byte ``i`` of ``v`` (0/1 bytes; Python fallback)."""
+            return np.uint64(((int(v) * GATHER_MAGIC) & mask) >> 56)
+
+        return {"popcount64": popcount64, "load_u64": load_u64, "gather8": gather8}
+
+    from llvmlite import ir
+
+    @intrinsic
+    def _ctpop64(typingctx, x):
+        """LLVM ``ctpop`` on a uint64, returned as int64 (avoids uint64/int64 -> float64)."""
+        if not isinstance(x, types.Integer):
+            return None
+        sig = types.int64(types.uint64)
+
+        def codegen(context, builder, signature, args):
+            return builder.ctpop(args[0])
+
+        return sig, codegen
+
+    @intrinsic
+    def _load_u64(typingctx, arr, offset):
+        """Unaligned little-endian load of 8 bytes of a contiguous uint8 array."""
+        if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and arr.ndim == 1):
+            return None
+        if not isinstance(offset, types.Integer):
+            return None
+        sig = types.uint64(arr, types.intp)
+
+        def codegen(context, builder, signature, args):
+            data = context.make_array(signature.args[0])(context, builder, value=args[0]).data
+            ptr = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer())
+            return builder.load(ptr, align=1)
+
+        return sig, codegen
+
+    magic = np.uint64(GATHER_MAGIC)
+    shift = np.uint64(56)
 
     @njit(inline="always")
     def popcount64(x):
         """Number of set bits of a 64-bit word, as int64 (LLVM ``ctpop``)."""
         return _ctpop64(np.uint64(x))
+
+    @njit(inline="always")
+    def load_u64(flat, offset):
+        """Bytes ``flat[offset : offset + 8]`` as a little-endian uint64 (no bounds check)."""
+        return _load_u64(flat, offset)
+
+    @njit(inline="always")
+    def gather8(v):
+        """Bit ``i`` of the result is byte ``i`` of ``v`` (bytes must be 0/1)."""
+        return (v * magic) >> shift
+
+    return {"popcount64": popcount64, "load_u64": load_u64, "gather8": gather8}
 
 
 def n_words(m: int) -> int:

@@ -1,60 +1,239 @@
-"""Min-IP targets ``t_i = min_j <x_i, x_j>`` (THEORY section 1)."""
+"""Min-IP targets ``t_i = min_j <x_i, x_j>`` (THEORY section 1).
+
+The kernels work one sequence at a time.  Short sequences count each pair
+``<x_i, x_j> = sum_w popcount(x_i[w] & x_j[w])`` once, in scalar code (``N = 3``
+unrolled); long ones are packed word-major so that each row's counts accumulate
+over all keys ``j`` in the innermost loop, which LLVM vectorises (``vpopcntq``).
+Packing from 0/1 bytes reads eight bytes at a time and gathers their low bits
+with one multiply (:data:`sketchsim.bits.GATHER_MAGIC`).  Batches are split into
+chunks scheduled dynamically over the threads, so a busy core does not hold the
+others up.
+"""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+import numba
 import numpy as np
 from numba import njit, prange
 
-from sketchsim.bits import as_binary, popcount64
+from sketchsim.bits import as_binary, gather8, load_u64, popcount64
 
 __all__ = ["minip_targets", "minip_targets_packed"]
 
+#: Packed words per parallel task (sequences x tokens x words): tasks are small
+#: enough to stay in L2 and many enough that two threads share a batch evenly
+#: when one core is busy.
+_TASK_WORDS = 1 << 14
+#: From this length on, rows are counted against all keys at once (vectorised
+#: over keys); shorter sequences count each pair once, in scalar code.
+_LONG_N = 32
+_HIGH_BITS = np.uint64(0xFEFEFEFEFEFEFEFE)
+
+# Kernel layout: the parallel loop runs over tasks; each task calls the helpers
+# below once, on a range of sequences.  Array arguments cost numba a reference
+# count per call, so no helper taking arrays is called per sequence or token.
+
+
+@njit(cache=True)
+def _pack_range(flat, m, first, count, Q):
+    """Pack sequences ``first .. first + count`` of 0/1 bytes into ``Q[seq, token, word]``.
+
+    ``flat`` holds the (B, N, m) bytes in C order.  Eight bytes are read at a
+    time and their low bits gathered by one multiply (``gather8``).  Returns the
+    OR of every byte group read: a bit outside the lowest of each byte is set
+    iff some byte was neither 0 nor 1.
+    """
+    n = Q.shape[1]
+    seen = np.uint64(0)
+    n_full = m >> 6
+    rest = m - 64 * n_full
+    n_groups = rest >> 3
+    r = rest & 7
+    for s in range(count):
+        for i in range(n):
+            base = ((first + s) * n + i) * m
+            for w in range(n_full):
+                p = base + 64 * w
+                v0 = load_u64(flat, p)
+                v1 = load_u64(flat, p + 8)
+                v2 = load_u64(flat, p + 16)
+                v3 = load_u64(flat, p + 24)
+                v4 = load_u64(flat, p + 32)
+                v5 = load_u64(flat, p + 40)
+                v6 = load_u64(flat, p + 48)
+                v7 = load_u64(flat, p + 56)
+                seen |= v0 | v1 | v2 | v3 | v4 | v5 | v6 | v7
+                Q[s, i, w] = (
+                    gather8(v0)
+                    | (gather8(v1) << np.uint64(8))
+                    | (gather8(v2) << np.uint64(16))
+                    | (gather8(v3) << np.uint64(24))
+                    | (gather8(v4) << np.uint64(32))
+                    | (gather8(v5) << np.uint64(40))
+                    | (gather8(v6) << np.uint64(48))
+                    | (gather8(v7) << np.uint64(56))
+                )
+            if rest > 0:  # the last, partial word
+                # Up to 7 groups, written out: as a loop, LLVM vectorises it with
+                # masked loads and reductions that cost more than the packing.
+                p = base + 64 * n_full
+                word = np.uint64(0)
+                if n_groups > 0:
+                    v = load_u64(flat, p)
+                    seen |= v
+                    word |= gather8(v)
+                if n_groups > 1:
+                    v = load_u64(flat, p + 8)
+                    seen |= v
+                    word |= gather8(v) << np.uint64(8)
+                if n_groups > 2:
+                    v = load_u64(flat, p + 16)
+                    seen |= v
+                    word |= gather8(v) << np.uint64(16)
+                if n_groups > 3:
+                    v = load_u64(flat, p + 24)
+                    seen |= v
+                    word |= gather8(v) << np.uint64(24)
+                if n_groups > 4:
+                    v = load_u64(flat, p + 32)
+                    seen |= v
+                    word |= gather8(v) << np.uint64(32)
+                if n_groups > 5:
+                    v = load_u64(flat, p + 40)
+                    seen |= v
+                    word |= gather8(v) << np.uint64(40)
+                if n_groups > 6:
+                    v = load_u64(flat, p + 48)
+                    seen |= v
+                    word |= gather8(v) << np.uint64(48)
+                if r > 0 and m >= 8:
+                    # the token's last 8 bytes, shifted so that only its final r remain
+                    v = load_u64(flat, base + m - 8) >> np.uint64(64 - 8 * r)
+                    seen |= v
+                    word |= gather8(v) << np.uint64(8 * n_groups)
+                elif r > 0:  # m < 8: byte by byte
+                    for k in range(r):
+                        v = np.uint64(flat[p + k])
+                        seen |= v
+                        word |= (v & np.uint64(1)) << np.uint64(k)
+                Q[s, i, n_full] = word
+    return seen
+
+
+@njit(cache=True)
+def _row_minima(W, lo, hi, out, shift, P, counts):
+    """``out[b + shift, i] = min_j <x_i, x_j>`` for the packed sequences ``W[lo:hi]``.
+
+    Short sequences count each pair once; for ``N >= 2`` the self term is skipped,
+    as ``<x_i, x_j> <= <x_i, x_i>`` (THEORY section 1).  Long ones are copied
+    word-major into ``P[word, token]`` so that the innermost loop, over keys,
+    vectorises.  ``P`` (nw, N) and ``counts`` (N,) are scratch.
+    """
+    n, nw = W.shape[1], W.shape[2]
+    for b in range(lo, hi):
+        o = b + shift
+        if n == 1:
+            c = 0
+            for w in range(nw):
+                c += popcount64(W[b, 0, w])
+            out[o, 0] = c
+        elif n == 3:  # the paper's length, unrolled
+            c01 = 0
+            c02 = 0
+            c12 = 0
+            for w in range(nw):
+                a0 = W[b, 0, w]
+                a1 = W[b, 1, w]
+                a2 = W[b, 2, w]
+                c01 += popcount64(a0 & a1)
+                c02 += popcount64(a0 & a2)
+                c12 += popcount64(a1 & a2)
+            out[o, 0] = min(c01, c02)
+            out[o, 1] = min(c01, c12)
+            out[o, 2] = min(c02, c12)
+        elif n < _LONG_N:
+            for j in range(n):
+                counts[j] = np.int64(1) << 62  # running minima
+            for i in range(n - 1):
+                best = counts[i]
+                for j in range(i + 1, n):
+                    c = 0
+                    for w in range(nw):
+                        c += popcount64(W[b, i, w] & W[b, j, w])
+                    best = min(best, c)
+                    counts[j] = min(counts[j], c)
+                out[o, i] = best
+            out[o, n - 1] = counts[n - 1]
+        else:
+            for i in range(n):
+                for w in range(nw):
+                    P[w, i] = W[b, i, w]
+            for i in range(n):
+                for j in range(n):
+                    counts[j] = 0
+                for w in range(nw):
+                    a = P[w, i]
+                    for j in range(n):
+                        counts[j] += popcount64(a & P[w, j])
+                best = counts[0]
+                for j in range(1, n):
+                    best = min(best, counts[j])
+                out[o, i] = best
+
+
+def _task_size(n: int, nw: int) -> int:
+    return max(1, _TASK_WORDS // (n * nw))
+
 
 @njit(parallel=True, cache=True)
-def _minip_packed(W):
+def _minip_packed(W, per_task):
     B, N, nw = W.shape
     out = np.empty((B, N), dtype=np.int64)
-    for b in prange(B):
-        for i in range(N):
-            best = np.int64(1) << 62
-            for j in range(N):
-                c = np.int64(0)
-                for w in range(nw):
-                    c += popcount64(W[b, i, w] & W[b, j, w])
-                if c < best:
-                    best = c
-            out[b, i] = best
+    n_tasks = (B + per_task - 1) // per_task
+    for task in prange(n_tasks):
+        P = np.empty((nw, N), dtype=np.uint64)
+        counts = np.empty(N, dtype=np.int64)
+        lo = task * per_task
+        _row_minima(W, lo, min(B, lo + per_task), out, 0, P, counts)
     return out
 
 
 @njit(parallel=True, cache=True)
-def _minip_bytes(X):
-    """Targets straight from 0/1 bytes (B, N, m): packs each sequence on the fly.
+def _minip_bytes(X, per_task):
+    """Targets straight from C-contiguous 0/1 bytes (B, N, m), packed task by task.
 
-    Returns the targets and the number of entries that are neither 0 nor 1.
+    Returns the targets and whether some entry was neither 0 nor 1.
     """
     B, N, m = X.shape
+    flat = X.reshape(-1)
     nw = (m + 63) // 64
     out = np.empty((B, N), dtype=np.int64)
-    bad = np.zeros(B, dtype=np.int64)
-    for b in prange(B):
-        W = np.zeros((N, nw), dtype=np.uint64)
-        for i in range(N):
-            for k in range(m):
-                v = X[b, i, k]
-                if v > 1:
-                    bad[b] += 1
-                W[i, k >> 6] |= np.uint64(v & 1) << np.uint64(k & 63)
-        for i in range(N):
-            best = np.int64(1) << 62
-            for j in range(N):
-                c = np.int64(0)
-                for w in range(nw):
-                    c += popcount64(W[i, w] & W[j, w])
-                if c < best:
-                    best = c
-            out[b, i] = best
-    return out, bad.sum()
+    n_tasks = (B + per_task - 1) // per_task
+    seen = np.zeros(max(n_tasks, 1), dtype=np.uint64)
+    for task in prange(n_tasks):
+        Q = np.empty((per_task, N, nw), dtype=np.uint64)
+        P = np.empty((nw, N), dtype=np.uint64)
+        counts = np.empty(N, dtype=np.int64)
+        lo = task * per_task
+        count = min(B, lo + per_task) - lo
+        seen[task] = _pack_range(flat, m, lo, count, Q)
+        _row_minima(Q, 0, count, out, lo, P, counts)
+    bad = np.uint64(0)
+    for task in range(seen.shape[0]):
+        bad |= seen[task]
+    return out, (bad & _HIGH_BITS) != 0
+
+
+@contextmanager
+def _dynamic_schedule():
+    """Hand out parallel tasks one at a time (numba's chunk size 1) during a call."""
+    previous = numba.set_parallel_chunksize(1)
+    try:
+        yield
+    finally:
+        numba.set_parallel_chunksize(previous)
 
 
 def minip_targets_packed(W) -> np.ndarray:
@@ -62,7 +241,8 @@ def minip_targets_packed(W) -> np.ndarray:
     W = np.ascontiguousarray(W, dtype=np.uint64)
     if W.ndim != 3:
         raise ValueError(f"packed tokens must have shape (B, N, words), got {W.shape}")
-    return _minip_packed(W)
+    with _dynamic_schedule():
+        return _minip_packed(W, _task_size(W.shape[1], W.shape[2]))
 
 
 def minip_targets(X) -> np.ndarray:
@@ -95,7 +275,10 @@ def minip_targets(X) -> np.ndarray:
     if X.shape[-2] < 1:
         raise ValueError("X has N = 0 tokens; N must be >= 1")
     single = X.ndim == 2
-    t, n_bad = _minip_bytes(np.ascontiguousarray(X[None] if single else X))
-    if n_bad:
+    X = np.ascontiguousarray(X[None] if single else X)
+    with _dynamic_schedule():
+        t, bad = _minip_bytes(X, _task_size(X.shape[1], (X.shape[2] + 63) // 64))
+    if bad:
+        n_bad = int(np.count_nonzero(X > 1))
         raise ValueError(f"X must hold only 0 and 1, found {n_bad} other entries")
     return t[0] if single else t

@@ -2,8 +2,15 @@
 
 Input number ``idx`` in ``[0, 2^(m N))`` has token ``j`` equal to bits
 ``j*m .. j*m + m - 1`` of ``idx`` (element ``k`` of a token is its bit ``k``).
-The jitted kernel uses closed forms of each head; the first counterexample is
-re-evaluated through the NumPy feature maps of :mod:`sketchsim.attention`.
+The kernel visits the inputs in *enumeration order*: ``k = prefix * 2^m + z``
+where ``z`` is the last token and ``prefix`` the first ``N - 1`` tokens (so
+``idx = prefix + z * 2^((N-1) m)``); the last token varies fastest.  Everything
+that depends only on the prefix (its inner products and the partial sums of
+each head) is computed once per prefix, and the innermost loop over ``z`` adds
+the last token's terms in the same order as a plain evaluation, so results are
+bit-identical to it (``tests/naive.py``).  The first counterexample is the
+smallest wrong ``idx``; it is re-evaluated through the NumPy feature maps of
+:mod:`sketchsim.attention`.
 """
 
 from __future__ import annotations
@@ -19,64 +26,150 @@ from sketchsim import config
 from sketchsim.attention import make_construction
 from sketchsim.bits import popcount64
 from sketchsim.errors import SketchsimError
-from sketchsim.minip import minip_targets
+from sketchsim.minip import _dynamic_schedule, minip_targets
 
-__all__ = ["VerifyResult", "verify", "decode_input", "check_verify_size"]
+__all__ = ["VerifyResult", "verify", "decode_input", "check_verify_size", "check_range"]
 
 _KIND = {"rank1": 0, "softmax": 1, "onehot": 1}
+#: Parallel tasks per chunk (handed out one at a time, see ``_dynamic_schedule``).
 _BLOCKS = 64
+_TOL = config.EXACT_TOLERANCE
 
 
-@njit(parallel=True, cache=True, fastmath=config.FASTMATH)
-def _verify_range(kind, m, n, beta, causal, start, count):
-    """Per block: (max |y - t|, number of exact inputs, first wrong index or -1)."""
+@njit(cache=True)
+def _check_block(kind, m, n, etab, egtab, causal, lo, hi, tok, self_ip, part, part_min):
+    """Check enumeration positions ``lo .. hi - 1``: (max |y - t|, exact inputs, smallest bad idx).
+
+    ``etab[g] = exp(-beta g)``, ``egtab[g] = etab[g] * g`` (the softmax weight and
+    weighted vote of overlap ``g``).  ``tok``, ``self_ip``, ``part`` (2, n) and
+    ``part_min`` are scratch for the prefix: its tokens, their weights, the
+    partial numerator / denominator (softmax) or vote sum (rank1) of each
+    prefix position over the prefix keys, and the partial minimum.
+    """
     mask = (np.int64(1) << m) - 1
-    etab = np.exp(-beta * np.arange(m + 1).astype(np.float64))
+    last_shift = (n - 1) * m
+    first_scored = n - 1 if causal else 0
+    max_err = 0.0
+    n_exact = 0
+    first_bad = np.int64(-1)
+    k = lo
+    while k < hi:
+        prefix = k >> m
+        z_lo = k & mask
+        z_hi = min(mask + 1, z_lo + (hi - k))
+        for j in range(n - 1):
+            tok[j] = (prefix >> (j * m)) & mask
+            self_ip[j] = popcount64(np.uint64(tok[j]))
+        for i in range(first_scored, n - 1):
+            num = 0.0
+            den = 0.0
+            t = self_ip[i]
+            for j in range(n - 1):
+                g = popcount64(np.uint64(tok[i] & tok[j]))
+                t = min(t, g)
+                if kind == 0:
+                    num += 2.0 * g - self_ip[i]
+                else:
+                    num += egtab[g]
+                    den += etab[g]
+            part[0, i] = num
+            part[1, i] = den
+            part_min[i] = t
+        for z in range(z_lo, z_hi):
+            ok = True
+            g_self = popcount64(np.uint64(z))
+            # the last position, with keys in order 0 .. n-1
+            num_last = 0.0
+            den_last = 0.0
+            t_last = g_self
+            for j in range(n - 1):
+                g = popcount64(np.uint64(tok[j] & z))
+                t_last = min(t_last, g)
+                if kind == 0:
+                    num_last += 2.0 * g - g_self
+                else:
+                    num_last += egtab[g]
+                    den_last += etab[g]
+                if j >= first_scored:  # finish prefix position j with its last key
+                    t = min(part_min[j], g)
+                    if kind == 0:
+                        y = (part[0, j] + (2.0 * g - self_ip[j])) / n
+                    else:
+                        y = (part[0, j] + egtab[g]) / (part[1, j] + etab[g])
+                    err = abs(y - t)
+                    max_err = max(max_err, err)
+                    if not err < _TOL:
+                        ok = False
+            if kind == 0:
+                y = (num_last + (2.0 * g_self - g_self)) / n
+            else:
+                y = (num_last + egtab[g_self]) / (den_last + etab[g_self])
+            err = abs(y - t_last)
+            max_err = max(max_err, err)
+            if not err < _TOL:
+                ok = False
+            if ok:
+                n_exact += 1
+            else:
+                idx = prefix | (np.int64(z) << last_shift)
+                if first_bad < 0 or idx < first_bad:
+                    first_bad = idx
+        k += z_hi - z_lo
+    return max_err, n_exact, first_bad
+
+
+@njit(parallel=True, cache=True)
+def _check_blocks(kind, m, n, etab, egtab, causal, start, count):
     per = (count + _BLOCKS - 1) // _BLOCKS
     max_err = np.zeros(_BLOCKS)
     n_exact = np.zeros(_BLOCKS, dtype=np.int64)
     first_bad = np.full(_BLOCKS, -1, dtype=np.int64)
-    first_scored = n - 1 if causal else 0
     for blk in prange(_BLOCKS):
-        tok = np.empty(n, dtype=np.int64)
-        gram = np.empty((n, n), dtype=np.int64)
         lo = start + blk * per
         hi = min(start + count, lo + per)
-        for idx in range(lo, hi):
-            for j in range(n):
-                tok[j] = (idx >> (j * m)) & mask
-            for i in range(n):
-                for j in range(n):
-                    gram[i, j] = popcount64(np.uint64(tok[i] & tok[j]))
-            ok = True
-            for i in range(first_scored, n):
-                t = gram[i, 0]
-                for j in range(1, n):
-                    if gram[i, j] < t:
-                        t = gram[i, j]
-                if kind == 0:  # rank1: y = mean_j (2<x_i,x_j> - |x_i|)
-                    s = 0.0
-                    for j in range(n):
-                        s += 2.0 * gram[i, j] - gram[i, i]
-                    y = s / n
-                else:  # softmax kernel exp(-beta <x_i,x_j>), vote <x_i,x_j>
-                    num = 0.0
-                    den = 0.0
-                    for j in range(n):
-                        w = etab[gram[i, j]]
-                        num += w * gram[i, j]
-                        den += w
-                    y = num / den
-                err = abs(y - t)
-                if err > max_err[blk]:
-                    max_err[blk] = err
-                if not err < 0.5:
-                    ok = False
-            if ok:
-                n_exact[blk] += 1
-            elif first_bad[blk] < 0:
-                first_bad[blk] = idx
+        if lo < hi:
+            tok = np.empty(max(n - 1, 1), dtype=np.int64)
+            self_ip = np.empty(max(n - 1, 1), dtype=np.int64)
+            part = np.empty((2, max(n - 1, 1)))
+            part_min = np.empty(max(n - 1, 1), dtype=np.int64)
+            max_err[blk], n_exact[blk], first_bad[blk] = _check_block(
+                kind, m, n, etab, egtab, causal, lo, hi, tok, self_ip, part, part_min
+            )
     return max_err, n_exact, first_bad
+
+
+def _tables(m: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Softmax weight ``exp(-beta g)`` and weighted vote ``g exp(-beta g)`` for g = 0..m."""
+    g = np.arange(m + 1, dtype=np.float64)
+    etab = np.exp(-beta * g)
+    return etab, etab * g
+
+
+def _verify_range(kind, m, n, beta, causal, start, count):
+    """Per parallel block: (max |y - t|, exact inputs, smallest wrong idx or -1).
+
+    Covers enumeration positions ``start .. start + count - 1`` (see the module
+    docstring for the order); any split of ``[0, 2^(m n))`` merges to the same
+    totals by max, sum and smallest non-negative index.
+    """
+    etab, egtab = _tables(m, float(beta))
+    with _dynamic_schedule():
+        return _check_blocks(kind, m, n, etab, egtab, bool(causal), int(start), int(count))
+
+
+def check_range(
+    construction: str, m: int, n: int, beta: float, causal: bool, start: int, count: int
+):
+    """Check enumeration positions ``start .. start + count - 1`` of one construction.
+
+    Returns
+    -------
+    tuple (max_abs_error, exact_inputs, first_bad)
+        ``first_bad`` is the smallest wrong input index ``idx`` in the range, or -1.
+    """
+    errs, n_exact, bad = _verify_range(_KIND[construction], m, n, beta, causal, start, count)
+    first_bad = int(bad[bad >= 0].min()) if (bad >= 0).any() else -1
+    return float(errs.max()), int(n_exact.sum()), first_bad
 
 
 def decode_input(idx: int, m: int, n: int) -> np.ndarray:
@@ -163,13 +256,11 @@ def verify(
     max_err, exact, first_bad = 0.0, 0, -1
     for start in range(0, total, config.VERIFY_CHUNK):
         count = min(config.VERIFY_CHUNK, total - start)
-        errs, n_exact, bad = _verify_range(
-            _KIND[construction], m, n, float(beta), causal, start, count
-        )
-        max_err = max(max_err, float(errs.max()))
-        exact += int(n_exact.sum())
-        if first_bad < 0 and (bad >= 0).any():
-            first_bad = int(bad[bad >= 0].min())
+        errs, n_exact, bad = check_range(construction, m, n, beta, causal, start, count)
+        max_err = max(max_err, errs)
+        exact += n_exact
+        if bad >= 0 and (first_bad < 0 or bad < first_bad):
+            first_bad = bad
         if progress is not None:
             progress(start + count, total)
     counterexample = None

@@ -137,3 +137,42 @@ def greedy_filter(masks, d: int, limit: int) -> np.ndarray:
         if all((v ^ u).bit_count() >= d for u in kept):
             kept.append(v)
     return np.array(kept, dtype=np.uint64)
+
+
+def verify_enumeration(m, n, construction, beta=2.0, causal=False):
+    """Exhaustive check of one THEORY section 3 head, one input at a time in index order.
+
+    Input ``idx`` has token ``j`` = bits ``j*m .. j*m + m - 1``.  Each scored
+    position's output is evaluated from its inner products with keys ``0 .. n-1``
+    in order: rank1 ``y = sum_j (2 g_j - g_i) / n``, softmax ``y = sum_j w g_j / sum_j w``
+    with ``w = exp(-beta g_j)`` (from a table of ``g = 0 .. m``).
+    Returns ``(max |y - t|, exact inputs, smallest wrong idx or -1)``.
+    """
+    weight = np.exp(-beta * np.arange(m + 1, dtype=np.float64))
+    mask = (1 << m) - 1
+    max_err, exact, first_bad = 0.0, 0, -1
+    positions = [n - 1] if causal else list(range(n))
+    for idx in range(1 << (m * n)):
+        tok = [(idx >> (j * m)) & mask for j in range(n)]
+        ok = True
+        for i in positions:
+            g = [bin(tok[i] & tok[j]).count("1") for j in range(n)]
+            if construction == "rank1":
+                s = 0.0
+                for j in range(n):
+                    s += 2.0 * g[j] - g[i]
+                y = s / n
+            else:
+                num = den = 0.0
+                for j in range(n):
+                    num += weight[g[j]] * g[j]
+                    den += weight[g[j]]
+                y = num / den
+            err = abs(y - min(g))
+            max_err = max(max_err, err)
+            ok = ok and err < 0.5
+        if ok:
+            exact += 1
+        elif first_bad < 0:
+            first_bad = idx
+    return max_err, exact, first_bad

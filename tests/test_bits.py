@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from sketchsim import minip_targets, pack_bits, unpack_bits
 from sketchsim.bits import popcount64
+from sketchsim.minip import minip_targets_packed
 
 EDGE_M = [1, 63, 64, 65, 128, 456]
 
@@ -91,11 +92,76 @@ def test_no_jit_fallback_agrees(tmp_path):
 
     code = (
         "import numpy as np, sketchsim;"
+        "from sketchsim.minip import minip_targets_packed;"
         "X=np.random.default_rng(5).integers(0,2,(4,3,70));"
-        "print(sketchsim.minip_targets(X).tolist())"
+        "print(sketchsim.minip_targets(X).tolist());"
+        "print(sketchsim.minip_targets(X[:, :2, :5]).tolist());"
+        "print(minip_targets_packed(sketchsim.pack_bits(X[:, :, :65])).tolist())"
     )
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     X = np.random.default_rng(5).integers(0, 2, (4, 3, 70))
-    assert out.stdout.strip() == str(naive.minip_targets(X).tolist())
+    expected = [naive.minip_targets(x).tolist() for x in (X, X[:, :2, :5], X[:, :, :65])]
+    assert out.stdout.split("\n")[:3] == [str(e) for e in expected]
+
+
+# -- the byte-packing kernel: every branch of the packer and of the row minima --
+
+PACK_M = [1, 5, 7, 8, 9, 24, 63, 64, 65, 70, 100, 127, 128, 129, 456]
+
+
+@pytest.mark.parametrize("m", PACK_M)
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 31, 32, 33])
+def test_minip_bytes_and_packed_match_naive(m, n):
+    X = np.random.default_rng(7 * m + n).integers(0, 2, (9, n, m), dtype=np.uint8)
+    expected = naive.minip_targets(X)
+    np.testing.assert_array_equal(minip_targets(X), expected)
+    np.testing.assert_array_equal(minip_targets_packed(naive.pack_bits(X)), expected)
+
+
+def test_minip_many_parallel_tasks():
+    # several tasks per call (each task packs a slice of the batch)
+    X = np.random.default_rng(3).integers(0, 2, (6000, 3, 70), dtype=np.uint8)
+    np.testing.assert_array_equal(minip_targets(X), naive.minip_targets(X))
+    X = np.random.default_rng(4).integers(0, 2, (300, 40, 130), dtype=np.uint8)
+    np.testing.assert_array_equal(minip_targets(X), naive.minip_targets(X))
+    np.testing.assert_array_equal(minip_targets_packed(pack_bits(X)), naive.minip_targets(X))
+
+
+@pytest.mark.parametrize("m", PACK_M)
+def test_minip_sparse_tokens_single_bits(m):
+    # one bit per token, at every position: catches a misplaced bit in any branch
+    n = min(m, 40)
+    X = np.zeros((m, n, m), dtype=np.uint8)
+    for b in range(m):
+        for i in range(n):
+            X[b, i, (b + i) % m] = 1
+    np.testing.assert_array_equal(minip_targets(X), naive.minip_targets(X))
+
+
+@pytest.mark.parametrize("m", PACK_M)
+def test_minip_rejects_non_binary_byte_anywhere(m):
+    for k in {0, m // 2, m - 1}:
+        X = np.zeros((4, 3, m), dtype=np.uint8)
+        X[2, 1, k] = 2
+        with pytest.raises(ValueError, match="only 0 and 1, found 1 other"):
+            minip_targets(X)
+
+
+def test_minip_non_contiguous_and_bool_views():
+    X = np.random.default_rng(9).integers(0, 2, (10, 6, 80), dtype=np.uint8)
+    view = X[::2, ::2, 3:]
+    np.testing.assert_array_equal(minip_targets(view), naive.minip_targets(view))
+    np.testing.assert_array_equal(minip_targets(view.astype(bool)), naive.minip_targets(view))
+
+
+def test_gather8_is_the_byte_gather():
+    from sketchsim.bits import gather8, load_u64
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        b = rng.integers(0, 2, 16, dtype=np.uint8)
+        word = int(load_u64(b, 3))
+        assert word == int.from_bytes(b[3:11].tobytes(), "little")
+        assert int(gather8(np.uint64(word))) == sum(int(b[3 + i]) << i for i in range(8))

@@ -1,12 +1,14 @@
 import itertools
+import math
 
+import naive
 import numpy as np
 import pytest
 
 from sketchsim.attention import make_construction, softmax_threshold
 from sketchsim.errors import SketchsimError
 from sketchsim.minip import minip_targets
-from sketchsim.verify import check_verify_size, decode_input, verify
+from sketchsim.verify import check_range, check_verify_size, decode_input, verify
 
 
 def reference_verify(m, n, construction, beta=2.0, causal=False):
@@ -97,3 +99,47 @@ def test_size_limits():
         check_verify_size(0, 3)
     with pytest.raises(SketchsimError, match="--n"):
         check_verify_size(3, 0)
+
+
+NEAR_THRESHOLD = math.log(6) / 2  # exact N = 3 softmax threshold (THEORY 3b): ties at 1/2
+
+
+@pytest.mark.parametrize(
+    "m,n,construction,beta,causal",
+    [
+        (3, 3, "rank1", 2.0, False),
+        (3, 3, "softmax", 1.2, False),
+        (3, 3, "softmax", 0.5, True),
+        (2, 4, "rank1", 2.0, True),
+        (2, 4, "softmax", 0.7, False),
+        (1, 5, "softmax", 0.3, False),
+        (4, 2, "rank1", 2.0, False),
+        (5, 1, "softmax", 2.0, False),
+        (1, 1, "rank1", 2.0, False),
+        (3, 3, "softmax", NEAR_THRESHOLD, False),
+        (2, 3, "onehot", NEAR_THRESHOLD, True),
+        (3, 3, "softmax", 30.0, False),
+    ],
+)
+def test_kernel_bit_identical_to_naive(m, n, construction, beta, causal):
+    res = verify(m, n, construction, beta=beta, causal=causal)
+    max_err, exact, first_bad = naive.verify_enumeration(m, n, construction, beta, causal)
+    assert res.max_abs_error == max_err  # bit for bit, not approximately
+    assert res.exact_fraction == exact / 2 ** (m * n)
+    assert (res.counterexample or {"index": -1})["index"] == first_bad
+
+
+@pytest.mark.parametrize("construction", ["rank1", "softmax"])
+def test_ranges_merge_to_the_whole(construction):
+    # arbitrary splits of the enumeration (cluster shards, chunks) give the same totals
+    m, n, beta = 3, 3, 0.6
+    whole = check_range(construction, m, n, beta, False, 0, 512)
+    parts = [
+        check_range(construction, m, n, beta, False, a, b - a)
+        for a, b in [(0, 7), (7, 200), (200, 201), (201, 512)]
+    ]
+    bads = [p[2] for p in parts if p[2] >= 0]
+    assert max(p[0] for p in parts) == whole[0]
+    assert sum(p[1] for p in parts) == whole[1]
+    assert min(bads, default=-1) == whole[2]
+    assert whole == naive.verify_enumeration(m, n, construction, beta, False)
