@@ -1,30 +1,55 @@
-"""The main job: run sketch protocols on F(q, s) and measure their transcripts.
+"""The main job: run sketch protocols on a family and measure their transcripts.
 
-For each protocol: declared bits (THEORY section 5), distinct transcripts, their
-log2, the empirical entropy, the fraction of inputs answered correctly at every
-query, whether the declared size meets ``q log2(s+1)``, and a certificate of
-failure (two inputs, same transcript, different answers) where one exists.
+For each protocol (THEORY section 5): declared bits; in exhaustive mode the
+distinct transcripts, their log2 and the transcript entropy; in every mode the
+*used bits* (sum over entries of log2 of the values each entry took) and the
+*entry entropy* (sum over entries of each entry's entropy, an upper bound on
+the transcript entropy, estimable from a sample; see
+:func:`sketchsim.sketch.measure.entry_bits`), per layer and in total; the
+fraction of inputs answered correctly at every query, whether the declared
+size meets the bound, whether the entry entropy is below it ("cannot be
+correct on this distribution"), and a failure certificate (two inputs, same
+transcript, different answers) where one exists.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from sketchsim.errors import SketchsimError
+from sketchsim import config
+from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.engine import Engine
-from sketchsim.sketch.family import HardFamily
-from sketchsim.sketch.measure import entropy_bits, find_collision_candidates, group_transcripts
+from sketchsim.sketch.family import Family
+from sketchsim.sketch.measure import (
+    EntryCounts,
+    entropy_bits,
+    entry_bits,
+    find_collision_candidates,
+    group_transcripts,
+)
 from sketchsim.sketch.protocol import Protocol
 
-__all__ = ["DEFAULT_SPECS", "EXHAUSTIVE_AUTO", "ProtocolReport", "choose_answers", "measure"]
+__all__ = [
+    "DEFAULT_SPECS",
+    "EXHAUSTIVE_AUTO",
+    "EXHAUSTIVE_MAX",
+    "InputLimitError",
+    "ProtocolReport",
+    "check_family",
+    "choose_answers",
+    "max_bytes",
+    "measure",
+    "plan_inputs",
+]
 
-#: Protocols run when no ``--protocol`` is given.
+#: Protocols run on F(q, s) when no ``--protocol`` is given.
 DEFAULT_SPECS = (
     "raw",
     "block-counts",
@@ -35,14 +60,115 @@ DEFAULT_SPECS = (
     "multihead:heads=4",
 )
 
-#: Exhaustive mode is the default up to this many inputs.
-EXHAUSTIVE_AUTO = 1 << 20
-EXHAUSTIVE_MAX = 1 << 24
+EXHAUSTIVE_AUTO = config.TRANSCRIPT_EXHAUSTIVE_AUTO
+EXHAUSTIVE_MAX = config.TRANSCRIPT_EXHAUSTIVE_MAX
+
+#: Bytes per input that measuring holds besides the answer vector: fingerprints
+#: (16), correctness (1) and the grouping temporaries (order, sorted copy,
+#: group ids, inverse: about 48).
+_BYTES_PER_INPUT = 65
+
+
+class InputLimitError(SketchsimError):
+    """A run would exceed a size limit; carries the values (the CLI words the remedy).
+
+    Attributes
+    ----------
+    kind : {"exhaustive", "memory"}
+    estimate, limit : float
+        Inputs (exhaustive) or bytes (memory).
+    """
+
+    def __init__(self, message: str, kind: str, estimate: float, limit: float):
+        super().__init__(message)
+        self.kind, self.estimate, self.limit = kind, estimate, limit
+
+
+def max_bytes() -> int:
+    """The memory limit: ``SKETCHSIM_MAX_MEMORY_GB`` (GiB) or the config default."""
+    text = os.environ.get("SKETCHSIM_MAX_MEMORY_GB")
+    if not text:
+        return config.TRANSCRIPT_MAX_BYTES
+    try:
+        value = float(text)
+    except ValueError:
+        raise SketchsimError(f"SKETCHSIM_MAX_MEMORY_GB must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise SketchsimError(f"SKETCHSIM_MAX_MEMORY_GB must be positive, got {text!r}")
+    return int(value * 2**30)
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB"
+
+
+def plan_inputs(family: Family, exhaustive: bool | None, samples: int) -> tuple[str, int]:
+    """``(mode, inputs)`` after checking the limits, before anything is allocated.
+
+    ``exhaustive=None`` chooses exhaustive mode when ``(s+1)^q`` is at most
+    :data:`EXHAUSTIVE_AUTO`.
+
+    Raises
+    ------
+    InputLimitError
+        Exhaustive mode above :data:`EXHAUSTIVE_MAX` inputs, or an estimated
+        allocation above :func:`max_bytes`.
+    """
+    if exhaustive is None:
+        exhaustive = family.log2_size <= math.log2(EXHAUSTIVE_AUTO)
+    if exhaustive:
+        if family.log2_size > math.log2(EXHAUSTIVE_MAX) + 1e-9:
+            raise InputLimitError(
+                f"exhaustive {family.describe()} has (s+1)^q = {family.size_text()} inputs, "
+                f"above the limit 2^{EXHAUSTIVE_MAX.bit_length() - 1}",
+                "exhaustive",
+                2.0 ** min(family.log2_size, 1023.0),
+                EXHAUSTIVE_MAX,
+            )
+        mode, n = "exhaustive", family.size
+        extra = 24  # the enumeration index and one column temporary
+    else:
+        if samples < 1:
+            raise SketchsimError(f"the number of samples must be >= 1, got {samples}")
+        mode, n, extra = "sampled", samples, 0
+    per = family.q * np.dtype(family.answer_dtype).itemsize + _BYTES_PER_INPUT + extra
+    need, limit = float(n) * per, max_bytes()
+    if need > limit:
+        raise InputLimitError(
+            f"{n:,} {mode} inputs of {family.describe()} need about {_gib(need)} "
+            f"({per} bytes each), above the memory limit {_gib(limit)}",
+            "memory",
+            need,
+            limit,
+        )
+    return mode, n
+
+
+def choose_answers(family: Family, exhaustive: bool | None, samples: int):
+    """The answer vectors to run: ``(mode, T)`` (limits checked by :func:`plan_inputs`)."""
+    mode, n = plan_inputs(family, exhaustive, samples)
+    if mode == "exhaustive":
+        return mode, family.all_answers()
+    return mode, family.sample_answers(n)
+
+
+def check_family(protocol: Protocol, family: Family) -> None:
+    """Raise PluginError unless ``protocol`` declares that it runs on ``family``."""
+    fams = tuple(getattr(protocol, "families", ("hard",)))
+    if family.name not in fams:
+        raise PluginError(
+            f"protocol {protocol.name} does not support family {family.name} "
+            f"(it supports: {', '.join(fams) or 'none'})"
+        )
 
 
 @dataclass
 class ProtocolReport:
-    """One protocol's measurements (the entries of the JSON ``protocols`` list)."""
+    """One protocol's measurements (the entries of the JSON ``protocols`` list).
+
+    ``distinct_transcripts``, ``log2_distinct`` and ``entropy_bits`` are exact in
+    exhaustive mode and capped by the sample in sampled mode (``capped``).
+    """
 
     name: str
     params: dict
@@ -59,24 +185,18 @@ class ProtocolReport:
     collision: dict | None
     first_failure: dict | None
     seconds: float
+    used_bits: float = 0.0
+    entry_entropy_bits: float = 0.0
+    entry_entropy_plugin_bits: float = 0.0
+    entry_entropy_ci: list | None = None
+    undersampled_entries: int = 0
+    entry_entropy_below_bound: bool = False
+    capped: bool = False
+    family: str = "hard"
     spec: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def choose_answers(family: HardFamily, exhaustive: bool | None, samples: int):
-    """The answer vectors to run: ``(mode, T)``; ``exhaustive=None`` chooses by size."""
-    if exhaustive is None:
-        exhaustive = family.size <= EXHAUSTIVE_AUTO
-    if exhaustive:
-        if family.size > EXHAUSTIVE_MAX:
-            raise SketchsimError(
-                f"exhaustive F(q={family.q}, s={family.s}) has (s+1)^q = {family.size:.4g} "
-                f"inputs, above the limit 2^{EXHAUSTIVE_MAX.bit_length() - 1}; use --samples"
-            )
-        return "exhaustive", family.all_answers()
-    return "sampled", family.sample_answers(samples)
 
 
 def _layer_info(plan, n_tokens: int) -> list[dict]:
@@ -97,19 +217,21 @@ def _layer_info(plan, n_tokens: int) -> list[dict]:
 
 
 def measure(
-    family: HardFamily,
+    family: Family,
     T: np.ndarray,
     protocol: Protocol,
     params: dict,
     source: str = "",
     progress: Callable[[int, int], None] | None = None,
     python: bool = False,
+    exact: bool | None = None,
 ) -> ProtocolReport:
     """Run one protocol on the inputs with answer vectors ``T`` and measure it.
 
     Parameters
     ----------
-    family : HardFamily
+    family : Family
+        :class:`~sketchsim.sketch.family.HardFamily` or any family plug-in.
     T : numpy.ndarray, shape (B, q)
         True answer vectors (one input each).
     protocol : Protocol
@@ -121,54 +243,80 @@ def measure(
         ``progress(done, total)`` after each chunk.
     python : bool
         Force the plain-Python engine.
+    exact : bool, optional
+        ``T`` is the whole family, each input once (exhaustive mode): entropies
+        are exact, not estimates.  Default: ``B == family.size``.
     """
+    check_family(protocol, family)
     ctx = family.context()
     plan = protocol.plan(ctx, params)
     engine = Engine(plan, ctx, protocol.name, python=python)
     start = time.perf_counter()
     B = T.shape[0]
+    if exact is None:
+        exact = family.log2_size <= 62 and B == family.size
     fingerprints = np.zeros((B, 2), dtype=np.uint64)
     correct = np.zeros(B, dtype=bool)
+    counts = EntryCounts(engine.total_len)
     first_failure = None
     step = family.chunk_size()
+    sub = max(1, config.TRANSCRIPT_STORE_BYTES // (8 * max(engine.total_len, 1)))
     buffer = np.empty((min(step, B), family.n_tokens, family.words), dtype=np.uint64)
     for lo in range(0, B, step):
         hi = min(B, lo + step)
-        res = engine.run(family.tokens(T[lo:hi], out=buffer))
-        fingerprints[lo:hi] = res.fingerprints
-        ok = (res.answers == T[lo:hi]).all(axis=1)
-        correct[lo:hi] = ok
-        if first_failure is None and not ok.all():
-            b = int(np.argmin(ok))
-            pos = int(np.argmax(res.answers[b] != T[lo + b]))
-            first_failure = {
-                "input": lo + b,
-                "position": pos + 1,
-                "target": int(T[lo + b, pos]),
-                "answer": int(res.answers[b, pos]),
-            }
+        tokens = family.tokens(T[lo:hi], out=buffer)
+        for a in range(0, hi - lo, sub):
+            b = min(hi - lo, a + sub)
+            res = engine.run(tokens[a:b], store=True)
+            fingerprints[lo + a : lo + b] = res.fingerprints
+            counts.add(res.transcripts)
+            ok = (res.answers == T[lo + a : lo + b]).all(axis=1)
+            correct[lo + a : lo + b] = ok
+            if first_failure is None and not ok.all():
+                i = int(np.argmin(ok))
+                pos = int(np.argmax(res.answers[i] != T[lo + a + i]))
+                first_failure = {
+                    "input": lo + a + i,
+                    "position": pos + 1,
+                    "target": int(T[lo + a + i, pos]),
+                    "answer": int(res.answers[i, pos]),
+                }
         if progress is not None:
             progress(hi, B)
-    inverse, counts = group_transcripts(fingerprints)
-    distinct = int(counts.size)
+    inverse, group_counts = group_transcripts(fingerprints)
+    distinct = int(group_counts.size)
     declared = declared_bits(plan.layers, ctx.n_tokens)
     collision = _certify_collision(family, engine, T, inverse)
+    layers = _layer_info(plan, ctx.n_tokens)
+    conf = config.ENTROPY_CONFIDENCE
+    for info, (lo_e, hi_e) in zip(layers, engine.layers[:, 4:6], strict=True):
+        info.update(entry_bits(counts, int(lo_e), int(hi_e), exact, conf).to_dict())
+    total = entry_bits(counts, exact=exact, confidence=conf)
+    tol = config.BITS_TOLERANCE
     return ProtocolReport(
         name=protocol.name,
         params=dict(params),
         source=source,
         engine="jit" if engine.jitted else "python (slow)",
-        layers=_layer_info(plan, ctx.n_tokens),
+        layers=layers,
         declared_bits=declared,
         distinct_transcripts=distinct,
         log2_distinct=math.log2(distinct) if distinct else 0.0,
-        entropy_bits=entropy_bits(counts),
+        entropy_bits=entropy_bits(group_counts),
         correct_fraction=float(correct.mean()) if B else 1.0,
-        meets_bound=declared >= family.bound_bits - 1e-9,
+        meets_bound=declared >= family.bound_bits - tol,
         wrong_inputs=int(B - correct.sum()),
         collision=collision,
         first_failure=first_failure,
         seconds=time.perf_counter() - start,
+        used_bits=total.used_bits,
+        entry_entropy_bits=total.entry_entropy,
+        entry_entropy_plugin_bits=total.plugin_entropy,
+        entry_entropy_ci=[total.ci_low, total.ci_high],
+        undersampled_entries=total.undersampled_entries,
+        entry_entropy_below_bound=total.ci_high < family.bound_bits - tol,
+        capped=not exact,
+        family=family.name,
     )
 
 

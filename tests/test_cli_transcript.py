@@ -169,3 +169,94 @@ def test_main_job_console_script():
     )
     assert out.returncode == 0, out.stderr
     assert "bound q*log2(s+1)" in out.stdout and "block-counts" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--q", "400", "--s", "7", "--exhaustive"], "above the limit 2^24"),
+        (["--q", "2000", "--s", "7", "--samples", "60000000"], "above the memory limit"),
+        (["--seed", "-1"], "--seed must be in 0..2^63-1"),
+        (["--samples", "-5"], "--samples must be >= 1"),
+        (["--family", "nope"], "unknown family 'nope'"),
+        (["--family", "mqar:keys=x"], "family mqar: parameter keys expects int"),
+    ],
+)
+def test_transcript_sizes_refused_before_allocating(args, needle):
+    res = run("transcript", "--quiet", *args)
+    assert_error_line(res, needle)
+
+
+def test_limit_messages_state_limit_estimate_and_way_past():
+    res = run("transcript", "--q", "2000", "--s", "7", "--samples", "60000000", "--quiet")
+    assert_error_line(res, "GiB")
+    line = res.output.strip()
+    assert "114 GiB" in line or "115 GiB" in line or "GiB (" in line
+    assert "8 GiB" in line and "SKETCHSIM_MAX_MEMORY_GB" in line
+    res = run("transcript", "--q", "400", "--s", "7", "--exhaustive", "--quiet")
+    assert "2^1200.0" in res.output and "use --samples" in res.output
+
+
+def test_memory_limit_from_environment(monkeypatch):
+    monkeypatch.setenv("SKETCHSIM_MAX_MEMORY_GB", "0.0001")
+    res = run("transcript", "--q", "8", "--s", "3", "--samples", "5000", "--sampled", "--quiet")
+    assert_error_line(res, "above the memory limit 0.0001 GiB")
+
+
+def test_large_q_sampled_renders_without_overflow():
+    res = run(
+        "transcript",
+        "--q",
+        "342",
+        "--s",
+        "7",
+        "--samples",
+        "10",
+        "--quiet",
+        "--protocol",
+        "block-counts",
+    )
+    assert res.exit_code == 0, res.output
+    assert "2^1026.0 inputs exist" in res.output
+
+
+def test_sampled_mode_shows_entry_measures(tmp_path):
+    path = tmp_path / "s.json"
+    res = run(
+        "transcript",
+        "--q",
+        "12",
+        "--s",
+        "7",
+        "--samples",
+        "3000",
+        "--sampled",
+        "--quiet",
+        "--verbose",
+        "--protocol",
+        "block-counts",
+        "--protocol",
+        "clipped-counts",
+        "--json",
+        str(path),
+    )
+    assert res.exit_code == 0, res.output
+    assert "entry entropy" in res.output and "used bits" in res.output
+    assert "log2 distinct" not in res.output  # capped by the sample: JSON only
+    assert "per layer" in res.output
+    assert "clipped-counts: entry entropy" in res.output
+    assert "cannot be correct on this distribution" in res.output
+    data = json.loads(path.read_text())
+    bc, cc = data["protocols"]
+    assert bc["capped"] and bc["distinct_transcripts"] == 3000
+    assert bc["entry_entropy_ci"][0] <= 36 <= bc["entry_entropy_ci"][1]
+    assert not bc["entry_entropy_below_bound"] and cc["entry_entropy_below_bound"]
+    assert bc["layers"][0]["used_bits"] == pytest.approx(36.0)
+    assert data["family"] == "hard"
+
+
+def test_exhaustive_mode_keeps_distinct_and_adds_entry_measures():
+    res = run("transcript", "--q", "3", "--s", "3", "--quiet", "--protocol", "kernel")
+    assert res.exit_code == 0, res.output
+    for col in ("distinct", "log2", "entropy", "used", "entry"):
+        assert col in res.output

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+torch.set_num_threads(1)
 
 from sketchsim.experiments.models import FEATURE_MAPS, FeatureMap, KernelHead, make_head  # noqa: E402
-from sketchsim.experiments.train import fit, metrics, token_ids  # noqa: E402
+from sketchsim.experiments.train import fit, loss_fn, metrics, token_ids  # noqa: E402
 from sketchsim.minip import minip_targets  # noqa: E402
 
 C1, C2 = [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]
@@ -58,6 +59,77 @@ def run(model, r, steps=600, seed=0):
     return fit(head, x, torch.tensor(ids), target, steps=steps, seed=seed, scored=0)
 
 
+def test_reported_metrics_are_those_of_the_returned_model():
+    """Regression: fit used to stop on the output *before* its last step and report after it."""
+    for r, steps in ((2, 200), (8, 1500)):
+        tokens, t = tiny_family()
+        ids, vocab = token_ids(tokens)
+        head = make_head("kernel", m=6, r=r, feature_map="table", vocab=vocab, seed=0)
+        x, target = torch.tensor(tokens, dtype=torch.float32), torch.tensor(t, dtype=torch.float32)
+        res = fit(head, x, torch.tensor(ids), target, steps=steps, seed=0, scored=0)
+        with torch.no_grad():
+            again = metrics(head(x, torch.tensor(ids))[:, :1], target)
+        assert (res.sequence_error, res.position_error, res.max_abs_error) == again
+        if res.steps < steps:  # stopped early: exact
+            assert res.sequence_error == 0.0 and res.max_abs_error < 0.5
+
+
+def test_early_stop_is_exact_for_every_seed():
+    for seed in range(3):
+        res = run("kernel", 8, steps=1500, seed=seed)
+        assert res.steps < 1500
+        assert res.sequence_error == 0.0 and res.max_abs_error < 0.5
+
+
+def test_nan_output_is_wrong_never_exact():
+    y = torch.tensor([[float("nan")], [1.0], [float("inf")]])
+    t = torch.tensor([[1.0], [1.0], [1.0]])
+    seq, pos, mx = metrics(y, t)
+    assert seq == pytest.approx(2 / 3) and pos == pytest.approx(2 / 3) and mx == float("inf")
+    # the reported failure: an infinite learning rate made the outputs NaN and "exact"
+    tokens, tt = tiny_family()
+    ids, vocab = token_ids(tokens)
+    head = make_head("kernel", m=6, r=1, feature_map="table", vocab=vocab, seed=0)
+    x = torch.tensor(tokens, dtype=torch.float32)
+    res = fit(head, x, torch.tensor(ids), torch.tensor(tt, dtype=torch.float32), 50, float("inf"))
+    assert res.sequence_error == 1.0 and not res.finite
+
+
+def test_minimax_loss_is_a_smooth_max():
+    y, t = torch.tensor([[0.0, 0.0]]), torch.tensor([[0.0, 3.0]])
+    assert loss_fn(y, t, "minimax") > loss_fn(y, t, "mse")
+    assert float(loss_fn(t, t, "minimax")) == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ValueError):
+        loss_fn(y, t, "nope")
+
+
+def test_table_map_on_the_vocabulary_matches_per_token_softplus():
+    fmap = FeatureMap("table", 4, 6, vocab=9)
+    ids = torch.randint(0, 9, (5, 3))
+    # the same formula; torch's vectorized softplus may differ in the last bit
+    naive = torch.nn.functional.softplus(fmap.table(ids))
+    torch.testing.assert_close(fmap(None, ids), naive, rtol=0, atol=2.5e-7)
+
+
+def test_favor_query_and_key_maps_share_their_random_draw():
+    head = KernelHead(m=5, r=7, feature_map="favor", seed=3)
+    assert torch.equal(head.phi_q.omega, head.phi_k.omega)
+
+
+@pytest.mark.slow
+def test_learned_softmax_on_random_triples_is_exact_on_an_unseen_family():
+    """Random init, trained on random triples only, exact on the tiny family it never saw."""
+    from sketchsim.experiments.suites import Split, random_triples
+    from sketchsim.experiments.sweep import RunSpec, train_one
+
+    tokens, t = tiny_family()
+    family = Split(tokens, t.astype(np.float32), 0)
+    for seed in range(2):
+        spec = RunSpec("witness", "", "softmax", "-", 0, seed, steps=1500, train_on="random")
+        run_ = train_one(spec, random_triples(6, 600, seed), family)
+        assert run_.sequence_error == 0.0 and run_.max_abs_error < 0.5, run_
+
+
 def test_training_is_deterministic():
     a = run("kernel", 2, steps=100, seed=4)
     b = run("kernel", 2, steps=100, seed=4)
@@ -71,6 +143,7 @@ def test_metrics():
     assert (seq, pos) == (0.5, 0.25) and mx == pytest.approx(0.6)
 
 
+@pytest.mark.slow
 def test_table_head_fits_with_large_r_but_not_with_r1():
     # the family certifies r >= 2 for every head with error < 1/2 (test_certify)
     small = run("kernel", 1, steps=1500)

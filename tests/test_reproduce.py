@@ -4,20 +4,23 @@ import pytest
 
 from sketchsim.reproduce import Settings, reproduce
 
-pytest.importorskip("torch", reason="the torch extra is not installed")
+torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+torch.set_num_threads(1)
 
 
+@pytest.mark.slow
 def test_reproduce_tiny_settings(tmp_path):
     tiny = Settings(
         seeds=1,
         steps=5,
-        ranks=(1, 8),
+        ranks=(1, 9),
         scales="4:6:20",
         ood_seeds=1,
         ood_steps=5,
         ood_ranks=(1,),
         samples=200,
         bound_to=8,
+        triples=50,
     )
     rows = reproduce(tmp_path, quick=True, log=lambda msg: None, device="cpu", settings=tiny)
     by_claim = {r.claim: r for r in rows}
@@ -35,9 +38,15 @@ def test_reproduce_tiny_settings(tmp_path):
         "bound.json",
         "sweep_witness.png",
         "sweep_ood.png",
+        "summary.json",
     ):
         assert (tmp_path / name).exists(), name
     assert json.loads((tmp_path / "report.json").read_text())["rows"]
+    soft = by_claim["dense softmax on the witness suite"]
+    assert "random triples, never on the family" in soft.measured
+    witness = json.loads((tmp_path / "sweep_witness.json").read_text())
+    assert {r["trained_on"] for r in witness["runs"]} == {"family", "random"}
+    assert "family_sha256" in witness["context"]
     # a second run resumes both sweeps from their files
     before = json.loads((tmp_path / "sweep_witness.json").read_text())["runs"]
     reproduce(tmp_path, quick=True, log=lambda msg: None, device="cpu", settings=tiny)

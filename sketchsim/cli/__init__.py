@@ -4,7 +4,7 @@ One module per command group; ``render`` holds every rich call, ``app`` the grou
 and its one-line error contract.
 """
 
-from sketchsim.cli import certify, experiments, transcript, verify  # noqa: F401,E402  (register)
+from sketchsim.cli import certify, experiments, frontier, transcript, verify  # noqa: F401,E402  (register)
 from sketchsim.cli.app import main
 
 __all__ = ["main"]

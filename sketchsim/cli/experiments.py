@@ -19,7 +19,27 @@ def _ints(text: str, name: str) -> list[int]:
         raise SketchsimError(f"{name} must be comma-separated integers, got {text!r}") from None
     if not values or min(values) < 1:
         raise SketchsimError(f"{name} must list integers >= 1, got {text!r}")
-    return values
+    return sorted(set(values))
+
+
+def _floats(text: str, name: str) -> list[float]:
+    import math
+
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise SketchsimError(f"{name} must be comma-separated numbers, got {text!r}") from None
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise SketchsimError(f"{name} must list finite numbers > 0, got {text!r}")
+    return sorted(set(values))
+
+
+def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> int:
+    if value < low:
+        raise SketchsimError(f"{name} must be >= {low}, got {value}")
+    if value > high and not allow_large:
+        raise SketchsimError(f"{name} = {value:,} is above the limit {high:,}; pass --allow-large")
+    return value
 
 
 @main.command()
@@ -36,7 +56,8 @@ def _ints(text: str, name: str) -> list[int]:
 @click.option(
     "--feature-map",
     default=None,
-    help="table (witness default), mlp (ood default), elu1, relu, relu2, favor, hedgehog.",
+    help="Comma list: table (witness default), mlp (ood default), elu1, relu, relu2, favor, "
+    "hedgehog, expmap.",
 )
 @click.option(
     "--model",
@@ -56,16 +77,62 @@ def _ints(text: str, name: str) -> list[int]:
     type=float,
     default=0.95,
     show_default=True,
-    help="ood: test accuracy that marks the transition.",
+    help="ood: test accuracy that marks the transition, in (0, 1].",
 )
-@click.option("--steps", type=int, default=1500, show_default=True, help="Training steps cap.")
-@click.option("--lr", type=float, default=0.03, show_default=True)
+@click.option("--steps", type=int, default=2000, show_default=True, help="Training steps cap.")
+@click.option(
+    "--lr", default="0.01", show_default=True, help="Learning rate, or a comma list (a grid)."
+)
+@click.option(
+    "--loss",
+    type=click.Choice(["mse", "minimax"]),
+    default="mse",
+    show_default=True,
+    help="minimax: smooth max of the squared errors.",
+)
+@click.option("--heads", type=int, default=1, show_default=True, help="Heads whose outputs add.")
+@click.option(
+    "--eps", type=float, default=1e-6, show_default=True, help="Kernel normalizer epsilon."
+)
+@click.option(
+    "--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True
+)
+@click.option(
+    "--encoding",
+    type=click.Choice(["pm1", "01"]),
+    default="pm1",
+    show_default=True,
+    help="Token encoding fed to the heads (2x-1 or x).",
+)
+@click.option(
+    "--train-on",
+    type=click.Choice(["auto", "family", "random"]),
+    default="auto",
+    show_default=True,
+    help="witness: train on the family, or on random triples of its width and evaluate on "
+    "the family; auto: softmax on random triples, kernels on the family.",
+)
+@click.option(
+    "--triples",
+    type=int,
+    default=4000,
+    show_default=True,
+    help="witness: random training triples (train-on random).",
+)
+@click.option(
+    "--threads",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Torch CPU threads (1 suits these tiny models).",
+)
 @click.option(
     "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
 )
 @click.option("--json", "json_path", type=OutputPath())
 @click.option("--plot", "plot_path", type=OutputPath((".png",)), help="PNG of error vs r.")
 @click.option("--resume", is_flag=True, help="Skip runs already in --json.")
+@click.option("--allow-large", is_flag=True, help="Go past the size limits.")
 def sweep(
     suite,
     family,
@@ -77,42 +144,135 @@ def sweep(
     accuracy,
     steps,
     lr,
+    loss,
+    heads,
+    eps,
+    dtype,
+    encoding,
+    train_on,
+    triples,
+    threads,
     device,
     json_path,
     plot_path,
     resume,
+    allow_large,
 ):
     """Train heads over feature ranks and seeds; compare with the certified bound."""
+    import math
+
+    from sketchsim import config
     from sketchsim.experiments import require_torch
 
-    require_torch()
+    torch = require_torch()
     from sketchsim.experiments.sweep import run_sweep
 
     if resume and not json_path:
         raise click.UsageError("--resume needs --json PATH")
-    if seeds < 1 or steps < 1:
-        raise SketchsimError("--seeds and --steps must be >= 1")
+    _bounded(seeds, "--seeds", 1, config.SWEEP_MAX_SEEDS, allow_large)
+    _bounded(steps, "--steps", 1, config.SWEEP_MAX_STEPS, allow_large)
+    _bounded(heads, "--heads", 1, 64, allow_large)
+    _bounded(threads, "--threads", 1, 256, False)
+    _bounded(triples, "--triples", 3, 1_000_000, False)
+    if not (math.isfinite(eps) and 0 <= eps <= 1):
+        raise SketchsimError(f"--eps must be a finite number in [0, 1], got {eps}")
+    if not (math.isfinite(accuracy) and 0 < accuracy <= 1):
+        raise SketchsimError(f"--accuracy must be in (0, 1], got {accuracy}")
+    lrs = _floats(lr, "--lr")
     rank_list = _ints(ranks, "--ranks")
     models = models or ("kernel", "softmax")
-    fmap = feature_map or ("table" if suite == "witness" else "mlp")
-    from sketchsim.experiments.models import FEATURE_MAPS
-
-    if fmap not in FEATURE_MAPS or fmap == "signed":
-        raise SketchsimError(f"--feature-map must be one of {', '.join(FEATURE_MAPS[:-1])}")
-    if suite == "ood" and fmap == "table":
-        raise SketchsimError("the ood suite tests unseen tokens: use a parametric feature map")
-    specs, data, header, bound = _plan(suite, family, rank_list, seeds, fmap, models, scales)
-    header.update({"steps": steps, "lr": lr, "accuracy": accuracy if suite == "ood" else None})
+    fmaps = _maps(feature_map, suite)
+    torch.set_num_threads(threads)
+    specs, data, header, bound, context = _plan(
+        suite,
+        family,
+        rank_list,
+        seeds,
+        fmaps,
+        models,
+        scales,
+        dict(
+            steps=steps,
+            loss=loss,
+            heads=heads,
+            eps=eps,
+            dtype=dtype,
+            encoding=encoding,
+        ),
+        lrs,
+        train_on,
+        triples,
+        allow_large,
+    )
+    header.update(
+        {
+            "steps": steps,
+            "lr": lrs,
+            "loss": loss,
+            "heads": heads,
+            "eps": eps,
+            "dtype": dtype,
+            "encoding": encoding,
+            "threads": threads,
+            "accuracy": accuracy if suite == "ood" else None,
+        }
+    )
     with render.progress_bar(f"sweep {suite}", len(specs)) as update:
-        rows = run_sweep(specs, data, json_path, header, steps, lr, device, resume, update)
+        rows = run_sweep(specs, data, json_path, header, device, resume, update, context)
     _render(suite, rows, bound, accuracy, json_path, plot_path, header)
 
 
-def _plan(suite, family_path, ranks, seeds, fmap, models, scales):
-    from sketchsim.experiments.suites import ood_splits, parse_scales, witness_split
+def _maps(text, suite):
+    from sketchsim.experiments.models import FEATURE_MAPS
+
+    names = [v.strip() for v in (text or ("table" if suite == "witness" else "mlp")).split(",")]
+    allowed = [f for f in FEATURE_MAPS if f != "signed"]
+    for name in names:
+        if name not in allowed:
+            raise SketchsimError(f"--feature-map must list names from {', '.join(allowed)}")
+        if suite == "ood" and name == "table":
+            raise SketchsimError("the ood suite tests unseen tokens: use a parametric feature map")
+    return list(dict.fromkeys(names))
+
+
+def _check_size(model, m, r, fmap, vocab, heads, allow_large):
+    from sketchsim import config
+    from sketchsim.experiments.models import head_parameters
+
+    if r > config.SWEEP_MAX_RANK and not allow_large:
+        raise SketchsimError(
+            f"--ranks {r:,} is above the limit {config.SWEEP_MAX_RANK:,}; pass --allow-large"
+        )
+    n = head_parameters(model, m, r, fmap, vocab, heads)
+    if n > config.SWEEP_MAX_PARAMS and not allow_large:
+        raise SketchsimError(
+            f"a {model} head with r = {r:,} has about {n:,} parameters, above the limit "
+            f"{config.SWEEP_MAX_PARAMS:,}; pass --allow-large"
+        )
+
+
+def _plan(
+    suite,
+    family_path,
+    ranks,
+    seeds,
+    fmaps,
+    models,
+    scales,
+    proto,
+    lrs,
+    train_on,
+    triples,
+    allow_large,
+):
+    from sketchsim.experiments.suites import (
+        ood_splits,
+        parse_scales,
+        random_triples,
+        witness_split,
+    )
     from sketchsim.experiments.sweep import RunSpec
 
-    specs = []
     if suite == "witness":
         from sketchsim.certify import build_witness, certify, load_family
         from sketchsim.codes import hadamard_code
@@ -122,8 +282,14 @@ def _plan(suite, family_path, ranks, seeds, fmap, models, scales):
             if family_path
             else build_witness(hadamard_code(24), "hadamard", 12)
         )
+        if len(family.tokens) == 0:
+            raise SketchsimError(f"the family {family_path} has no inputs")
         bound = certify(family, eps_list=()).certified_rank["0.5"]
         split = witness_split(family)
+        from sketchsim.experiments.train import token_ids
+
+        vocab = token_ids(family.tokens)[1]
+        sizes = [(family.m, vocab)]
         scale_names = [""]
         header = {
             "suite": "witness",
@@ -131,46 +297,90 @@ def _plan(suite, family_path, ranks, seeds, fmap, models, scales):
             "inputs": len(family.tokens),
             "m": family.m,
             "certified_rank": bound,
+            "random_triples": triples,
         }
+        context = {"family_sha256": family.sha256(), "random_triples": triples}
+        cache = {}
 
         def data(spec):
-            return split, None
+            if spec.train_on == "family":
+                return split, None, None
+            if spec.seed not in cache:
+                cache[spec.seed] = random_triples(family.m, triples, spec.seed)
+            return cache[spec.seed], split, None
     else:
         parsed = parse_scales(scales)
         scale_names = [f"{m}:{p}:{t}" for m, p, t in parsed]
+        sizes = [(m, 0) for m, _, _ in parsed]
         cache = {}
         bound = None
         header = {"suite": "ood", "scales": scale_names}
+        context = {}
 
         def data(spec):
             key = (spec.scale, spec.seed)
             if key not in cache:
                 m, p, t = (int(v) for v in spec.scale.split(":"))
                 cache[key] = ood_splits(m, p, t, spec.seed)
-            return cache[key]
+            return cache[key][0], None, cache[key][1]
 
-    header.update({"ranks": ranks, "seeds": seeds, "feature_map": fmap, "models": list(models)})
+    for m, vocab in sizes:
+        for model in models:
+            for fmap in fmaps if model == "kernel" else ["signed"]:
+                for r in ranks:
+                    _check_size(model, m, r, fmap, vocab, proto["heads"], allow_large)
+
+    def source(model):
+        if suite == "ood":
+            return "pool"
+        if train_on != "auto":
+            return train_on
+        return "random" if model == "softmax" else "family"
+
+    header.update(
+        {
+            "ranks": ranks,
+            "seeds": seeds,
+            "feature_maps": fmaps,
+            "models": list(models),
+            "train_on": {model: source(model) for model in models},
+        }
+    )
+    specs = []
     for scale in scale_names:
         for model in models:
-            for seed in range(seeds):
-                if model == "softmax":
-                    specs.append(RunSpec(suite, scale, "softmax", "-", 0, seed))
-                    continue
-                for r in ranks:
-                    specs.append(
-                        RunSpec(
-                            suite, scale, model, fmap if model == "kernel" else "signed", r, seed
+            if model == "softmax":
+                cells = [("-", 0)]
+            elif model == "signed":
+                cells = [("signed", r) for r in ranks]
+            else:
+                cells = [(f, r) for f in fmaps for r in ranks]
+            for fmap, r in cells:
+                for lr in lrs:
+                    for seed in range(seeds):
+                        specs.append(
+                            RunSpec(
+                                suite,
+                                scale,
+                                model,
+                                fmap,
+                                r,
+                                seed,
+                                lr=lr,
+                                train_on=source(model),
+                                **proto,
+                            )
                         )
-                    )
-    return specs, data, header, bound
+    return specs, data, header, bound, context
 
 
 def _render(suite, rows, bound, accuracy, json_path, plot_path, header):
-    from sketchsim.experiments.sweep import plot_sweep, summarize, transition
+    from sketchsim.experiments.sweep import plot_sweep, spread, summarize, transition
 
     metric = "sequence_error" if suite == "witness" else "test_accuracy"
     summary = summarize(rows, metric)
     errs = summarize(rows, "max_abs_error") if suite == "witness" else None
+    trained_on = header.get("train_on", {})
     title = (
         "witness suite: sequence error on the family"
         if suite == "witness"
@@ -180,17 +390,21 @@ def _render(suite, rows, bound, accuracy, json_path, plot_path, header):
         title=title,
         caption=(f"certified r >= {bound} for every head with error < 1/2" if bound else None),
     )
-    cols = ["scale", "model", "r", "seeds", "mean", "min", "max"]
+    cols = ["scale", "model", "r", "trained on", "runs", "mean", "min", "max"]
     if errs:
         cols.append("max |y-t| (mean)")
     for col in cols:
-        table.add_column(col, justify="left" if col in ("scale", "model") else "right")
+        left = col in ("scale", "model", "trained on")
+        table.add_column(col, justify="left" if left else "right")
     for k, row in enumerate(summary):
         model = row["model"] + (f" ({row['feature_map']})" if row["model"] != "softmax" else "")
         cells = [
             row["scale"] or "-",
             model,
             str(row["rank"] or "-"),
+            {"random": "random triples", "pool": "train pool"}.get(
+                trained_on.get(row["model"], ""), trained_on.get(row["model"], "")
+            ),
             str(row["seeds"]),
             f"{row['mean']:.3f}",
             f"{row['min']:.3f}",
@@ -201,6 +415,23 @@ def _render(suite, rows, bound, accuracy, json_path, plot_path, header):
         table.add_row(*cells)
     render.console.print(table)
     extra = {}
+    if len(header.get("lr", [])) > 1:
+        grid = spread(rows, metric, lower=suite == "witness")
+        extra["lr_grid"] = grid
+        grid_table = Table(title="learning-rate grid: best over the grid; mean ± std over seeds")
+        for col in ("scale", "model", "r", "best lr", "best", "mean ± std"):
+            grid_table.add_column(col)
+        for g in grid:
+            model = g["model"] + (f" ({g['feature_map']})" if g["model"] != "softmax" else "")
+            grid_table.add_row(
+                g["scale"] or "-",
+                model,
+                str(g["rank"] or "-"),
+                f"{g['best_lr']:g}",
+                f"{g['best']:.3f}",
+                f"{g['mean']:.3f} ± {g['std']:.3f}",
+            )
+        render.console.print(grid_table)
     if suite == "ood":
         trans = transition(summary, accuracy)
         extra["transition"] = trans

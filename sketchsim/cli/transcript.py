@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import click
-from rich.panel import Panel
 from rich.table import Table
 
+from sketchsim import config
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.familyopts import build_family, check_support, choose_inputs, render_header
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.results import result_payload, write_json_atomic
@@ -56,19 +57,30 @@ def _answers_text(values) -> str:
 @click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
 @click.option("--resume", is_flag=True, help="Keep protocols already measured in --json.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet):
-    """Measure transcript bits of sketch protocols on F(q,s) against q*log2(s+1)."""
+@click.option(
+    "--family",
+    "family_spec",
+    default="hard",
+    show_default=True,
+    help="Input family: NAME[:k=v,...], path/file.py:NAME or pkg.module:NAME "
+    "(see `sketchsim families`).",
+)
+@click.option("--verbose", is_flag=True, help="Per-layer declared, used and entry-entropy bits.")
+def transcript(
+    q, s, specs, samples, exhaustive, seed, json_path, resume, quiet, family_spec, verbose
+):
+    """Measure transcript bits of sketch protocols against the bound q*log2(s+1)."""
 
     from sketchsim.plugins import discover, resolve
-    from sketchsim.sketch.family import HardFamily
-    from sketchsim.transcript import DEFAULT_SPECS, choose_answers, measure
+    from sketchsim.transcript import measure
 
     if resume and not json_path:
         raise click.UsageError("--resume needs --json PATH")
-    family = HardFamily(q, s, seed)
+    family, default_specs = build_family(family_spec, q, s, samples, seed)
     found = discover()
-    resolved = [(spec, resolve(spec, found)) for spec in (specs or DEFAULT_SPECS)]
-    mode, T = choose_answers(family, exhaustive, samples)
+    resolved = [(spec, resolve(spec, found)) for spec in (specs or default_specs)]
+    check_support(resolved, family)
+    mode, T = choose_inputs(family, exhaustive, samples)
     header = {
         "q": q,
         "s": s,
@@ -78,6 +90,8 @@ def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet)
         "mode": mode,
         "inputs": int(T.shape[0]),
         "seed": seed,
+        "family": family.name,
+        "family_params": family.options(),
     }
     params = {
         "q": q,
@@ -85,19 +99,13 @@ def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet)
         "samples": samples,
         "mode": mode,
         "seed": seed,
+        "family": family_spec,
         "protocols": [spec for spec, _ in resolved],
     }
     done = {}
     if resume and json_path:
         done = _load_resumable(json_path, header)
-    render.console.print(
-        Panel.fit(
-            f"F(q={q}, s={s}): m = {family.m} bits, N = {family.n_tokens} tokens, "
-            f"answers in 0..{s}\nbound q*log2(s+1) = [bold]{family.bound_bits:.2f}[/bold] bits; "
-            f"{mode} mode, {T.shape[0]:,} inputs, seed {seed}",
-            title="sketchsim transcript",
-        )
-    )
+    render_header(family, mode, T.shape[0], seed)
     results = []
     for spec, r in resolved:
         key = _resume_key(r.protocol.name, r.params, r.identity)
@@ -113,7 +121,7 @@ def transcript(q, s, specs, samples, exhaustive, seed, json_path, resume, quiet)
         if json_path:
             payload = {**header, "protocols": results, "complete": False}
             write_json_atomic(json_path, result_payload("transcript", params, payload))
-    _render_transcript(family, mode, results)
+    _render_transcript(family, mode, results, verbose)
     if json_path:
         payload = {**header, "protocols": results, "complete": True}
         write_json_atomic(json_path, result_payload("transcript", params, payload))
@@ -196,21 +204,39 @@ def _entry_problem(entry) -> str | None:
     return None
 
 
-def _render_transcript(family, mode, results) -> None:
+def _fmt_ci(r) -> str:
+    ci = r.get("entry_entropy_ci")
+    if not ci or ci[0] == ci[1]:
+        return f"{r['entry_entropy_bits']:,.2f}"
+    return f"{r['entry_entropy_bits']:,.2f} ± {(ci[1] - ci[0]) / 2:,.2f}"
+
+
+def _entropy_verdict(r, bound: float) -> str:
+    if "entry_entropy_bits" not in r:
+        return "-"
+    if r.get("entry_entropy_below_bound"):
+        return "[red]below: cannot be correct[/red]"
+    return render.verdict(True, f"{r['entry_entropy_bits'] / bound:.2f}x" if bound else "yes")
+
+
+def _render_transcript(family, mode, results, verbose: bool = False) -> None:
+    exhaustive = mode == "exhaustive"
+    bound = family.bound_bits
     table = Table(
-        caption="distinct transcripts counted by 128-bit fingerprint; "
-        "certificates re-checked on exact transcripts"
+        title=f"bound {bound:,.2f} bits",
+        caption=(
+            "distinct transcripts counted by 128-bit fingerprint; certificates re-checked on exact "
+            "transcripts"
+            if exhaustive
+            else "entry entropy: Miller-Madow estimate ± half its "
+            f"{100 * config.ENTROPY_CONFIDENCE:.0f}% interval; distinct/entropy columns are "
+            "capped by the sample (in the JSON only)"
+        ),
     )
-    cols = (
-        "protocol",
-        "declared bits",
-        "distinct",
-        "log2 distinct",
-        "entropy bits",
-        "correct",
-        ">= bound",
-        "failure shown by",
-    )
+    cols = ["protocol", "declared bits", "used bits", "entry entropy"]
+    if exhaustive:
+        cols += ["distinct", "log2 distinct", "entropy bits"]
+    cols += ["correct", ">= bound", "entry H / bound", "failure shown by"]
     for col in cols:
         table.add_column(col, justify="left" if col == "protocol" else "right")
     for r in results:
@@ -220,31 +246,44 @@ def _render_transcript(family, mode, results) -> None:
         elif r["wrong_inputs"]:
             cert = f"[red]{r['wrong_inputs']:,} wrong inputs[/red]"
         slow = " [yellow](python engine)[/yellow]" if r["engine"] != "jit" else ""
-        table.add_row(
+        row = [
             (r["spec"] or r["name"]) + slow,
             f"{r['declared_bits']:,.2f}",
-            f"{r['distinct_transcripts']:,}",
-            f"{r['log2_distinct']:.2f}",
-            f"{r['entropy_bits']:.2f}",
+            f"{r['used_bits']:,.2f}" if "used_bits" in r else "-",
+            _fmt_ci(r) if "entry_entropy_bits" in r else "-",
+        ]
+        if exhaustive:
+            row += [
+                f"{r['distinct_transcripts']:,}",
+                f"{r['log2_distinct']:.2f}",
+                f"{r['entropy_bits']:.2f}",
+            ]
+        row += [
             render.verdict(
                 r["correct_fraction"] == 1.0,
                 f"{r['correct_fraction']:.4f}",
                 f"{r['correct_fraction']:.4f}",
             ),
             render.verdict(r["meets_bound"]),
+            _entropy_verdict(r, bound),
             cert,
-        )
+        ]
+        table.add_row(*row)
     render.console.print(table)
-    if mode == "sampled":
+    if verbose:
+        _render_layers(results)
+    if not exhaustive:
         render.console.print(
-            f"[dim]sampled mode: {family.size:.3g} inputs exist, so distinct counts are capped by "
-            f"the sample; collision certificates need exhaustive mode (small q, s)[/dim]"
+            f"[dim]sampled mode: {family.size_text()} inputs exist; a protocol whose entry entropy "
+            "is below the bound (upper end of its interval) cannot be correct on this "
+            "distribution; collision certificates need exhaustive mode (small q, s)[/dim]"
         )
     for r in results:
+        name = r["spec"] or r["name"]
         c = r["collision"]
         if c:
             render.console.print(
-                f"[bold]{r['spec'] or r['name']}[/bold]: inputs #{c['inputs'][0]} and "
+                f"[bold]{name}[/bold]: inputs #{c['inputs'][0]} and "
                 f"#{c['inputs'][1]} have the same transcript but answers differ at query "
                 f"{c['position']}; the protocol answers {c['protocol_answer']} on both\n"
                 f"  t = {_answers_text(c['answers_a'])}\n  t = {_answers_text(c['answers_b'])}"
@@ -252,13 +291,41 @@ def _render_transcript(family, mode, results) -> None:
         elif r["first_failure"]:
             f = r["first_failure"]
             render.console.print(
-                f"[bold]{r['spec'] or r['name']}[/bold]: first wrong input #{f['input']}, query "
+                f"[bold]{name}[/bold]: first wrong input #{f['input']}, query "
                 f"{f['position']}: target {f['target']}, answered {f['answer']}"
+            )
+        if r.get("entry_entropy_below_bound"):
+            render.console.print(
+                f"[bold]{name}[/bold]: entry entropy {r['entry_entropy_bits']:,.2f} < bound "
+                f"{bound:,.2f} bits: [red]cannot be correct on this distribution[/red]"
+            )
+        if r.get("undersampled_entries") and not exhaustive:
+            render.console.print(
+                f"[dim]{name}: {r['undersampled_entries']:,} entries take more than n/10 values; "
+                "their entropy estimates are unreliable (more samples help)[/dim]"
             )
         if not r["meets_bound"] and r["correct_fraction"] == 1.0:
             note = (
                 "[red]THEOREM VIOLATED: correct on every input below the bound[/red]"
-                if mode == "exhaustive"
+                if exhaustive
                 else "[yellow]below the bound but no failure among the sampled inputs[/yellow]"
             )
-            render.console.print(f"[bold]{r['spec'] or r['name']}[/bold]: {note}")
+            render.console.print(f"[bold]{name}[/bold]: {note}")
+
+
+def _render_layers(results) -> None:
+    table = Table(title="per layer")
+    for col in ("protocol", "layer", "channel", "speakers", "declared", "used", "entry entropy"):
+        table.add_column(col, justify="left" if col in ("protocol", "channel") else "right")
+    for r in results:
+        for i, lay in enumerate(r.get("layers", []), 1):
+            table.add_row(
+                r["spec"] or r["name"],
+                str(i),
+                lay["channel"],
+                f"{lay['speakers']:,}",
+                f"{lay['bits']:,.2f}",
+                f"{lay['used_bits']:,.2f}" if "used_bits" in lay else "-",
+                _fmt_ci(lay) if "entry_entropy_bits" in lay else "-",
+            )
+    render.console.print(table)

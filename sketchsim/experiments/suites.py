@@ -13,7 +13,13 @@ import numpy as np
 from sketchsim.errors import SketchsimError
 from sketchsim.minip import minip_targets
 
-__all__ = ["Split", "witness_split", "ood_splits", "parse_scales"]
+__all__ = ["Split", "witness_split", "random_triples", "ood_splits", "parse_scales"]
+
+#: Largest token width, pool size and triple count an OOD scale accepts.
+MAX_OOD_M = 62
+MAX_OOD_TRIPLES = 1_000_000
+#: Largest number of random training triples (witness suite, ``train_on=random``).
+MAX_RANDOM_TRIPLES = 1_000_000
 
 
 @dataclass
@@ -43,6 +49,15 @@ def parse_scales(text: str) -> list[tuple[int, int, int]]:
             ) from None
         if m < 2 or pool < 3 or triples < 2:
             raise SketchsimError(f"scale {part!r}: need m >= 2, pool >= 3, triples >= 2")
+        if m > MAX_OOD_M:
+            raise SketchsimError(f"scale {part!r}: m is at most {MAX_OOD_M}")
+        if 2 * pool > 2**m:
+            raise SketchsimError(f"scale {part!r}: m = {m} has fewer than {2 * pool} tokens")
+        if triples > MAX_OOD_TRIPLES:
+            raise SketchsimError(
+                f"scale {part!r}: at most {MAX_OOD_TRIPLES:,} triples per split "
+                f"(about {triples * 3 * m * 8 / 2**30:.1f} GiB of training tensors asked)"
+            )
         if triples > pool**3 // 2:
             raise SketchsimError(f"scale {part!r}: a pool of {pool} has too few triples")
         scales.append((m, pool, triples))
@@ -51,20 +66,55 @@ def parse_scales(text: str) -> list[tuple[int, int, int]]:
     return scales
 
 
+def random_triples(m: int, n: int, seed: int) -> Split:
+    """``n`` random length-3 inputs of width ``m``, every position scored.
+
+    Each token has its own density drawn uniformly from [0.2, 0.8], so the
+    overlaps (and the targets) spread over their whole range instead of
+    concentrating near ``m / 4``.
+    """
+    if n > MAX_RANDOM_TRIPLES:
+        raise SketchsimError(f"at most {MAX_RANDOM_TRIPLES:,} random triples, asked {n:,}")
+    rng = np.random.default_rng([seed, m, n, 3])
+    density = rng.uniform(0.2, 0.8, size=(n, 3, 1))
+    tokens = (rng.random((n, 3, m)) < density).astype(np.uint8)
+    return Split(tokens, minip_targets(tokens).astype(np.float32), None)
+
+
+def _distinct_tokens(m: int, count: int, rng) -> np.ndarray:
+    """``count`` distinct tokens in ``{0,1}^m``, each drawn at a density from [0.2, 0.8]
+    (topped up uniformly when the densities repeat themselves too often)."""
+    seen: dict[bytes, np.ndarray] = {}
+    for _ in range(20):
+        need = count - len(seen)
+        if need <= 0:
+            break
+        density = rng.uniform(0.2, 0.8, size=(2 * need, 1))
+        for row in (rng.random((2 * need, m)) < density).astype(np.uint8):
+            seen.setdefault(row.tobytes(), row)
+    vecs = list(seen.values())[:count]
+    if len(vecs) < count:
+        have = {int("".join(map(str, v[::-1])), 2) for v in vecs}
+        rest = np.setdiff1d(np.arange(2**m), np.fromiter(have, dtype=np.int64, count=len(have)))
+        extra = rng.choice(rest, size=count - len(vecs), replace=False)
+        vecs += list(((extra[:, None] >> np.arange(m)) & 1).astype(np.uint8))
+    return np.stack(vecs)
+
+
 def ood_splits(m: int, pool: int, triples: int, seed: int) -> tuple[Split, Split]:
     """Disjoint train and test sets of ``triples`` length-3 inputs each.
 
     Tokens come from two disjoint pools of ``pool`` distinct random vectors in
-    ``{0,1}^m`` (train pool, test pool), so test inputs share no token with
-    training inputs; every position is scored.
+    ``{0,1}^m`` (train pool, test pool; each token at its own density in
+    [0.2, 0.8]), so test inputs share no token with training inputs; every
+    position is scored.
     """
     rng = np.random.default_rng([seed, m, pool])
     if 2 * pool > 2**m:
         raise SketchsimError(f"m = {m} has fewer than {2 * pool} distinct tokens")
-    ints = rng.choice(2**m, size=2 * pool, replace=False) if m <= 62 else None
-    if ints is None:  # pragma: no cover - wide tokens: draw until distinct
-        raise SketchsimError("OOD suites support m <= 62")
-    vecs = ((ints[:, None] >> np.arange(m)) & 1).astype(np.uint8)
+    if m > MAX_OOD_M:
+        raise SketchsimError(f"OOD suites support m <= {MAX_OOD_M}")
+    vecs = _distinct_tokens(m, 2 * pool, rng)
     out = []
     for half in (vecs[:pool], vecs[pool:]):
         idx = rng.integers(0, pool, size=(triples, 3))

@@ -1,15 +1,19 @@
 """Sweeps over (model, feature rank, seed): rows, summaries, transition points, plots.
 
-Results live in one JSON file rewritten atomically after every run; with
-``resume`` the runs already in it (same key) are skipped.
+Results live in one JSON file rewritten atomically after every run.  Every run
+is keyed by everything that determines it (its :class:`RunSpec`, which holds
+the model, map, rank, seed, heads and the whole training protocol, plus the
+sweep's context: suite data hash and code version); with ``resume`` the runs
+of the file whose key matches are reused after validation, the others are run.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import platform
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +25,30 @@ from sketchsim.experiments.suites import Split
 from sketchsim.experiments.train import fit, metrics, pick_device, token_ids
 from sketchsim.results import versions, write_json_atomic
 
-__all__ = ["Run", "RunSpec", "run_sweep", "summarize", "transition", "plot_sweep"]
+__all__ = [
+    "Run",
+    "RunSpec",
+    "train_one",
+    "run_sweep",
+    "load_runs",
+    "summarize",
+    "spread",
+    "transition",
+    "transition_grows",
+    "plot_sweep",
+]
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One training run: what to train on which data."""
+    """One training run: what to train, on which data, with which protocol.
+
+    ``train_on`` says where the training inputs come from: ``family`` (the
+    witness family itself), ``random`` (random length-3 triples of the family's
+    width, evaluated on the family) or ``pool`` (the OOD train pool).
+    """
 
     suite: str
     scale: str
@@ -34,133 +56,249 @@ class RunSpec:
     feature_map: str
     rank: int
     seed: int
+    heads: int = 1
+    steps: int = 2000
+    lr: float = 0.01
+    loss: str = "mse"
+    encoding: str = "pm1"
+    eps: float = 1e-6
+    dtype: str = "float32"
+    train_on: str = "family"
 
-    def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+    def key(self, context: dict | None = None) -> str:
+        """Canonical JSON of the spec and the sweep's context (data hash, code version)."""
+        return json.dumps({"spec": asdict(self), "context": context or {}}, sort_keys=True)
 
 
 @dataclass
 class Run:
-    """A finished run: its spec, training metrics, test metrics (OOD) and cost."""
+    """A finished run.
+
+    ``sequence_error``, ``position_error`` and ``max_abs_error`` are measured on
+    the suite's evaluation set (the witness family; the OOD train split), the
+    ``train_*`` fields on what the head was trained on, ``test_*`` on the OOD
+    test split.  A non-finite output counts as wrong and makes ``finite`` false.
+    """
 
     spec: dict
     sequence_error: float
     position_error: float
     max_abs_error: float
+    train_sequence_error: float
+    train_max_abs_error: float
     test_sequence_error: float | None
     test_accuracy: float | None
+    trained_on: str
+    finite: bool
     steps: int
     seconds: float
     device: str
 
 
-def _tensors(split: Split, device):
+_RUN_FIELDS = {f.name for f in fields(Run)}
+_SPEC_FIELDS = {f.name for f in fields(RunSpec)}
+
+
+def _tensors(split: Split, device, dtype):
     ids, vocab = token_ids(split.tokens)
-    x = torch.tensor(split.tokens, dtype=torch.float32, device=device)
-    t = torch.tensor(split.targets, dtype=torch.float32, device=device)
+    x = torch.tensor(split.tokens, dtype=dtype, device=device)
+    t = torch.tensor(split.targets, dtype=dtype, device=device)
     return x, torch.tensor(ids, device=device), t, vocab
 
 
+def _evaluate(head, split: Split, dev, dtype, ids=None) -> tuple[float, float, float]:
+    x, _, t, _ = _tensors(split, dev, dtype)
+    with torch.no_grad():
+        y = head(x, ids)
+    if split.scored is not None:
+        y = y[:, split.scored : split.scored + 1]
+    return metrics(y, t)
+
+
 def train_one(
-    spec: RunSpec, train: Split, test: Split | None, steps: int, lr: float, device: str
+    spec: RunSpec,
+    train: Split,
+    evaluate: Split | None = None,
+    test: Split | None = None,
+    device: str = "cpu",
 ) -> Run:
-    """Train one head on ``train`` (and score it on ``test``)."""
+    """Train one head on ``train``; score it on ``evaluate`` (default: ``train``) and ``test``."""
     dev = pick_device(device)
-    x, ids, t, vocab = _tensors(train, dev)
+    dtype = DTYPES[spec.dtype]
+    x, ids, t, vocab = _tensors(train, dev, dtype)
     m = train.tokens.shape[-1]
-    head = make_head(spec.model, m, spec.rank, spec.feature_map, vocab=vocab, seed=spec.seed)
+    head = make_head(
+        spec.model,
+        m,
+        spec.rank,
+        spec.feature_map,
+        vocab=vocab,
+        heads=spec.heads,
+        seed=spec.seed,
+        eps=spec.eps,
+        encoding=spec.encoding,
+    ).to(dtype)
     res = fit(
-        head, x, ids, t, steps=steps, lr=lr, seed=spec.seed, device=str(dev), scored=train.scored
+        head,
+        x,
+        ids,
+        t,
+        steps=spec.steps,
+        lr=spec.lr,
+        seed=spec.seed,
+        device=str(dev),
+        scored=train.scored,
+        loss=spec.loss,
     )
+    seq, pos, mx = res.sequence_error, res.position_error, res.max_abs_error
+    if evaluate is not None:
+        seq, pos, mx = _evaluate(head, evaluate, dev, dtype)
     test_seq = test_acc = None
     if test is not None:
-        xt, _, tt, _ = _tensors(test, dev)
-        with torch.no_grad():
-            y = head(xt, None)
-        test_seq = metrics(y, tt)[0]
+        test_seq = _evaluate(head, test, dev, dtype)[0]
         test_acc = 1.0 - test_seq
+    finite = all(math.isfinite(v) for v in (mx, res.max_abs_error))
     return Run(
         asdict(spec),
+        seq,
+        pos,
+        mx,
         res.sequence_error,
-        res.position_error,
         res.max_abs_error,
         test_seq,
         test_acc,
+        spec.train_on,
+        finite,
         res.steps,
         res.seconds,
         res.device,
     )
 
 
+def _check_run(entry, path) -> dict:
+    """One resumed entry, validated: the run fields with the right types."""
+    where = f"cannot resume from {path}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("spec"), dict):
+        raise SketchsimError(f"{where}: a run entry is not an object with a spec")
+    missing = _RUN_FIELDS - set(entry)
+    if missing:
+        raise SketchsimError(f"{where}: a run entry lacks {', '.join(sorted(missing))}")
+    if set(entry["spec"]) != _SPEC_FIELDS:
+        raise SketchsimError(f"{where}: a run spec has other fields than this version's")
+    for name in ("sequence_error", "position_error", "train_sequence_error"):
+        v = entry[name]
+        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v <= 1:
+            raise SketchsimError(f"{where}: {name} = {v!r} is not a rate in [0, 1]")
+    for name in ("max_abs_error", "train_max_abs_error"):
+        v = entry[name]
+        if v is not None and (not isinstance(v, int | float) or isinstance(v, bool) or v < 0):
+            raise SketchsimError(f"{where}: {name} = {v!r} is not an error >= 0 or null")
+    for name in ("test_sequence_error", "test_accuracy"):
+        v = entry[name]
+        if v is not None and (not isinstance(v, int | float) or not 0 <= v <= 1):
+            raise SketchsimError(f"{where}: {name} = {v!r} is not a rate in [0, 1] or null")
+    if not isinstance(entry["finite"], bool) or not isinstance(entry["steps"], int):
+        raise SketchsimError(f"{where}: finite or steps has the wrong type")
+    if entry["max_abs_error"] is None:  # written as null: non-finite output
+        entry = {**entry, "max_abs_error": math.inf, "finite": False}
+    return entry
+
+
+def load_runs(path: str | Path) -> dict[str, dict]:
+    """Finished runs of a sweep file keyed by :meth:`RunSpec.key` with the file's own
+    context (data hash, code version); every entry validated.
+
+    Raises
+    ------
+    SketchsimError
+        When the file is not JSON, not a sweep file, or any entry is malformed.
+    """
+    try:
+        old = json.loads(Path(path).read_text())
+    except ValueError:
+        raise SketchsimError(f"cannot resume from {path}: not JSON") from None
+    except OSError as exc:
+        raise SketchsimError(f"cannot resume from {path}: {exc.strerror}") from None
+    if not isinstance(old, dict) or not isinstance(old.get("runs"), list):
+        raise SketchsimError(f"cannot resume from {path}: not a sweep file (no list of runs)")
+    context = old.get("context")
+    if not isinstance(context, dict):
+        raise SketchsimError(f"cannot resume from {path}: no context (data hash, code version)")
+    done = {}
+    for entry in old["runs"]:
+        entry = _check_run(entry, path)
+        try:
+            spec = RunSpec(**entry["spec"])
+        except TypeError:
+            raise SketchsimError(f"cannot resume from {path}: a run spec is malformed") from None
+        done[spec.key(context)] = entry
+    return done
+
+
+def _payload(header, context, rows, complete):
+    return {
+        "header": header,
+        "context": context,
+        "runs": rows,
+        "complete": complete,
+        "versions": {**versions(), "torch": torch.__version__, "machine": platform.machine()},
+    }
+
+
 def run_sweep(
     specs: Iterable[RunSpec],
-    data: Callable[[RunSpec], tuple[Split, Split | None]],
+    data: Callable[[RunSpec], tuple[Split, Split | None, Split | None]],
     path: str | Path | None,
     header: dict,
-    steps: int,
-    lr: float = 0.03,
     device: str = "auto",
     resume: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    context: dict | None = None,
 ) -> list[dict]:
-    """Run every spec (skipping finished ones on resume), saving after each run."""
+    """Run every spec (reusing finished ones on resume), saving after each run.
+
+    ``data(spec)`` returns ``(train, evaluate, test)`` splits; ``context``
+    holds what the specs do not (hash of the suite's data, code version) and is
+    part of every run's key.
+    """
+    import sketchsim
+
     specs = list(specs)
+    context = {"sketchsim": sketchsim.__version__, **(context or {})}
     done: dict[str, dict] = {}
     if resume and path and Path(path).exists():
-        try:
-            old = json.loads(Path(path).read_text())
-        except ValueError:
-            raise SketchsimError(f"cannot resume from {path}: not JSON") from None
-        if old.get("header") != header:
-            raise SketchsimError(f"cannot resume from {path}: it was made with other settings")
-        done = {RunSpec(**r["spec"]).key(): r for r in old.get("runs", [])}
+        done = load_runs(path)
     rows = []
     for k, spec in enumerate(specs):
-        if spec.key() in done:
-            rows.append(done[spec.key()])
+        key = spec.key(context)
+        if key in done:
+            rows.append(done[key])
         else:
-            train, test = data(spec)
-            rows.append(asdict(train_one(spec, train, test, steps, lr, device)))
+            train, evaluate, test = data(spec)
+            rows.append(asdict(train_one(spec, train, evaluate, test, device)))
             if path:
-                write_json_atomic(
-                    path,
-                    {
-                        "header": header,
-                        "runs": rows,
-                        "complete": False,
-                        "versions": {
-                            **versions(),
-                            "torch": torch.__version__,
-                            "machine": platform.machine(),
-                        },
-                    },
-                )
+                write_json_atomic(path, _payload(header, context, rows, False))
         if progress:
             progress(k + 1, len(specs))
     if path:
-        write_json_atomic(
-            path,
-            {
-                "header": header,
-                "runs": rows,
-                "complete": True,
-                "versions": {
-                    **versions(),
-                    "torch": torch.__version__,
-                    "machine": platform.machine(),
-                },
-            },
-        )
+        write_json_atomic(path, _payload(header, context, rows, True))
     return rows
 
 
+def _group_key(spec: dict) -> tuple:
+    return (spec["scale"], spec["model"], spec["feature_map"], spec["rank"])
+
+
 def summarize(rows: list[dict], metric: str = "sequence_error") -> list[dict]:
-    """Mean, min and max of ``metric`` over seeds per (scale, model, feature map, rank)."""
+    """Mean, min and max of ``metric`` over seeds per (scale, model, feature map, rank).
+
+    Rows that differ only in the learning rate are grouped together; use
+    :func:`spread` to report a learning-rate grid.
+    """
     groups: dict[tuple, list[float]] = {}
     for r in rows:
-        s = r["spec"]
-        key = (s["scale"], s["model"], s["feature_map"], s["rank"])
-        groups.setdefault(key, []).append(r[metric])
+        v = r[metric]
+        groups.setdefault(_group_key(r["spec"]), []).append(math.inf if v is None else v)
     out = []
     for (scale, model, fmap, rank), vals in sorted(groups.items(), key=_order):
         v = np.array(vals, dtype=float)
@@ -179,6 +317,44 @@ def summarize(rows: list[dict], metric: str = "sequence_error") -> list[dict]:
     return out
 
 
+def spread(rows: list[dict], metric: str = "sequence_error", lower: bool = True) -> list[dict]:
+    """A learning-rate grid, reported both ways.
+
+    Per (scale, model, map, rank): ``best`` is the best over the grid of the
+    seed-mean (as zoology reports: max accuracy / min error over learning
+    rates), with that ``best_lr``; ``mean`` and ``std`` are over seeds at that
+    learning rate.
+    """
+    cells: dict[tuple, dict[float, list[float]]] = {}
+    for r in rows:
+        v = r[metric]
+        cells.setdefault(_group_key(r["spec"]), {}).setdefault(r["spec"]["lr"], []).append(
+            math.inf if v is None else v
+        )
+    out = []
+    for key, by_lr in sorted(cells.items(), key=lambda kv: _order((kv[0], None))):
+        means = {lr: float(np.mean(v)) for lr, v in by_lr.items()}
+        pick = min if lower else max
+        best_lr = pick(means, key=lambda lr: (means[lr], lr))
+        vals = np.array(by_lr[best_lr], dtype=float)
+        scale, model, fmap, rank = key
+        out.append(
+            {
+                "scale": scale,
+                "model": model,
+                "feature_map": fmap,
+                "rank": rank,
+                "lrs": sorted(by_lr),
+                "best_lr": best_lr,
+                "best": means[best_lr],
+                "mean": float(vals.mean()),
+                "std": float(vals.std()),
+                "seeds": len(vals),
+            }
+        )
+    return out
+
+
 def _order(item):
     (scale, model, fmap, rank), _ = item
     parts = scale.split(":") if scale else []
@@ -187,15 +363,42 @@ def _order(item):
 
 
 def transition(summary: list[dict], accuracy: float) -> dict:
-    """Per scale: the smallest kernel rank whose mean test accuracy reaches ``accuracy``."""
+    """Per scale and feature map: the smallest kernel rank whose mean test accuracy
+    reaches ``accuracy`` (None when no rank does).
+
+    Keys are the scale when one feature map was swept, else ``"scale (map)"``.
+    """
+    maps = {row["feature_map"] for row in summary if row["model"] != "softmax"}
     out: dict[str, int | None] = {}
-    for row in summary:
+    for row in sorted(summary, key=lambda r: r["rank"]):
         if row["model"] == "softmax":
             continue
-        out.setdefault(row["scale"], None)
-        if out[row["scale"]] is None and row["mean"] >= accuracy:
-            out[row["scale"]] = row["rank"]
-    return out
+        name = row["scale"] if len(maps) == 1 else f"{row['scale']} ({row['feature_map']})"
+        out.setdefault(name, None)
+        if out[name] is None and row["mean"] >= accuracy:
+            out[name] = row["rank"]
+    order = {row["scale"]: k for k, row in enumerate(summary)}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0].split(" ")[0], 0), kv[0])))
+
+
+def transition_grows(found: dict, min_scales: int = 3) -> list[str]:
+    """Feature maps whose transition rank exists at every scale (at least ``min_scales``)
+    and grows with the scale: never smaller at a larger scale, larger at the last.
+
+    ``found`` is :func:`transition`'s output (scales in increasing order).
+    """
+    per_map: dict[str, list] = {}
+    for name, r in found.items():
+        fmap = name.split(" (")[1].rstrip(")") if " (" in name else ""
+        per_map.setdefault(fmap, []).append(r)
+    good = []
+    for fmap, ranks in per_map.items():
+        if len(ranks) < min_scales or any(r is None for r in ranks):
+            continue
+        steps = zip(ranks, ranks[1:], strict=False)
+        if all(a <= b for a, b in steps) and ranks[-1] > ranks[0]:
+            good.append(fmap)
+    return good
 
 
 def plot_sweep(
@@ -229,10 +432,10 @@ def plot_sweep(
     ax.set_xlabel("feature rank r")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

@@ -1,27 +1,152 @@
-"""The hard Min-IP family F(q, s) of THEORY section 5.
+"""Input families: fixed query tokens, varying data tokens, answers at the queries.
 
+A :class:`Family` fixes ``q`` query tokens (positions ``0..q-1``) and draws the
+data tokens (positions ``q..``); the answer at query ``i`` lies in ``0..s``.
+Every input is identified by its answer vector ``t`` (row of ``T``); the data
+tokens are a deterministic function of ``t`` and the family's seed, so the
+input distribution is the uniform distribution over answer vectors and the
+bound of THEORY section 5 is the entropy of that vector, ``q log2(s+1)``.
+Families are plug-ins (:class:`FamilyType`, see :mod:`sketchsim.families`).
+
+:class:`HardFamily` is the hard Min-IP family F(q, s) of THEORY section 5:
 ``m = q*s + s + 1``: ``q`` blocks of ``s`` bits, then a pad of ``s + 1`` bits.
-Query ``i`` (position ``i``, 0-based) is ``block_i OR pad``; the data token
-(position ``q``) has ``t_i`` ones inside block ``i`` (which ones: a seeded
-permutation per block) and none in the pad.  The answer at query ``i`` is ``t_i``.
+Query ``i`` is ``block_i OR pad``; the data token (position ``q``) has ``t_i``
+ones inside block ``i`` (which ones: a seeded permutation per block) and none
+in the pad.  The answer at query ``i`` is ``t_i``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit, prange
 
-from sketchsim.bits import n_words, pack_bits
-from sketchsim.errors import SketchsimError
-from sketchsim.sketch.protocol import Context
+from sketchsim.bits import n_words, pack_bits, unpack_bits
+from sketchsim.errors import FamilyError
+from sketchsim.sketch.protocol import Context, Param
 
-__all__ = ["HardFamily", "MAX_BYTES_PER_INPUT", "MAX_INPUTS"]
+__all__ = [
+    "Family",
+    "FamilyType",
+    "HardFamily",
+    "HARD",
+    "MAX_BYTES_PER_INPUT",
+    "answer_dtype",
+]
 
 MAX_BYTES_PER_INPUT = 1 << 26
-MAX_INPUTS = 1 << 26
+
+
+def answer_dtype(s: int):
+    """The smallest unsigned dtype holding answers ``0..s``."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if s <= np.iinfo(dt).max:
+            return dt
+    return np.int64
+
+
+class Family:
+    """Base class of input families (subclasses set ``name``, ``q``, ``s``, ``seed``).
+
+    Subclasses define ``m``, ``n_tokens``, :meth:`tokens` and
+    :meth:`reference_answers`; the rest is shared.
+    """
+
+    name = "family"
+    q: int
+    s: int
+    seed: int
+
+    @property
+    def m(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def n_tokens(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def words(self) -> int:
+        return n_words(self.m)
+
+    @property
+    def bytes_per_input(self) -> int:
+        return self.n_tokens * self.words * 8
+
+    @property
+    def bound_bits(self) -> float:
+        """Entropy of the answer vector: ``q log2(s + 1)`` for uniform answers."""
+        return self.q * math.log2(self.s + 1)
+
+    @property
+    def size(self) -> int:
+        """``(s+1)^q`` answer vectors (an exact Python int; may be astronomically large)."""
+        return (self.s + 1) ** self.q
+
+    @property
+    def log2_size(self) -> float:
+        return self.q * math.log2(self.s + 1)
+
+    @property
+    def answer_dtype(self):
+        return answer_dtype(self.s)
+
+    def size_text(self) -> str:
+        """``size`` for messages, without converting huge ints to float."""
+        if self.log2_size < 40:
+            return f"{self.size:,}"
+        return f"2^{self.log2_size:.1f}"
+
+    def context(self) -> Context:
+        return Context(self.q, self.s, self.m, self.n_tokens)
+
+    def describe(self) -> str:
+        """One line for the terminal."""
+        return f"{self.name}(q={self.q}, s={self.s})"
+
+    def options(self) -> dict:
+        """The family's parameters (recorded in result files)."""
+        return {}
+
+    def all_answers(self) -> np.ndarray:
+        """Every answer vector, shape ((s+1)^q, q), in mixed-radix order.
+
+        Built one column at a time in the answer dtype: no (B, q) int64 temporaries.
+        """
+        B = self.size
+        idx = np.arange(B, dtype=np.int64)
+        out = np.empty((B, self.q), dtype=self.answer_dtype)
+        base = self.s + 1
+        power = 1
+        for col in range(self.q - 1, -1, -1):
+            out[:, col] = (idx // power) % base
+            power *= base
+        return out
+
+    def sample_answers(self, k: int) -> np.ndarray:
+        """``k`` answer vectors drawn uniformly with the family's seed."""
+        if k < 1:
+            raise FamilyError(f"the number of samples must be >= 1, got {k}")
+        rng = np.random.default_rng([self.seed, 1])
+        return rng.integers(0, self.s + 1, size=(k, self.q), dtype=self.answer_dtype)
+
+    def tokens(self, T: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Packed tokens (B, n_tokens, words) of the inputs with answer vectors ``T``."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def reference_answers(self, tokens: np.ndarray) -> np.ndarray:
+        """The answers (B, q) computed from the tokens alone, by the family's definition.
+
+        Plain NumPy; the tests use it to check :meth:`tokens` and the bound.
+        """
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def chunk_size(self) -> int:
+        """Inputs per engine chunk: about 32 MiB of tokens."""
+        return max(1, min(16384, (1 << 25) // self.bytes_per_input))
 
 
 @njit(parallel=True, cache=True)
@@ -38,7 +163,7 @@ def _build_tokens(T, qwords, perm, out):
 
 
 @dataclass
-class HardFamily:
+class HardFamily(Family):
     """F(q, s) with a seeded choice of which bits inside each block are set.
 
     Parameters
@@ -54,14 +179,15 @@ class HardFamily:
     seed: int = 0
     perm: np.ndarray = field(init=False, repr=False)
     query_words: np.ndarray = field(init=False, repr=False)
+    name = "hard"
 
     def __post_init__(self):
         if self.q < 1:
-            raise SketchsimError(f"--q must be >= 1, got {self.q}")
+            raise FamilyError(f"q must be >= 1, got {self.q}")
         if self.s < 1:
-            raise SketchsimError(f"--s must be >= 1, got {self.s}")
+            raise FamilyError(f"s must be >= 1, got {self.s}")
         if self.bytes_per_input > MAX_BYTES_PER_INPUT:
-            raise SketchsimError(
+            raise FamilyError(
                 f"F(q={self.q}, s={self.s}) has {self.n_tokens} tokens of {self.m} bits: "
                 f"{self.bytes_per_input / 2**20:.0f} MiB per input exceeds "
                 f"{MAX_BYTES_PER_INPUT / 2**20:.0f} MiB"
@@ -84,58 +210,93 @@ class HardFamily:
     def n_tokens(self) -> int:
         return self.q + 1
 
-    @property
-    def words(self) -> int:
-        return n_words(self.m)
-
-    @property
-    def bytes_per_input(self) -> int:
-        return self.n_tokens * self.words * 8
-
-    @property
-    def bound_bits(self) -> float:
-        """``q log2(s + 1)``: the transcript lower bound."""
-        return self.q * math.log2(self.s + 1)
-
-    @property
-    def size(self) -> int:
-        """``(s+1)^q`` answer vectors."""
-        return (self.s + 1) ** self.q
-
-    def context(self) -> Context:
-        return Context(self.q, self.s, self.m, self.n_tokens)
-
-    def all_answers(self) -> np.ndarray:
-        """Every answer vector, shape ((s+1)^q, q) uint8, in mixed-radix order."""
-        if self.size > MAX_INPUTS:
-            raise SketchsimError(
-                f"exhaustive F(q={self.q}, s={self.s}) has {self.size:.3g} inputs, "
-                f"more than the limit 2^{MAX_INPUTS.bit_length() - 1}; use --samples"
-            )
-        idx = np.arange(self.size, dtype=np.int64)
-        powers = (self.s + 1) ** np.arange(self.q - 1, -1, -1, dtype=np.int64)
-        return ((idx[:, None] // powers) % (self.s + 1)).astype(np.uint8)
-
-    def sample_answers(self, k: int) -> np.ndarray:
-        """``k`` answer vectors drawn uniformly with the family's seed."""
-        if k < 1:
-            raise SketchsimError(f"--samples must be >= 1, got {k}")
-        if k > MAX_INPUTS:
-            raise SketchsimError(f"--samples {k} exceeds the limit {MAX_INPUTS}")
-        rng = np.random.default_rng([self.seed, 1])
-        return rng.integers(0, self.s + 1, size=(k, self.q), dtype=np.uint8)
+    def describe(self) -> str:
+        return f"F(q={self.q}, s={self.s})"
 
     def tokens(self, T: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Packed tokens (B, q + 1, words) of the inputs with answer vectors ``T``.
 
         ``out``, when given, is a buffer with at least ``B`` rows that is reused.
         """
-        T = np.ascontiguousarray(T, dtype=np.uint8)
+        T = np.ascontiguousarray(T, dtype=np.int64 if self.s > 255 else np.uint8)
         shape = (T.shape[0], self.n_tokens, self.words)
         out = np.empty(shape, dtype=np.uint64) if out is None else out[: T.shape[0]]
         _build_tokens(T, self.query_words, self.perm, out)
         return out
 
-    def chunk_size(self) -> int:
-        """Inputs per engine chunk: about 32 MiB of tokens."""
-        return max(1, min(16384, (1 << 25) // self.bytes_per_input))
+    def reference_answers(self, tokens: np.ndarray) -> np.ndarray:
+        """Min-IP at each query: ``min_j <x_i, x_j>`` over all tokens (THEORY section 5)."""
+        X = unpack_bits(tokens, self.m).astype(np.int64)
+        ip = np.einsum("bim,bjm->bij", X[:, : self.q], X)
+        return ip.min(axis=2)
+
+
+@dataclass(frozen=True)
+class FamilyType:
+    """A family plug-in: builds a :class:`Family` from ``(q, s, seed, params)``.
+
+    Parameters
+    ----------
+    name : str
+    description : str
+    build : callable
+        ``build(q, s, seed, params) -> Family``.
+    params : tuple of Param
+        Typed parameters given as ``NAME:k=v,...``.
+    default_protocols : tuple of str
+        Protocol specs ``transcript`` runs on this family without ``--protocol``.
+    """
+
+    name: str
+    description: str
+    build: Callable[[int, int, int, dict], Family]
+    params: tuple[Param, ...] = ()
+    default_protocols: tuple[str, ...] = ()
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.params}
+
+    def resolve(self, given: dict[str, str]) -> dict:
+        """Parse ``name=value`` strings against the declared parameters."""
+        by_name = {p.name: p for p in self.params}
+        values = self.defaults()
+        for key, text in given.items():
+            if key not in by_name:
+                accepted = ", ".join(p.describe() for p in self.params) or "none"
+                raise FamilyError(
+                    f"family {self.name} has no parameter {key!r}; accepted: {accepted}"
+                )
+            try:
+                values[key] = by_name[key].parse(text, self.name)
+            except Exception as exc:  # Param words it for protocols; reword for families
+                raise FamilyError(str(exc).replace("protocol ", "family ", 1)) from None
+        return values
+
+    def make(self, q: int, s: int, seed: int, params: dict) -> Family:
+        try:
+            fam = self.build(q, s, seed, params)
+        except FamilyError:
+            raise
+        except Exception as exc:  # a plug-in bug: one line naming the family
+            raise FamilyError(
+                f"family {self.name}: build failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(fam, Family):
+            raise FamilyError(f"family {self.name}: build must return a sketchsim Family")
+        return fam
+
+
+HARD = FamilyType(
+    "hard",
+    "F(q,s): q fixed Min-IP queries, one data token with t_i ones in block i (THEORY 5)",
+    lambda q, s, seed, params: HardFamily(q, s, seed),
+    default_protocols=(
+        "raw",
+        "block-counts",
+        "clipped-counts",
+        "kernel",
+        "kernel:bits=6",
+        "kernel:values=blocks,bits=7",
+        "multihead:heads=4",
+    ),
+)

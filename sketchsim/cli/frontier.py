@@ -1,0 +1,267 @@
+"""``sketchsim families`` and ``sketchsim frontier``: family plug-ins and the bits frontier."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from sketchsim.cli import render
+from sketchsim.cli.app import main
+from sketchsim.cli.paths import OutputPath
+from sketchsim.errors import SketchsimError
+from sketchsim.results import result_payload, write_json_atomic
+
+
+@main.command()
+def families():
+    """List every input family found: built-ins, installed plug-ins."""
+    from sketchsim.families import discover_families
+
+    table = Table(title="input families")
+    for col in ("name", "source", "description", "parameters", "default protocols"):
+        table.add_column(col)
+    for item in discover_families():
+        if item.family is None:
+            table.add_row(item.name, item.source, f"[red]{item.error}[/red]", "", "")
+            continue
+        fam = item.family
+        params = ", ".join(p.describe() for p in fam.params) or "-"
+        table.add_row(
+            item.name, item.source, fam.description, params, ", ".join(fam.default_protocols)
+        )
+    render.console.print(table)
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.UsageError(
+            f"{flag} must be a comma-separated list of integers, got {text!r}"
+        ) from None
+    if not values:
+        raise click.UsageError(f"{flag} is empty")
+    return values
+
+
+@main.command()
+@click.option(
+    "--protocol",
+    "specs",
+    multiple=True,
+    default=("kernel",),
+    show_default=True,
+    help="NAME[:k=v,...], path/file.py:NAME[:...] or pkg.module:NAME[:...]; repeatable.",
+)
+@click.option("--vary", "vary_text", required=True, help="NAME=LO..HI, e.g. bits=1..16.")
+@click.option("--q", "q_text", default="4,8,16", show_default=True, help="Comma-separated q.")
+@click.option("--s", "s_text", default="3,7", show_default=True, help="Comma-separated s.")
+@click.option(
+    "--family",
+    "family_spec",
+    default="hard",
+    show_default=True,
+    help="Input family: NAME[:k=v,...] (see `sketchsim families`).",
+)
+@click.option(
+    "--samples",
+    type=int,
+    default=20_000,
+    show_default=True,
+    help="Inputs drawn per cell when (s+1)^q is above 2^20.",
+)
+@click.option(
+    "--search",
+    type=click.Choice(["auto", "bisect", "scan"]),
+    default="auto",
+    show_default=True,
+    help="auto: bisect parameters declared monotone, scan the others.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
+@click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
+@click.option("--plot", "plot_path", type=OutputPath((".png",)), help="Bits vs bound (PNG).")
+@click.option("--resume", is_flag=True, help="Keep cells already measured in --json.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def frontier(
+    specs,
+    vary_text,
+    q_text,
+    s_text,
+    family_spec,
+    samples,
+    search,
+    seed,
+    json_path,
+    plot_path,
+    resume,
+    quiet,
+):
+    """Smallest parameter value correct on every input, per (q, s), against the bound."""
+    from sketchsim.cli.familyopts import build_family, check_support
+    from sketchsim.frontier import frontier_cell, parse_vary
+    from sketchsim.plugins import discover, resolve_spec
+    from sketchsim.transcript import InputLimitError
+
+    if resume and not json_path:
+        raise click.UsageError("--resume needs --json PATH")
+    vary = parse_vary(vary_text)
+    qs, ss = _int_list(q_text, "--q"), _int_list(s_text, "--s")
+    found = discover()
+    resolved = [(spec, *resolve_spec(spec, found)) for spec in specs]
+    families = {}
+    for q in qs:
+        for s in ss:
+            families[q, s], _ = build_family(family_spec, q, s, samples, seed)
+    check_support(resolved, next(iter(families.values())))
+    params = {
+        "protocols": list(specs),
+        "vary": str(vary),
+        "q": qs,
+        "s": ss,
+        "family": family_spec,
+        "samples": samples,
+        "search": search,
+        "seed": seed,
+    }
+    done = _load_cells(json_path, params) if resume and json_path else {}
+    cells = []
+    total = len(families) * len(resolved)
+    with render.progress_bar("frontier", total, not quiet) as update:
+        for (q, s), family in families.items():
+            for spec, proto, proto_params, source in resolved:
+                key = f"{q}/{s}/{spec}"
+                if key in done:
+                    cells.append(done[key])
+                else:
+                    try:
+                        cell = frontier_cell(
+                            family, proto, proto_params, vary, spec, source, samples, search
+                        )
+                    except InputLimitError as exc:
+                        raise SketchsimError(f"{exc}; use fewer --samples") from None
+                    cells.append(cell.to_dict())
+                update(len(cells), total)
+                if json_path:
+                    write_json_atomic(
+                        json_path,
+                        result_payload("frontier", params, {"cells": cells, "complete": False}),
+                    )
+    _render_frontier(cells, vary)
+    if plot_path:
+        _plot_frontier(cells, vary, plot_path)
+        render.console.print(f"plot written to {plot_path}")
+    if json_path:
+        write_json_atomic(
+            json_path, result_payload("frontier", params, {"cells": cells, "complete": True})
+        )
+
+
+def _load_cells(path, params) -> dict:
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        return {}
+    try:
+        old = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise SketchsimError(f"cannot resume from {path}: {exc}") from None
+    if not isinstance(old, dict) or not isinstance(old.get("cells"), list):
+        raise SketchsimError(f"cannot resume from {path}: not a frontier result")
+    if old.get("parameters") != params:
+        raise SketchsimError(f"cannot resume from {path}: it was made with other settings")
+    need = ("q", "s", "spec", "found", "value", "mode", "inputs", "search", "bound_bits")
+    done = {}
+    for i, c in enumerate(old["cells"], 1):
+        if not isinstance(c, dict) or any(k not in c for k in need):
+            raise SketchsimError(f"cannot resume from {path}: cell {i} is malformed")
+        done[f"{c['q']}/{c['s']}/{c['spec']}"] = c
+    return done
+
+
+def _num(x, fmt: str = ",.2f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _render_frontier(cells, vary) -> None:
+    table = Table(
+        title=f"bits frontier: smallest {vary.name} in {vary.lo}..{vary.hi} correct on every input",
+        caption="x bound: declared bits / q*log2(s+1); entry entropy Miller-Madow when sampled",
+    )
+    cols = (
+        "q",
+        "s",
+        "protocol",
+        vary.name,
+        "inputs",
+        "search",
+        "bound",
+        "declared",
+        "used",
+        "entry entropy",
+        "x bound",
+    )
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("protocol", "search") else "right")
+    for c in cells:
+        if c["search"] == "fixed":
+            value = "(none)"
+        elif c["found"]:
+            value = str(c["value"])
+        else:
+            value = "[red]none[/red]"
+        search = c["search"]
+        if c["search"] == "scan" and c["monotone"] is False:
+            search += " [yellow](not monotone)[/yellow]"
+        inputs = f"{c['inputs']:,} " + ("all" if c["mode"] == "exhaustive" else "sampled")
+        table.add_row(
+            str(c["q"]),
+            str(c["s"]),
+            c["spec"] or c["protocol"],
+            value if c["found"] or c["search"] != "fixed" else "[red]wrong[/red]",
+            inputs,
+            search,
+            _num(c["bound_bits"]),
+            _num(c["declared_bits"]),
+            _num(c["used_bits"]),
+            _num(c["entry_entropy_bits"]),
+            _num(c["declared_ratio"], ".2f"),
+        )
+    render.console.print(table)
+
+
+def _plot_frontier(cells, vary, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 5.5))
+    lines: dict[str, list] = {}
+    for c in cells:
+        if c["found"] and c["declared_bits"]:
+            lines.setdefault(c["spec"] or c["protocol"], []).append(c)
+    lo, hi = float("inf"), 0.0
+    for i, (name, pts) in enumerate(lines.items()):
+        pts.sort(key=lambda c: (c["bound_bits"], c["declared_bits"]))
+        x = [c["bound_bits"] for c in pts]
+        color = f"C{i % 10}"
+        ax.plot(x, [c["declared_bits"] for c in pts], "o-", color=color, label=f"{name} declared")
+        ent = [c["entry_entropy_bits"] for c in pts]
+        ax.plot(x, ent, "x:", color=color, alpha=0.7, label=f"{name} entry entropy")
+        lo = min(lo, *x, *ent)
+        hi = max(hi, *x, *(c["declared_bits"] for c in pts))
+    if lines:
+        grid = [max(lo / 2, 0.5), hi * 2]
+        ax.plot(grid, grid, "k--", lw=1, label="bound (diagonal)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bound q*log2(s+1) (bits)")
+    ax.set_ylabel(f"bits at the smallest correct {vary.name}")
+    ax.set_title(f"bits frontier ({vary})")
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

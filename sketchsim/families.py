@@ -1,0 +1,163 @@
+"""Family discovery: built-ins, installed entry points, files and modules.
+
+- Built-ins: ``hard`` (F(q, s), :mod:`sketchsim.sketch.family`) and ``mqar``
+  (:mod:`sketchsim.sketch.mqar`).
+- Installed plug-ins: entry points in the group ``sketchsim.families`` whose
+  value is a :class:`~sketchsim.sketch.family.FamilyType`.
+- Explicit specs: ``path/to/file.py:NAME`` or ``package.module:NAME``, where
+  ``NAME`` is an attribute holding a FamilyType (or a family's name).
+
+Any spec may end with ``:key=value,key=value`` parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from sketchsim.errors import FamilyError
+from sketchsim.sketch.family import HARD, FamilyType
+from sketchsim.sketch.mqar import MQAR
+
+__all__ = ["ENTRY_POINT_GROUP", "FoundFamily", "discover_families", "resolve_family", "supports"]
+
+ENTRY_POINT_GROUP = "sketchsim.families"
+BUILTINS = (HARD, MQAR)
+
+
+@dataclass
+class FoundFamily:
+    """A family type and where it came from (or why it failed to load)."""
+
+    name: str
+    source: str
+    family: FamilyType | None = None
+    error: str | None = None
+
+
+def _load_file(path: Path):
+    if not path.is_file():
+        raise FamilyError(f"family file {path} does not exist")
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    name = f"sketchsim_family_{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # SystemExit in a plug-in must not end the run
+        del sys.modules[name]
+        raise FamilyError(
+            f"family file {path} failed to import: {type(exc).__name__}: {exc}"
+        ) from None
+    return module
+
+
+def _families_in(module) -> dict[str, FamilyType]:
+    found = {}
+    for attr, value in vars(module).items():
+        if isinstance(value, FamilyType):
+            found[attr] = value
+            found[value.name] = value
+    return found
+
+
+def discover_families() -> list[FoundFamily]:
+    """Every family found: built-ins first, then installed entry points.
+
+    An entry point that fails to load, is not a FamilyType or reuses a name
+    already taken is listed with its error instead of stopping discovery.
+    """
+    out = [FoundFamily(f.name, "built-in", f) for f in BUILTINS]
+    taken = {f.name: "built-in" for f in BUILTINS}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        source = f"entry point {ep.value}"
+        try:
+            obj = ep.load()
+        except BaseException as exc:
+            out.append(
+                FoundFamily(ep.name, source, error=f"failed to import: {type(exc).__name__}: {exc}")
+            )
+            continue
+        if not isinstance(obj, FamilyType):
+            out.append(
+                FoundFamily(ep.name, source, error="entry point is not a sketchsim FamilyType")
+            )
+            continue
+        if obj.name in taken:
+            out.append(
+                FoundFamily(obj.name, source, error=f"name already taken by {taken[obj.name]}")
+            )
+            continue
+        taken[obj.name] = source
+        out.append(FoundFamily(obj.name, source, obj))
+    return out
+
+
+def _parse_params(text: str, family: str) -> dict[str, str]:
+    params = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise FamilyError(f"family {family}: parameter {part!r} is not key=value")
+        key, value = (x.strip() for x in part.split("=", 1))
+        if key in params:
+            raise FamilyError(f"family {family}: parameter {key!r} given twice")
+        params[key] = value
+    return params
+
+
+def _pick(found: dict[str, FamilyType], name: str, where: str) -> FamilyType:
+    if name not in found:
+        have = sorted({f.name for f in found.values()})
+        raise FamilyError(
+            f"{where} defines no family {name!r}; it has: {', '.join(have) or 'none'}"
+        )
+    return found[name]
+
+
+def resolve_family(spec: str) -> tuple[FamilyType, dict, str]:
+    """Turn a ``--family`` spec into ``(family type, parameters, source)``.
+
+    ``NAME[:k=v,...]``, ``path/file.py:NAME[:k=v,...]`` or ``pkg.mod:NAME[:k=v,...]``.
+    """
+    parts = spec.split(":")
+    head = parts[0].strip()
+    if not head:
+        raise FamilyError(f"empty family spec {spec!r}")
+    if head.endswith(".py"):
+        if len(parts) < 2 or not parts[1]:
+            raise FamilyError(f"family spec {spec!r} needs a name: path/to/file.py:NAME")
+        fam = _pick(_families_in(_load_file(Path(head))), parts[1], head)
+        rest, source = parts[2:], f"file {head}"
+    elif len(parts) >= 2 and parts[1] and "=" not in parts[1]:
+        try:
+            module = importlib.import_module(head)
+        except BaseException as exc:
+            raise FamilyError(
+                f"family module {head} failed to import: {type(exc).__name__}: {exc}"
+            ) from None
+        fam = _pick(_families_in(module), parts[1], f"module {head}")
+        rest, source = parts[2:], f"module {head}"
+    else:
+        found = discover_families()
+        match = [f for f in found if f.name == head and f.family is not None]
+        if not match:
+            names = ", ".join(sorted(f.name for f in found if f.family))
+            raise FamilyError(f"unknown family {head!r}; known: {names}")
+        fam, rest, source = match[0].family, parts[1:], match[0].source
+    if len(rest) > 1:
+        raise FamilyError(f"family spec {spec!r} has too many ':' parts")
+    params = fam.resolve(_parse_params(rest[0], fam.name) if rest else {})
+    return fam, params, source
+
+
+def supports(protocol, family_name: str) -> bool:
+    """Whether ``protocol`` declares ``family_name`` (protocols default to ``hard``)."""
+    return family_name in tuple(getattr(protocol, "families", ("hard",)))

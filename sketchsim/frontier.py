@@ -1,0 +1,219 @@
+"""The bits frontier: the smallest parameter value that makes a protocol correct.
+
+For a family size ``(q, s)`` and a protocol with one integer parameter varied
+over ``lo..hi``, find the smallest value correct on every input (every input
+of the family when ``(s+1)^q`` is small, else every input of a seeded sample)
+and report its declared bits, used bits and entry entropy beside the bound
+``q log2(s+1)`` (THEORY section 5) and their ratios.
+
+The search bisects when correctness is declared monotone non-decreasing in the
+parameter (``Protocol.monotone``, or the built-in kernel heads' ``bits`` and
+``r``) and scans every value otherwise, reporting whether the scanned pattern
+was monotone.  A protocol without the parameter is measured once ("fixed").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from sketchsim.errors import PluginError, SketchsimError
+from sketchsim.sketch.family import Family
+from sketchsim.sketch.protocol import Protocol
+from sketchsim.transcript import ProtocolReport, choose_answers, measure
+
+__all__ = ["Vary", "Cell", "parse_vary", "is_monotone", "frontier_cell", "BUILTIN_MONOTONE"]
+
+#: Parameters of built-in protocols in which correctness is monotone: more bits
+#: per register or more registers (``r`` splits the sums) never saturate more.
+BUILTIN_MONOTONE = {"kernel": ("bits", "r"), "multihead": ("bits", "r")}
+
+#: Largest range a scan or bisection accepts.
+MAX_RANGE = 1 << 20
+
+
+@dataclass(frozen=True)
+class Vary:
+    """The varied integer parameter and its inclusive range."""
+
+    name: str
+    lo: int
+    hi: int
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.lo}..{self.hi}"
+
+
+def parse_vary(text: str) -> Vary:
+    """``"bits=1..16"`` to ``Vary("bits", 1, 16)``."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*", text or "")
+    if not m:
+        raise SketchsimError(f"vary spec {text!r} is not NAME=LO..HI (e.g. bits=1..16)")
+    vary = Vary(m.group(1), int(m.group(2)), int(m.group(3)))
+    if vary.lo > vary.hi:
+        raise SketchsimError(f"vary spec {text!r}: LO must be <= HI")
+    if vary.hi - vary.lo + 1 > MAX_RANGE:
+        raise SketchsimError(f"vary spec {text!r} has more than {MAX_RANGE} values")
+    return vary
+
+
+def is_monotone(protocol: Protocol, name: str, source: str = "") -> bool:
+    """Whether correctness is declared monotone non-decreasing in parameter ``name``."""
+    if name in tuple(getattr(protocol, "monotone", ()) or ()):
+        return True
+    return source == "built-in" and name in BUILTIN_MONOTONE.get(protocol.name, ())
+
+
+@dataclass
+class Cell:
+    """One (q, s, protocol) result of the frontier (a JSON ``cells`` entry)."""
+
+    q: int
+    s: int
+    spec: str
+    protocol: str
+    family: str
+    param: str | None
+    value: int | None
+    found: bool
+    mode: str
+    inputs: int
+    search: str
+    monotone: bool | None
+    bound_bits: float
+    declared_bits: float | None = None
+    used_bits: float | None = None
+    entry_entropy_bits: float | None = None
+    entry_entropy_ci: list | None = None
+    declared_ratio: float | None = None
+    used_ratio: float | None = None
+    entropy_ratio: float | None = None
+    evaluated: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _ratio(x: float, bound: float) -> float | None:
+    return x / bound if bound > 0 else None
+
+
+def frontier_cell(
+    family: Family,
+    protocol: Protocol,
+    params: dict,
+    vary: Vary,
+    spec: str = "",
+    source: str = "",
+    samples: int = 20_000,
+    search: str = "auto",
+    progress: Callable[[str], None] | None = None,
+) -> Cell:
+    """The smallest value of ``vary`` for which ``protocol`` is correct on ``family``.
+
+    Parameters
+    ----------
+    family : Family
+    protocol : Protocol
+    params : dict
+        Resolved parameters; the varied one is overridden.
+    vary : Vary
+    spec, source : str
+        For the report.
+    samples : int
+        Inputs drawn when the family is too large to enumerate.
+    search : {"auto", "bisect", "scan"}
+        ``auto``: bisect when the parameter is declared monotone, else scan.
+    progress : callable, optional
+        Called with a short description before each evaluation.
+    """
+    import time
+
+    start = time.perf_counter()
+    mode, T = choose_answers(family, None, samples)
+    by_name = {p.name: p for p in protocol.params}
+    param = by_name.get(vary.name)
+    cache: dict[int | None, ProtocolReport] = {}
+
+    def run(value):
+        if value not in cache:
+            p = dict(params)
+            if value is not None:
+                param.check(value, protocol.name)
+                p[vary.name] = value
+            if progress is not None:
+                progress(f"{spec or protocol.name} q={family.q} s={family.s} {vary.name}={value}")
+            cache[value] = measure(family, T, protocol, p)
+        return cache[value]
+
+    def ok(value) -> bool:
+        return run(value).wrong_inputs == 0
+
+    if param is None:
+        how, monotone, best = "fixed", None, None
+        found = ok(None)
+    else:
+        if param.type != "int":
+            raise PluginError(
+                f"protocol {protocol.name}: parameter {vary.name} is {param.type}, not int"
+            )
+        lo = vary.lo if param.minimum is None else max(vary.lo, math.ceil(param.minimum))
+        if lo > vary.hi:
+            raise PluginError(
+                f"protocol {protocol.name}: {vary.name} must be >= {param.minimum}, "
+                f"the range {vary} has no such value"
+            )
+        declared = is_monotone(protocol, vary.name, source)
+        if search == "bisect" or (search == "auto" and declared):
+            how, monotone = "bisection", True if declared else None
+            best = _bisect(ok, lo, vary.hi)
+        else:
+            how = "scan"
+            pattern = [ok(v) for v in range(lo, vary.hi + 1)]
+            first = pattern.index(True) if True in pattern else None
+            best = None if first is None else lo + first
+            monotone = first is None or all(pattern[first:])
+        found = best is not None
+    rep = cache[best] if found else None
+    cell = Cell(
+        q=family.q,
+        s=family.s,
+        spec=spec,
+        protocol=protocol.name,
+        family=family.name,
+        param=vary.name if param is not None else None,
+        value=best,
+        found=found,
+        mode=mode,
+        inputs=int(T.shape[0]),
+        search=how,
+        monotone=monotone,
+        bound_bits=family.bound_bits,
+        evaluated={str(v): cache[v].correct_fraction for v in sorted(cache, key=lambda x: x or 0)},
+    )
+    if rep is not None:
+        cell.declared_bits = rep.declared_bits
+        cell.used_bits = rep.used_bits
+        cell.entry_entropy_bits = rep.entry_entropy_bits
+        cell.entry_entropy_ci = rep.entry_entropy_ci
+        cell.declared_ratio = _ratio(rep.declared_bits, family.bound_bits)
+        cell.used_ratio = _ratio(rep.used_bits, family.bound_bits)
+        cell.entropy_ratio = _ratio(rep.entry_entropy_bits, family.bound_bits)
+    cell.seconds = time.perf_counter() - start
+    return cell
+
+
+def _bisect(ok: Callable[[int], bool], lo: int, hi: int) -> int | None:
+    """Smallest ``v`` in ``lo..hi`` with ``ok(v)``, assuming ``ok`` is monotone."""
+    if not ok(hi):
+        return None
+    while lo < hi:  # invariant: ok(hi); every value below lo is wrong
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
