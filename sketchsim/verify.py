@@ -15,8 +15,12 @@ smallest wrong ``idx``; it is re-evaluated through the NumPy feature maps of
 
 from __future__ import annotations
 
+import math
+import signal
+import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -28,7 +32,14 @@ from sketchsim.bits import popcount64
 from sketchsim.errors import SketchsimError
 from sketchsim.minip import _dynamic_schedule, minip_targets
 
-__all__ = ["VerifyResult", "verify", "decode_input", "check_verify_size", "check_range"]
+__all__ = [
+    "VerifyResult",
+    "VerifyInterrupted",
+    "verify",
+    "decode_input",
+    "check_verify_size",
+    "check_range",
+]
 
 _KIND = {"rank1": 0, "softmax": 1, "onehot": 1}
 #: Parallel tasks per chunk (handed out one at a time, see ``_dynamic_schedule``).
@@ -180,7 +191,13 @@ def decode_input(idx: int, m: int, n: int) -> np.ndarray:
 
 @dataclass
 class VerifyResult:
-    """Outcome of an exhaustive check (the JSON keys of ``sketchsim verify``)."""
+    """Outcome of an exhaustive check (the JSON keys of ``sketchsim verify``).
+
+    ``checked`` inputs were enumerated (in enumeration order); it equals
+    ``inputs`` and ``complete`` is true unless the run was interrupted, in which
+    case ``max_abs_error``, ``exact_fraction`` and ``counterexample`` describe
+    the checked inputs only.
+    """
 
     m: int
     n: int
@@ -193,31 +210,49 @@ class VerifyResult:
     exact_fraction: float
     counterexample: dict | None
     seconds: float
+    complete: bool = True
+    checked: int | None = None
+
+    def __post_init__(self):
+        if self.checked is None:
+            self.checked = self.inputs
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+class VerifyInterrupted(KeyboardInterrupt):
+    """An interrupted :func:`verify`; ``partial`` holds the result over the finished chunks."""
+
+    def __init__(self, partial: VerifyResult):
+        super().__init__(f"interrupted after {partial.checked:,} of {partial.inputs:,} inputs")
+        self.partial = partial
+
+
 def check_verify_size(m: int, n: int) -> None:
     """Refuse sizes the enumeration cannot handle, with an estimate of the time."""
     if m < 1:
-        raise SketchsimError(f"--m must be >= 1, got {m}")
+        raise SketchsimError(f"m must be >= 1, got {m}")
     if n < 1:
-        raise SketchsimError(f"--n must be >= 1, got {n}")
+        raise SketchsimError(f"n must be >= 1, got {n}")
     if m * n > config.VERIFY_MAX_BITS:
-        # about 4e7 inputs/s at N = 3 on 2 cores (docs/benchmarks.md); cost grows as N^2
-        secs = 2.0 ** (m * n) * n * n / 3.6e8
+        # cost grows as 2^(m n) inputs times n^2 inner products each
+        log2_secs = m * n + math.log2(n * n / (2 * config.VERIFY_RATE_PER_CORE))
+        secs = 2.0**log2_secs if log2_secs < 1000 else math.inf
         raise SketchsimError(
             f"m*n = {m * n} exceeds the limit {config.VERIFY_MAX_BITS}: 2^{m * n} inputs "
-            f"would take about {_duration(secs)} on 2 cores"
+            f"would take {_duration(secs)} on 2 cores"
         )
 
 
 def _duration(secs: float) -> str:
+    """``secs`` in words: "about 3 days", "over 1e292 years"."""
+    if not math.isfinite(secs) or secs > 1e300:
+        return "over 1e292 years"
     for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("min", 60)):
         if secs >= 2 * size:
-            return f"{secs / size:,.3g} {unit}"
-    return f"{secs:.3g} s"
+            return f"about {secs / size:,.3g} {unit}"
+    return f"about {secs:.3g} s"
 
 
 def verify(
@@ -245,6 +280,11 @@ def verify(
     Returns
     -------
     VerifyResult
+
+    Raises
+    ------
+    VerifyInterrupted
+        On SIGINT (Ctrl-C), after the running chunk; it carries the partial result.
     """
     check_verify_size(m, n)
     try:
@@ -253,20 +293,24 @@ def verify(
         raise SketchsimError(str(exc)) from None
     total = 1 << (m * n)
     start_time = time.perf_counter()
-    max_err, exact, first_bad = 0.0, 0, -1
-    for start in range(0, total, config.VERIFY_CHUNK):
-        count = min(config.VERIFY_CHUNK, total - start)
-        errs, n_exact, bad = check_range(construction, m, n, beta, causal, start, count)
-        max_err = max(max_err, errs)
-        exact += n_exact
-        if bad >= 0 and (first_bad < 0 or bad < first_bad):
-            first_bad = bad
-        if progress is not None:
-            progress(start + count, total)
+    max_err, exact, first_bad, checked = 0.0, 0, -1, 0
+    with _deferred_interrupt() as interrupted:
+        for start in range(0, total, config.VERIFY_CHUNK):
+            count = min(config.VERIFY_CHUNK, total - start)
+            errs, n_exact, bad = check_range(construction, m, n, beta, causal, start, count)
+            max_err = max(max_err, errs)
+            exact += n_exact
+            checked += count
+            if bad >= 0 and (first_bad < 0 or bad < first_bad):
+                first_bad = bad
+            if interrupted():
+                break
+            if progress is not None:
+                progress(start + count, total)
     counterexample = None
     if first_bad >= 0:
         counterexample = _describe(head, first_bad, m, n, causal)
-    return VerifyResult(
+    result = VerifyResult(
         m=m,
         n=n,
         construction=construction,
@@ -275,10 +319,34 @@ def verify(
         causal=causal,
         inputs=total,
         max_abs_error=max_err,
-        exact_fraction=exact / total,
+        exact_fraction=exact / checked if checked else 0.0,
         counterexample=counterexample,
         seconds=time.perf_counter() - start_time,
+        complete=checked == total,
+        checked=checked,
     )
+    if interrupted():
+        raise VerifyInterrupted(result)
+    return result
+
+
+@contextmanager
+def _deferred_interrupt():
+    """Hold SIGINT until the running chunk is finished; yields ``interrupted()``.
+
+    A KeyboardInterrupt raised inside a parallel numba kernel surfaces as a
+    ``SystemError``; deferring it to chunk boundaries keeps the finished chunks.
+    Outside the main thread (where handlers cannot be set) nothing is deferred.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    hits = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: hits.append(signum))
+    try:
+        yield lambda: bool(hits)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
 
 
 def _describe(head, idx: int, m: int, n: int, causal: bool) -> dict:

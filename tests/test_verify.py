@@ -1,11 +1,20 @@
 import itertools
+import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import naive
 import numpy as np
 import pytest
+from click.testing import CliRunner
+from cliutil import assert_error_line
 
 from sketchsim.attention import make_construction, softmax_threshold
+from sketchsim.cli import main
 from sketchsim.errors import SketchsimError
 from sketchsim.minip import minip_targets
 from sketchsim.verify import check_range, check_verify_size, decode_input, verify
@@ -95,10 +104,12 @@ def test_onehot_exact_above_threshold(m, n):
 def test_size_limits():
     with pytest.raises(SketchsimError, match="limit 26"):
         check_verify_size(9, 3)
-    with pytest.raises(SketchsimError, match="--m"):
+    with pytest.raises(SketchsimError, match="m must be >= 1, got 0"):
         check_verify_size(0, 3)
-    with pytest.raises(SketchsimError, match="--n"):
+    with pytest.raises(SketchsimError, match="n must be >= 1, got 0"):
         check_verify_size(3, 0)
+    with pytest.raises(SketchsimError, match="2\\^1026 inputs would take over 1e292 years"):
+        check_verify_size(342, 3)  # the estimate used to overflow
 
 
 NEAR_THRESHOLD = math.log(6) / 2  # exact N = 3 softmax threshold (THEORY 3b): ties at 1/2
@@ -143,3 +154,91 @@ def test_ranges_merge_to_the_whole(construction):
     assert sum(p[1] for p in parts) == whole[1]
     assert min(bads, default=-1) == whole[2]
     assert whole == naive.verify_enumeration(m, n, construction, beta, False)
+
+
+# -- the command line: one-line errors, Ctrl-C ------------------------------------------
+
+
+def cli(*args):
+    return CliRunner().invoke(main, ["verify", *args])
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--m", "342", "--n", "3"], "exceeds the limit 26"),
+        (["--m", str(10**30), "--n", "3"], "exceeds the limit 26"),
+        (["--m", "0"], "--m must be >= 1, got 0"),
+        (["--n", "-4"], "--n must be >= 1, got -4"),
+        (["--beta", "nan"], "--beta must be > 0 and finite, got nan"),
+        (["--beta", "inf", "--construction", "rank1"], "> 0 and finite, got inf"),
+        (["--beta", "-inf"], "> 0 and finite"),
+        (["--beta", "0"], "> 0 and finite"),
+    ],
+)
+def test_cli_bad_sizes_and_beta_are_one_line(args, needle):
+    assert_error_line(cli(*args), needle)
+
+
+def test_cli_construction_names_match_the_library():
+    from sketchsim.attention import CONSTRUCTIONS
+    from sketchsim.cli.verify import CONSTRUCTION_NAMES
+
+    assert CONSTRUCTION_NAMES == CONSTRUCTIONS
+
+
+def test_interrupt_keeps_finished_chunks(monkeypatch):
+    # a SIGINT between chunks stops the run with the chunks so far, marked incomplete
+    import sketchsim.verify as ver
+
+    monkeypatch.setattr(ver.config, "VERIFY_CHUNK", 64)
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(ver.VerifyInterrupted) as info:
+        verify(3, 3, "rank1", progress=progress)
+    part = info.value.partial
+    assert not part.complete and part.checked == 4 * 64 and part.inputs == 512
+    max_err, exact, first_bad = check_range("rank1", 3, 3, 2.0, False, 0, 4 * 64)
+    assert part.max_abs_error == max_err
+    assert part.exact_fraction == exact / (4 * 64)
+    assert part.counterexample["index"] == first_bad
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_running_cli_verify_aborts_and_saves_partial_json(tmp_path):
+    """SIGINT to a real process inside the parallel kernel: "aborted", exit 1, partial JSON."""
+    out = tmp_path / "v.json"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="2")
+    args = ["verify", "--m", "13", "--n", "2", "--construction", "rank1", "--quiet"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sketchsim", *args, "--json", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def threads():
+        with open(f"/proc/{proc.pid}/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("Threads:"))
+
+    deadline = time.monotonic() + 240
+    # numba starts its worker threads with the first parallel chunk
+    while proc.poll() is None and threads() < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "verify finished before it could be interrupted"
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    assert "Traceback" not in stderr and "SystemError" not in stderr
+    assert stderr.strip().splitlines()[-1] == "aborted"
+    data = json.loads(out.read_text())
+    assert data["complete"] is False and 0 < data["checked"] < data["inputs"] == 2**26
+    assert 0 <= data["exact_fraction"] <= 1

@@ -2,23 +2,55 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 from rich.panel import Panel
 from rich.table import Table
 
-from sketchsim.attention import CONSTRUCTIONS, softmax_threshold
 from sketchsim.cli import render
-from sketchsim.cli.app import _positive, main
+from sketchsim.cli.app import main
 from sketchsim.cli.paths import OutputPath
-from sketchsim.results import result_payload, write_json_atomic
+
+#: ``sketchsim.attention.CONSTRUCTIONS`` (a test keeps the two equal); spelled out
+#: here so that ``--help`` does not import NumPy.
+CONSTRUCTION_NAMES = ("rank1", "softmax", "onehot")
+
+
+def _at_least_one(ctx, param, value):
+    if value is not None and value < 1:
+        raise click.BadParameter(f"--{param.name} must be >= 1, got {value}")
+    return value
+
+
+def _finite_positive(ctx, param, value):
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"--{param.name} must be > 0 and finite, got {value}")
+    return value
 
 
 @main.command()
-@click.option("--m", "m", type=int, default=8, show_default=True, help="Token width m.")
-@click.option("--n", "n", type=int, default=3, show_default=True, help="Sequence length N.")
+@click.option(
+    "--m",
+    "m",
+    type=int,
+    default=8,
+    show_default=True,
+    callback=_at_least_one,
+    help="Token width m.",
+)
+@click.option(
+    "--n",
+    "n",
+    type=int,
+    default=3,
+    show_default=True,
+    callback=_at_least_one,
+    help="Sequence length N.",
+)
 @click.option(
     "--construction",
-    type=click.Choice(CONSTRUCTIONS),
+    type=click.Choice(CONSTRUCTION_NAMES),
     default="softmax",
     show_default=True,
     help="Head to check (THEORY section 3).",
@@ -28,7 +60,7 @@ from sketchsim.results import result_payload, write_json_atomic
     type=float,
     default=2.0,
     show_default=True,
-    callback=_positive("beta"),
+    callback=_finite_positive,
     help="Inverse temperature of softmax / onehot.",
 )
 @click.option("--causal", is_flag=True, help="Score only the final position.")
@@ -36,12 +68,20 @@ from sketchsim.results import result_payload, write_json_atomic
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def verify(m, n, construction, beta, causal, json_path, quiet):
     """Check a construction on every one of the 2^(m*n) inputs."""
-    from sketchsim.verify import check_verify_size
+    from sketchsim.attention import softmax_threshold
+    from sketchsim.results import result_payload, write_json_atomic
+    from sketchsim.verify import VerifyInterrupted, check_verify_size
     from sketchsim.verify import verify as run_verify
 
     check_verify_size(m, n)
-    with render.progress_bar(f"verify {construction}", 1 << (m * n), not quiet) as update:
-        res = run_verify(m, n, construction, beta, causal, progress=update)
+    params = {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
+    try:
+        with render.progress_bar(f"verify {construction}", 1 << (m * n), not quiet) as update:
+            res = run_verify(m, n, construction, beta, causal, progress=update)
+    except VerifyInterrupted as stop:
+        if json_path:  # keep what was finished, marked incomplete
+            write_json_atomic(json_path, result_payload("verify", params, stop.partial.to_dict()))
+        raise click.Abort() from None
     head = Panel.fit(
         f"m = {res.m}, N = {res.n}, construction [bold]{res.construction}[/bold]"
         + (f", beta = {res.beta:g}" if res.beta is not None else "")
@@ -75,6 +115,4 @@ def verify(m, n, construction, beta, causal, json_path, quiet):
         render.console.print("[green]no counterexample[/green]")
     render.console.print(f"[dim]{res.seconds:.2f} s[/dim]")
     if json_path:
-        payload = res.to_dict()
-        params = {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
-        write_json_atomic(json_path, result_payload("verify", params, payload))
+        write_json_atomic(json_path, result_payload("verify", params, res.to_dict()))
