@@ -176,3 +176,22 @@ def verify_enumeration(m, n, construction, beta=2.0, causal=False):
         elif first_bad < 0:
             first_bad = idx
     return max_err, exact, first_bad
+
+
+def table_head_max_error(alpha, votes, m: int, causal: bool = False) -> float:
+    """Max |y - t| of a table head over all inputs of ({0,1}^m)^3, one input at a time."""
+    worst = 0.0
+    K = 2**m
+    for a in range(K):
+        for b in range(K):
+            for c in range(K):
+                toks = (a, b, c)
+                for i in (2,) if causal else (0, 1, 2):
+                    q = toks[i]
+                    den = sum(alpha[q][j] for j in toks)
+                    if den == 0:
+                        return float("inf")
+                    y = sum(alpha[q][j] * votes[q][j] for j in toks) / den
+                    t = min(bin(q & j).count("1") for j in toks)
+                    worst = max(worst, abs(y - t))
+    return worst

@@ -5,6 +5,7 @@ and its one-line error contract.
 """
 
 from sketchsim.cli import certify, experiments, frontier, transcript, verify  # noqa: F401,E402  (register)
+from sketchsim.cli import minrank  # noqa: F401,E402  (register)
 from sketchsim.cli.app import main
 
 __all__ = ["main"]

@@ -1,0 +1,218 @@
+"""``sketchsim minrank``: brackets of the smallest feature rank r*(m) (docs/theory.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from sketchsim.cli import render
+from sketchsim.cli.app import main
+from sketchsim.cli.paths import OutputPath
+from sketchsim.errors import SketchsimError
+from sketchsim.results import result_payload, write_json_atomic
+
+#: Widest m whose trained bounds run by default (one training at m = 7 takes minutes).
+TRAIN_MAX_M = 6
+
+
+def parse_widths(text: str, limit: int) -> list[int]:
+    """``"2..6"``, ``"4"`` or ``"2,4,6"`` as a list of widths within ``1..limit``."""
+    text = text.strip()
+    match = re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", text)
+    try:
+        if match:
+            lo, hi = int(match.group(1)), int(match.group(2))
+            widths = list(range(lo, hi + 1))
+            if lo > hi:
+                raise ValueError
+        else:
+            widths = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not a width range (use e.g. 2..6, 4 or 2,4,6)", param_hint="--m"
+        ) from None
+    bad = [w for w in widths if not 1 <= w <= limit]
+    if not widths or bad:
+        raise click.BadParameter(
+            f"widths must be in 1..{limit} (2^(3m) inputs per exhaustive check), got {text}",
+            param_hint="--m",
+        )
+    return sorted(set(widths))
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+@main.command()
+@click.option("--m", "m_text", default="2..6", show_default=True, help="Widths: 2..6, 4 or 2,4.")
+@click.option("--n", "n", type=int, default=3, show_default=True, help="Length (only 3).")
+@click.option("--causal", is_flag=True, help="Score only the final position.")
+@click.option("--seeds", type=int, default=1, show_default=True, help="Seeds per trained rank.")
+@click.option("--steps", type=int, default=2000, show_default=True, help="Training steps.")
+@click.option(
+    "--train-max-m",
+    type=int,
+    default=TRAIN_MAX_M,
+    show_default=True,
+    help="Train heads only up to this width (m = 7 takes minutes per try).",
+)
+@click.option(
+    "--out-dir",
+    type=OutputPath(directory=True),
+    default="minrank-out",
+    show_default=True,
+    help="Folder for certificate families and trained weights.",
+)
+@click.option("--resume", is_flag=True, help="Skip widths already in the --json file.")
+@click.option("--json", "json_path", type=OutputPath((".json",)))
+@click.option("--plot", type=OutputPath((".png",)), help="Brackets against m (PNG).")
+def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_path, plot):
+    """Bracket the smallest feature rank of one table head on all of ({0,1}^m)^3.
+
+    Per m: the certified lower bound (best certificate, family saved), the
+    smallest exact construction, the smallest trained nonnegative and signed
+    heads (each re-checked on all 2^(3m) inputs, weights saved), 2^m, and the
+    softmax temperatures.
+    """
+    from sketchsim.minrank import MINRANK_MAX_M, minrank_row
+
+    widths = parse_widths(m_text, MINRANK_MAX_M)
+    if n != 3:
+        raise SketchsimError(f"minrank covers length 3 (the certificate's N), got --n {n}")
+    for name, value in (("--seeds", seeds), ("--steps", steps)):
+        if value < 1:
+            raise SketchsimError(f"{name} must be >= 1, got {value}")
+    if seeds > 100 or steps > 10**6:
+        raise SketchsimError(
+            f"--seeds {seeds} / --steps {steps} exceed the limits 100 / 1,000,000 "
+            "(each try trains on all inputs)"
+        )
+    if resume and not json_path:
+        raise SketchsimError("--resume needs --json (the file to resume from)")
+    if any(w <= train_max_m for w in widths):
+        from sketchsim.experiments import require_torch
+
+        require_torch()
+    params = {
+        "m": widths,
+        "n": n,
+        "causal": causal,
+        "seeds": seeds,
+        "steps": steps,
+        "train_max_m": train_max_m,
+    }
+    rows = {}
+    if resume and Path(json_path).exists():
+        rows = _resumable_rows(json_path, params)
+    todo = [w for w in widths if w not in rows]
+    with render.progress_bar("minrank", len(widths)) as update:
+        update(len(widths) - len(todo), len(widths))
+        for width in todo:
+            rows[width] = minrank_row(
+                width, seeds, steps, causal, train=width <= train_max_m, out_dir=out_dir
+            )
+            if json_path:
+                _write(json_path, params, rows)
+            update(len(widths) - len(todo) + todo.index(width) + 1, len(widths))
+    ordered = [rows[w] for w in widths]
+    _render(ordered, causal)
+    if json_path:
+        _write(json_path, params, rows)
+    if plot:
+        _plot(ordered, plot)
+
+
+def _resumable_rows(path, params) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+        old = data["parameters"]
+        same = all(old.get(k) == params[k] for k in params if k != "m")
+        rows = {int(r["m"]): r for r in data["rows"]} if same else {}
+        for r in rows.values():
+            _ = r["lower"]["certified_rank"], r["construction"]["rank"]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise SketchsimError(f"{path} is not a minrank result to resume from") from None
+    if not same:
+        raise SketchsimError(f"{path} was made with other parameters ({old}); use another --json")
+    return rows
+
+
+def _write(path, params, rows) -> None:
+    payload = {"rows": [rows[w] for w in sorted(rows)], "complete": set(params["m"]) <= set(rows)}
+    write_json_atomic(path, result_payload("minrank", params, payload))
+
+
+def _trained(row, kind) -> str:
+    entry = row.get(f"trained_{kind}")
+    if entry is None:
+        return "not trained"
+    if entry["rank"] is None:
+        return f"none < {row['construction']['rank']}"
+    return f"{entry['rank']}" + (" (nonneg)" if entry.get("via") else "")
+
+
+def _render(rows, causal) -> None:
+    table = Table(
+        title="smallest feature rank of one table head, N = 3"
+        + (" (causal final query)" if causal else ""),
+        caption="every upper bound was checked on all 2^(3m) inputs; the certificate holds "
+        "for every head with error < 1/2; softmax beta* bisected over all inputs",
+    )
+    cols = (
+        "m",
+        "certified r* >=",
+        "construction r* <=",
+        "trained r* <=",
+        "trained r_signed <=",
+        "2^m",
+        "softmax beta suff.",
+        "softmax beta* exact",
+    )
+    for col in cols:
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(
+            str(r["m"]),
+            f"[bold]{r['lower']['certified_rank']}[/bold]",
+            f"{r['construction']['rank']:,} ({r['construction']['name']})",
+            _trained(r, "nonneg"),
+            _trained(r, "signed"),
+            _fmt(r["exact_rank"]),
+            f"{r['softmax']['sufficient']:.4f}",
+            f"{r['softmax']['exact']:.4f}",
+        )
+    render.console.print(table)
+
+
+def _plot(rows, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ms = [r["m"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(ms, [r["exact_rank"] for r in rows], "k:", label="2^m (one-hot)")
+    ax.plot(ms, [r["construction"]["rank"] for r in rows], "s-", label="construction upper")
+    for kind, style in (("nonneg", "o-"), ("signed", "^--")):
+        pts = [
+            (r["m"], r[f"trained_{kind}"]["rank"])
+            for r in rows
+            if r.get(f"trained_{kind}") and r[f"trained_{kind}"]["rank"] is not None
+        ]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), style, label=f"trained upper ({kind})")
+    ax.plot(ms, [r["lower"]["certified_rank"] for r in rows], "v-", label="certified lower")
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("m")
+    ax.set_ylabel("feature rank r")
+    ax.set_title("brackets of r*(m) at N = 3")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

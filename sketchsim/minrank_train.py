@@ -1,0 +1,195 @@
+"""Trained upper bounds on ``r*(m)`` and ``r_signed(m)`` (torch, optional extra).
+
+A table head of rank ``r`` (``phi_Q, phi_K``: ``2^m x r`` tables, softplus for
+nonnegative features, raw for signed) and a free vote table are trained on
+every condition of the length-3 task at once: query ``x`` among the keys
+``{x, u, w}`` for all ``x`` and all ``u <= w`` (for a position-independent head
+these are all positions of all ``2^(3m)`` inputs).  The loss is minimax-style:
+a smooth maximum (``tau * logsumexp(err / tau)``) of the per-condition errors
+plus a hinge on those above 0.4, which finds exact heads where mean-squared
+error stalls.  The kernel found is then given its best votes by a linear program
+per query (:func:`best_votes`), and the head is reported only after
+:func:`sketchsim.minrank.check_table_head` passes on all inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sketchsim.minrank import check_table_head, cube
+
+__all__ = ["TrainedHead", "train_table_head", "best_votes", "conditions"]
+
+
+def conditions(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """All conditions ``(x, u, w)`` with ``u <= w`` and their targets ``min(<x,u>, <x,w>)``."""
+    K = 2**m
+    u, w = np.triu_indices(K)
+    x = np.repeat(np.arange(K), len(u))
+    u = np.tile(u, K)
+    w = np.tile(w, K)
+    pop = cube(m).sum(1)
+    t = np.minimum(pop[x & u], pop[x & w])
+    return x, u, w, t
+
+
+def best_votes(alpha: np.ndarray) -> tuple[np.ndarray, float]:
+    """Votes maximizing the worst margin ``1/2 - |y - t|`` of a kernel table, per query by LP.
+
+    Returns ``(votes, margin)``; the head is exact iff ``margin > 0``.  A query with
+    a zero denominator on some keys gets margin ``-inf``.
+    """
+    from scipy.optimize import linprog
+
+    alpha = np.asarray(alpha, dtype=np.float64)
+    K = alpha.shape[0]
+    m = K.bit_length() - 1
+    pop = cube(m).sum(1)
+    u, w = np.triu_indices(K)
+    votes = np.zeros((K, K))
+    worst = np.inf
+    for x in range(K):
+        a = alpha[x]
+        den = a[x] + a[u] + a[w]
+        if np.any(np.abs(den) < 1e-300):
+            return votes, -np.inf
+        t = np.minimum(pop[x & u], pop[x & w])
+        # y = (a_x g_x + a_u g_u + a_w g_w) / den; rows are linear in g
+        coef = np.zeros((len(u), K))
+        rows = np.arange(len(u))
+        coef[rows, x] += a[x] / den
+        np.add.at(coef, (rows, u), a[u] / den)
+        np.add.at(coef, (rows, w), a[w] / den)
+        # maximize s: coef g - t <= 1/2 - s and t - coef g <= 1/2 - s; variables (g, s)
+        ones = np.ones((len(u), 1))
+        A = np.vstack([np.hstack([coef, ones]), np.hstack([-coef, ones])])
+        b = np.concatenate([0.5 + t, 0.5 - t])
+        c = np.zeros(K + 1)
+        c[-1] = -1.0
+        bounds = [(None, None)] * K + [(None, 0.5)]
+        res = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+        if res.status != 0:
+            return votes, -np.inf
+        votes[x] = res.x[:K]
+        worst = min(worst, float(res.x[-1]))
+    return votes, worst
+
+
+@dataclass
+class TrainedHead:
+    """A trained table head, its exhaustive check and how it was found."""
+
+    m: int
+    rank: int
+    signed: bool
+    seed: int
+    steps: int
+    train_max_error: float
+    margin: float
+    exact: bool
+    max_abs_error: float
+    phi_q: np.ndarray
+    phi_k: np.ndarray
+    votes: np.ndarray
+
+    def summary(self) -> dict:
+        keys = ("m", "rank", "signed", "seed", "steps", "train_max_error", "margin", "exact")
+        return {k: getattr(self, k) for k in keys} | {"max_abs_error": self.max_abs_error}
+
+    def save(self, path) -> None:
+        """Write the weights (``phi_q``, ``phi_k``, ``votes``) as ``.npz``, atomically."""
+        import os
+        import tempfile
+        from pathlib import Path
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
+        os.close(fd)
+        try:
+            np.savez_compressed(tmp, phi_q=self.phi_q, phi_k=self.phi_k, votes=self.votes, m=self.m)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def train_table_head(
+    m: int,
+    rank: int,
+    signed: bool = False,
+    seed: int = 0,
+    steps: int = 2000,
+    lr: float = 0.05,
+    tau: float = 0.05,
+    check_every: int = 100,
+) -> TrainedHead:
+    """Train one rank-``rank`` table head on all conditions at width ``m`` (one torch thread).
+
+    Stops early once the training error is below 0.45; then the kernel gets LP votes
+    (:func:`best_votes`) and the head is checked on all ``2^(3m)`` inputs in float64.
+    """
+    from sketchsim.experiments import require_torch
+
+    torch = require_torch()
+    torch.set_num_threads(1)
+    K = 2**m
+    gen = torch.Generator().manual_seed(seed)
+    x, u, w, t = (torch.as_tensor(a) for a in conditions(m))
+    t = t.to(torch.float64)
+    T = torch.as_tensor(cube(m), dtype=torch.float64)
+    overlap = T @ T.T
+    theta_q = (torch.randn(K, rank, generator=gen, dtype=torch.float64) * 0.5).requires_grad_()
+    theta_k = (torch.randn(K, rank, generator=gen, dtype=torch.float64) * 0.5).requires_grad_()
+    votes = overlap.clone().requires_grad_()
+    opt = torch.optim.Adam([theta_q, theta_k, votes], lr=lr)
+    softplus = torch.nn.functional.softplus
+
+    def features():
+        if signed:  # start from the nonnegative point, then move freely
+            return theta_q + softplus(torch.zeros(())), theta_k + softplus(torch.zeros(()))
+        return softplus(theta_q), softplus(theta_k)
+
+    train_err = float("inf")
+    done = steps
+    for step in range(steps):
+        pq, pk = features()
+        A = pq @ pk.T
+        AG = A * votes
+        num = AG[x, x] + AG[x, u] + AG[x, w]
+        den = A[x, x] + A[x, u] + A[x, w]
+        if signed:
+            den = torch.where(den.abs() < 1e-6, torch.full_like(den, 1e-6), den)
+        err = torch.clamp((num / den - t).abs(), max=10.0)
+        loss = tau * torch.logsumexp(err / tau, 0) + torch.relu(err - 0.4).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % check_every == check_every - 1 or step == steps - 1:
+            train_err = float(err.detach().max())
+            if train_err < 0.45:
+                done = step + 1
+                break
+    with torch.no_grad():
+        pq, pk = (a.detach().numpy().astype(np.float64) for a in features())
+        trained_votes = votes.detach().numpy().astype(np.float64)
+    alpha = pq @ pk.T
+    lp_votes, margin = best_votes(alpha)
+    final = lp_votes if margin > 0 else trained_votes
+    check = check_table_head(alpha, final)
+    return TrainedHead(
+        m=m,
+        rank=rank,
+        signed=signed,
+        seed=seed,
+        steps=done,
+        train_max_error=train_err,
+        margin=float(margin),
+        exact=check.exact,
+        max_abs_error=check.max_abs_error,
+        phi_q=pq,
+        phi_k=pk,
+        votes=final,
+    )
