@@ -30,6 +30,9 @@ _TASK_WORDS = 1 << 14
 #: over keys); shorter sequences count each pair once, in scalar code.
 _LONG_N = 32
 _HIGH_BITS = np.uint64(0xFEFEFEFEFEFEFEFE)
+#: Calls this small (input bytes and word pairs) run on the calling thread.
+_SERIAL_BYTES = 1 << 23
+_SERIAL_WORD_PAIRS = 1 << 23
 
 # Kernel layout: the parallel loop runs over tasks; each task calls the helpers
 # below once, on a range of sequences.  Array arguments cost numba a reference
@@ -226,6 +229,14 @@ def _minip_bytes(X, per_task):
     return out, (bad & _HIGH_BITS) != 0
 
 
+def _run_serially(n_bytes: int, word_pairs: int) -> bool:
+    """Small calls skip the thread pool: waking a worker costs more than the work
+    (and tens of milliseconds when other processes hold the cores)."""
+    return (
+        n_bytes <= _SERIAL_BYTES and word_pairs <= _SERIAL_WORD_PAIRS
+    ) or numba.get_num_threads() == 1
+
+
 @contextmanager
 def _dynamic_schedule():
     """Hand out parallel tasks one at a time (numba's chunk size 1) during a call."""
@@ -241,8 +252,14 @@ def minip_targets_packed(W) -> np.ndarray:
     W = np.ascontiguousarray(W, dtype=np.uint64)
     if W.ndim != 3:
         raise ValueError(f"packed tokens must have shape (B, N, words), got {W.shape}")
+    B, N, nw = W.shape
+    if _run_serially(B * N * nw * 8, B * N * N * nw):
+        out = np.empty((B, N), dtype=np.int64)
+        scratch = np.empty((nw, N), dtype=np.uint64), np.empty(N, dtype=np.int64)
+        _row_minima(W, 0, B, out, 0, *scratch)
+        return out
     with _dynamic_schedule():
-        return _minip_packed(W, _task_size(W.shape[1], W.shape[2]))
+        return _minip_packed(W, _task_size(N, nw))
 
 
 def minip_targets(X) -> np.ndarray:
@@ -276,8 +293,16 @@ def minip_targets(X) -> np.ndarray:
         raise ValueError("X has N = 0 tokens; N must be >= 1")
     single = X.ndim == 2
     X = np.ascontiguousarray(X[None] if single else X)
-    with _dynamic_schedule():
-        t, bad = _minip_bytes(X, _task_size(X.shape[1], (X.shape[2] + 63) // 64))
+    B, N, m = X.shape
+    nw = (m + 63) // 64
+    if _run_serially(X.nbytes, B * N * N * nw):
+        Q = np.empty((B, N, nw), dtype=np.uint64)
+        t = np.empty((B, N), dtype=np.int64)
+        bad = _pack_range(X.reshape(-1), m, 0, B, Q) & _HIGH_BITS
+        _row_minima(Q, 0, B, t, 0, np.empty((nw, N), dtype=np.uint64), np.empty(N, dtype=np.int64))
+    else:
+        with _dynamic_schedule():
+            t, bad = _minip_bytes(X, _task_size(N, nw))
     if bad:
         n_bad = int(np.count_nonzero(X > 1))
         raise ValueError(f"X must hold only 0 and 1, found {n_bad} other entries")

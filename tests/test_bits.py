@@ -40,7 +40,7 @@ def test_minip_matches_naive_random(m, n):
 
 @pytest.mark.parametrize("m", EDGE_M)
 @pytest.mark.parametrize("fill", [0, 1])
-def test_minip_all_zero_all_one(m, fill):
+def test_minip_all_zero_all_one(m, fill, kernel_path):
     X = np.full((2, 3, m), fill, dtype=np.uint8)
     assert (minip_targets(X) == fill * m).all()
 
@@ -111,16 +111,28 @@ def test_no_jit_fallback_agrees(tmp_path):
 PACK_M = [1, 5, 7, 8, 9, 24, 63, 64, 65, 70, 100, 127, 128, 129, 456]
 
 
+@pytest.fixture(params=["serial", "parallel"])
+def kernel_path(request, monkeypatch):
+    """Run a test through the calling-thread path and through the parallel kernels."""
+    import sketchsim.minip as minip
+
+    if request.param == "parallel":
+        monkeypatch.setattr(minip, "_SERIAL_BYTES", -1)
+        monkeypatch.setattr(minip, "_SERIAL_WORD_PAIRS", -1)
+        monkeypatch.setattr(minip, "_TASK_WORDS", 64)  # many small tasks
+    return request.param
+
+
 @pytest.mark.parametrize("m", PACK_M)
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 31, 32, 33])
-def test_minip_bytes_and_packed_match_naive(m, n):
+def test_minip_bytes_and_packed_match_naive(m, n, kernel_path):
     X = np.random.default_rng(7 * m + n).integers(0, 2, (9, n, m), dtype=np.uint8)
     expected = naive.minip_targets(X)
     np.testing.assert_array_equal(minip_targets(X), expected)
     np.testing.assert_array_equal(minip_targets_packed(naive.pack_bits(X)), expected)
 
 
-def test_minip_many_parallel_tasks():
+def test_minip_many_parallel_tasks(kernel_path):
     # several tasks per call (each task packs a slice of the batch)
     X = np.random.default_rng(3).integers(0, 2, (6000, 3, 70), dtype=np.uint8)
     np.testing.assert_array_equal(minip_targets(X), naive.minip_targets(X))
@@ -141,7 +153,7 @@ def test_minip_sparse_tokens_single_bits(m):
 
 
 @pytest.mark.parametrize("m", PACK_M)
-def test_minip_rejects_non_binary_byte_anywhere(m):
+def test_minip_rejects_non_binary_byte_anywhere(m, kernel_path):
     for k in {0, m // 2, m - 1}:
         X = np.zeros((4, 3, m), dtype=np.uint8)
         X[2, 1, k] = 2

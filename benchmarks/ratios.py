@@ -1,0 +1,40 @@
+"""Shared by the benchmark scripts: time a callable, report peer ratios for ``run_all.py``.
+
+A script calls :func:`report` with rows ``(workload, sketchsim seconds, peer name,
+peer seconds)``; they are printed, and when ``SKETCHSIM_BENCH_ROWS`` names a file
+(``run_all.py`` sets it) appended to it as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+__all__ = ["best_of", "report"]
+
+
+def best_of(fn, repeat: int = 5) -> float:
+    """Minimum wall time of ``repeat`` calls (the least disturbed by other processes)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def report(script: str, rows) -> None:
+    """Print ``rows`` of (workload, sketchsim_s, peer, peer_s) and hand them to run_all."""
+    for workload, ours, peer, theirs in rows:
+        print(
+            f"  {workload:<40} sketchsim {ours * 1e3:9.2f} ms  {peer:<28} {theirs * 1e3:9.2f} ms"
+            f"  {theirs / ours:6.2f}x"
+        )
+    path = os.environ.get("SKETCHSIM_BENCH_ROWS")
+    if path:
+        with open(path, "a") as fh:
+            for workload, ours, peer, theirs in rows:
+                row = {"script": script, "workload": workload, "sketchsim_s": ours}
+                row.update({"peer": peer, "peer_s": theirs})
+                fh.write(json.dumps(row) + "\n")
