@@ -29,7 +29,7 @@ def naive_entry_entropy(tr):
     return total
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     st.integers(1, 60),
     st.integers(1, 9),
@@ -90,6 +90,7 @@ CORRECT_BUILTINS = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q,s", [(2, 3), (3, 3), (3, 1), (2, 7)])
 @pytest.mark.parametrize("spec", CORRECT_BUILTINS)
 def test_entry_entropy_bounds_joint_entropy_bounds_answers(q, s, spec):
@@ -141,6 +142,7 @@ TWICE = Protocol(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q,s", [(3, 3), (4, 2)])
 def test_answers_sent_twice_double_the_entry_entropy_only(q, s):
     fam = HardFamily(q, s)

@@ -96,6 +96,7 @@ def test_all_answers_has_no_int64_table():
     assert peak < 48 * 2**20, peak
 
 
+@pytest.mark.slow
 def test_kv_sum_correct_and_drop_below_bound():
     fam = MQARFamily(3, 3, seed=2)
     T = fam.all_answers()

@@ -27,6 +27,7 @@ def test_parse_vary():
             parse_vary(bad)
 
 
+@pytest.mark.slow
 def test_bisection_matches_direct_measurement():
     fam = HardFamily(3, 3, seed=1)
     proto, params, source = resolve_spec("kernel")

@@ -242,19 +242,39 @@ def _plot_frontier(cells, vary, path) -> None:
     for c in cells:
         if c["found"] and c["declared_bits"]:
             lines.setdefault(c["spec"] or c["protocol"], []).append(c)
-    lo, hi = float("inf"), 0.0
+    xs = [c["bound_bits"] for pts in lines.values() for c in pts]
+    markers = "osD^v<>ph*"
     for i, (name, pts) in enumerate(lines.items()):
-        pts.sort(key=lambda c: (c["bound_bits"], c["declared_bits"]))
-        x = [c["bound_bits"] for c in pts]
         color = f"C{i % 10}"
-        ax.plot(x, [c["declared_bits"] for c in pts], "o-", color=color, label=f"{name} declared")
-        ent = [c["entry_entropy_bits"] for c in pts]
-        ax.plot(x, ent, "x:", color=color, alpha=0.7, label=f"{name} entry entropy")
-        lo = min(lo, *x, *ent)
-        hi = max(hi, *x, *(c["declared_bits"] for c in pts))
-    if lines:
-        grid = [max(lo / 2, 0.5), hi * 2]
+        # one line per s through growing q, so equal bounds from different (q, s) don't zigzag
+        for j, s in enumerate(sorted({c["s"] for c in pts})):
+            row = sorted((c for c in pts if c["s"] == s), key=lambda c: c["q"])
+            x = [c["bound_bits"] for c in row]
+            ax.plot(
+                x,
+                [c["declared_bits"] for c in row],
+                "-",
+                marker=markers[j % len(markers)],
+                color=color,
+                label=f"{name} declared" if j == 0 else None,
+            )
+            ax.plot(
+                x,
+                [c["entry_entropy_bits"] for c in row],
+                ":",
+                color=color,
+                alpha=0.6,
+                label=f"{name} entry entropy" if j == 0 else None,
+            )
+    if xs:
+        grid = [min(xs), max(xs)]
         ax.plot(grid, grid, "k--", lw=1, label="bound (diagonal)")
+    ax.plot(
+        [],
+        [],
+        " ",
+        label="markers: s = " + ", ".join(str(s) for s in sorted({c["s"] for c in cells})),
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("bound q*log2(s+1) (bits)")

@@ -162,7 +162,9 @@ def entry_bits(
     the plug-in entropy ``H_e = -sum p log2 p`` plus the Miller-Madow correction
     ``(K_e - 1) / (2 n ln 2)``; summed over entries.  The interval is the normal
     approximation with the delta-method standard error of each entry,
-    ``sqrt((sum p log2^2 p - H_e^2) / n)``, added over entries (the standard
+    ``sqrt((sum p log2^2 p - H_e^2) / n + (K_e - 1) / (2 n^2 ln^2 2))`` (the
+    second term is the chi-square fluctuation of the plug-in estimate, which
+    dominates for near-uniform entries), added over entries (the standard
     error of a sum of dependent estimates is at most the sum of theirs), at the
     given two-sided confidence.  With ``exact=True`` (every input of the family
     enumerated once) the plug-in value is the entropy itself: no correction,
@@ -188,7 +190,10 @@ def entry_bits(
         return EntryBits(used, plugin, plugin, plugin, plugin, 0)
     log2p = np.log2(p)
     second = np.bincount(entry, weights=p * log2p * log2p, minlength=width)
-    se = np.sqrt(np.maximum(second - h * h, 0.0) / n)
+    # delta-method variance, plus the variance of the second-order (chi-square) term
+    # (K-1)/(2 n^2 ln^2 2), which dominates where the first vanishes (uniform entries)
+    chi2 = np.maximum(distinct - 1, 0) / (2 * n * n * math.log(2) ** 2)
+    se = np.sqrt(np.maximum(second - h * h, 0.0) / n + chi2)
     corrected = plugin + float(np.maximum(distinct - 1, 0).sum()) / (2 * n * math.log(2))
     half = float(norm.ppf(0.5 + confidence / 2) * se.sum())
     under = int((distinct > n / 10).sum())
