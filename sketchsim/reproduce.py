@@ -8,7 +8,7 @@ files and plots into one folder.  Every "measured" cell is computed here.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sketchsim.results import write_json_atomic
@@ -36,33 +36,37 @@ class Settings:
     bound_to: int
     lr: float = 0.03
     triples: int = 4000
-    ood_maps: tuple[str, ...] = ("mlp",)
+    softmax_seeds: int = 3
+    ood_maps: tuple[str, ...] = ("favor",)
+    ood_lr: float = 0.01
+    ood_stop_below: float = 0.25
     threads: int = 1
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
         if quick:
             return cls(
-                1,
-                2000,
-                (1, 4, 8, 12, 16, 32),
-                "8:24:300,12:48:600",
-                1,
-                1500,
-                (1, 4, 16, 64),
-                20_000,
-                20,
+                seeds=1,
+                steps=2000,
+                ranks=(1, 4, 8, 12, 16, 32),
+                scales="8:64:1000,12:256:1000,16:1024:1000",
+                ood_seeds=1,
+                ood_steps=1000,
+                ood_ranks=(4, 32),
+                samples=20_000,
+                bound_to=20,
+                softmax_seeds=1,
             )
         return cls(
-            3,
-            2000,
-            (1, 2, 4, *range(8, 17), 32, 64),
-            "8:24:300,12:48:600,16:96:1200",
-            2,
-            1500,
-            (1, 4, 16, 64),
-            100_000,
-            28,
+            seeds=3,
+            steps=2000,
+            ranks=(1, 2, 4, *range(8, 17), 32, 64),
+            scales="8:64:2000,12:256:2000,16:1024:2000",
+            ood_seeds=2,
+            ood_steps=1500,
+            ood_ranks=(4, 16, 64, 256),
+            samples=100_000,
+            bound_to=28,
         )
 
 
@@ -94,7 +98,7 @@ def reproduce(
     rows += _transcripts(out, cfg, log)
     rows += _bound(out, cfg, log)
     seconds = time.perf_counter() - start
-    _write_report(out, rows, quick, seconds)
+    _write_report(out, rows, quick, seconds, cfg)
     return rows
 
 
@@ -196,9 +200,15 @@ def _sweeps(out, cfg, family, bound, log, device):
     ]
     specs += [
         RunSpec("witness", "", "softmax", "-", 0, s, train_on="random", **proto)
-        for s in range(cfg.seeds)
+        for s in range(cfg.softmax_seeds)
     ]
-    header = {"suite": "witness", "ranks": list(cfg.ranks), "seeds": cfg.seeds, **proto}
+    header = {
+        "suite": "witness",
+        "ranks": list(cfg.ranks),
+        "seeds": cfg.seeds,
+        "softmax_seeds": cfg.softmax_seeds,
+        **proto,
+    }
     context = {"family_sha256": family.sha256(), "random_triples": cfg.triples}
     rows_w = run_sweep(
         specs, witness_data, out / "sweep_witness.json", header, device, True, None, context
@@ -225,7 +235,12 @@ def _sweeps(out, cfg, family, bound, log, device):
         train, test = cache[(spec.scale, spec.seed)]
         return train, None, test
 
-    oproto = {"steps": cfg.ood_steps, "lr": cfg.lr, "train_on": "pool"}
+    oproto = {
+        "steps": cfg.ood_steps,
+        "lr": cfg.ood_lr,
+        "stop_below": cfg.ood_stop_below,
+        "train_on": "pool",
+    }
     seeds = range(cfg.ood_seeds)
     specs = [
         RunSpec("ood", n, "kernel", f, r, s, **oproto)
@@ -365,7 +380,7 @@ def _yes(ok: bool) -> str:
     return "yes" if ok else "NO"
 
 
-def _write_report(out: Path, rows: list[Row], quick: bool, seconds: float) -> None:
+def _write_report(out: Path, rows: list[Row], quick: bool, seconds: float, cfg) -> None:
     import sketchsim
 
     lines = [
@@ -382,5 +397,10 @@ def _write_report(out: Path, rows: list[Row], quick: bool, seconds: float) -> No
     (out / "report.md").write_text("\n".join(lines) + "\n")
     write_json_atomic(
         out / "report.json",
-        {"quick": quick, "seconds": seconds, "rows": [r.__dict__ for r in rows]},
+        {
+            "quick": quick,
+            "seconds": seconds,
+            "settings": asdict(cfg),
+            "rows": [r.__dict__ for r in rows],
+        },
     )

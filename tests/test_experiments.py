@@ -111,6 +111,18 @@ def test_table_map_on_the_vocabulary_matches_per_token_softplus():
     torch.testing.assert_close(fmap(None, ids), naive, rtol=0, atol=2.5e-7)
 
 
+def test_table_head_kernel_on_the_vocabulary_matches_the_per_input_formula():
+    torch.manual_seed(2)
+    head = KernelHead(m=5, r=4, d=3, feature_map="table", vocab=7)
+    x = torch.randint(0, 2, (6, 3, 5)).float()
+    ids = torch.randint(0, 7, (6, 3))
+    sp = torch.nn.functional.softplus
+    k = torch.einsum("bir,bjr->bij", sp(head.phi_q.table(ids)), sp(head.phi_k.table(ids)))
+    o = torch.einsum("bij,bjd->bid", k, head.value(x)) / (k.sum(-1, keepdim=True) + head.eps)
+    y = torch.einsum("bid,bid->bi", head.a(x), o) + head.b(x)[..., 0]
+    torch.testing.assert_close(head(x, ids), y)
+
+
 def test_favor_query_and_key_maps_share_their_random_draw():
     head = KernelHead(m=5, r=7, feature_map="favor", seed=3)
     assert torch.equal(head.phi_q.omega, head.phi_k.omega)

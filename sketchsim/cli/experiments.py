@@ -90,6 +90,13 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> i
     show_default=True,
     help="minimax: smooth max of the squared errors.",
 )
+@click.option(
+    "--stop-below",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Stop once every training error is below this (0.5: as soon as exact).",
+)
 @click.option("--heads", type=int, default=1, show_default=True, help="Heads whose outputs add.")
 @click.option(
     "--eps", type=float, default=1e-6, show_default=True, help="Kernel normalizer epsilon."
@@ -145,6 +152,7 @@ def sweep(
     steps,
     lr,
     loss,
+    stop_below,
     heads,
     eps,
     dtype,
@@ -176,6 +184,8 @@ def sweep(
     _bounded(triples, "--triples", 3, 1_000_000, False)
     if not (math.isfinite(eps) and 0 <= eps <= 1):
         raise SketchsimError(f"--eps must be a finite number in [0, 1], got {eps}")
+    if not (math.isfinite(stop_below) and 0 < stop_below <= 0.5):
+        raise SketchsimError(f"--stop-below must be in (0, 0.5], got {stop_below}")
     if not (math.isfinite(accuracy) and 0 < accuracy <= 1):
         raise SketchsimError(f"--accuracy must be in (0, 1], got {accuracy}")
     lrs = _floats(lr, "--lr")
@@ -194,6 +204,7 @@ def sweep(
         dict(
             steps=steps,
             loss=loss,
+            stop_below=stop_below,
             heads=heads,
             eps=eps,
             dtype=dtype,
@@ -209,6 +220,7 @@ def sweep(
             "steps": steps,
             "lr": lrs,
             "loss": loss,
+            "stop_below": stop_below,
             "heads": heads,
             "eps": eps,
             "dtype": dtype,
@@ -460,10 +472,19 @@ def _render(suite, rows, bound, accuracy, json_path, plot_path, header):
 @click.option(
     "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
 )
-def reproduce(quick, out_dir, device):
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Torch CPU threads for the training runs (1 suits these tiny models).",
+)
+def reproduce(quick, out_dir, device, threads):
     """Run the whole story and put the paper's numbers beside ours."""
+    from dataclasses import replace
     from pathlib import Path
 
+    from sketchsim.reproduce import Settings
     from sketchsim.reproduce import reproduce as run
 
     rows = run(
@@ -471,8 +492,9 @@ def reproduce(quick, out_dir, device):
         quick,
         log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"),
         device=device,
+        settings=replace(Settings.of(quick), threads=threads),
     )
-    table = Table(title="paper vs measured", caption=f"report: {Path(out_dir) / 'render.md'}")
+    table = Table(title="paper vs measured", caption=f"report: {Path(out_dir) / 'report.md'}")
     for col in ("claim", "paper", "measured", "agrees"):
         table.add_column(col)
     for r in rows:

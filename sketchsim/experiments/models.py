@@ -152,7 +152,13 @@ class KernelHead(nn.Module):
         """Outputs ``[B, N]`` (or ``[B, 1]`` with ``causal``: final position only)."""
         xq = x[:, -1:] if self.causal else x
         iq = None if ids is None else (ids[:, -1:] if self.causal else ids)
-        k = _scores(self.phi_q(xq, iq), self.phi_k(x, ids))
+        if self.phi_q.kind == "table":
+            # the kernel on the vocabulary [V, V], then gathered: V^2 r work
+            # instead of B N^2 r (the same sums, over the same r terms)
+            vocab = F.softplus(self.phi_q.table.weight) @ F.softplus(self.phi_k.table.weight).T
+            k = vocab[iq.unsqueeze(2), ids.unsqueeze(1)]
+        else:
+            k = _scores(self.phi_q(xq, iq), self.phi_k(x, ids))
         o = _mix(k, self.value(x)) / (k.sum(-1, keepdim=True) + self.eps)
         return (self.a(xq) * o).sum(-1) + self.b(xq).squeeze(-1)
 

@@ -64,6 +64,7 @@ class RunSpec:
     eps: float = 1e-6
     dtype: str = "float32"
     train_on: str = "family"
+    stop_below: float = 0.5
 
     def key(self, context: dict | None = None) -> str:
         """Canonical JSON of the spec and the sweep's context (data hash, code version)."""
@@ -149,6 +150,7 @@ def train_one(
         device=str(dev),
         scored=train.scored,
         loss=spec.loss,
+        stop_below=spec.stop_below,
     )
     seq, pos, mx = res.sequence_error, res.position_error, res.max_abs_error
     if evaluate is not None:

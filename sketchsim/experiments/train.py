@@ -121,6 +121,7 @@ def fit(
     cosine: bool = False,
     clip: float | None = None,
     weight_decay: float = 0.0,
+    stop_below: float = EXACT_TOLERANCE,
 ) -> TrainResult:
     """Train ``model`` full-batch until every scored position is exact.
 
@@ -140,6 +141,9 @@ def fit(
         ``adam`` or ``adamw`` (with ``weight_decay``).
     warmup, cosine, clip :
         Linear warm-up steps, cosine decay after it, gradient-norm clipping.
+    stop_below : float
+        Stop once the max abs error on the training set is below this (default
+        1/2: as soon as it is exact; smaller values train on to a margin).
 
     Returns
     -------
@@ -167,7 +171,7 @@ def fit(
         opt.zero_grad()
         y = _scored(model(x, ids), scored)
         seq, pos, mx = metrics(y.detach(), t)
-        if seq == 0.0 or taken >= steps or not math.isfinite(mx):
+        if (seq == 0.0 and mx < stop_below) or taken >= steps or not math.isfinite(mx):
             break
         loss_fn(y, t, loss).backward()
         if clip:

@@ -1,0 +1,132 @@
+"""Why the learned softmax head failed on the witness family: a small ablation.
+
+Run ``python -m sketchsim.experiments.ablation [--seeds S] [--json PATH]``; it
+prints one markdown table (docs/results.md quotes it).  Every row trains the
+same :class:`~sketchsim.experiments.models.SoftmaxHead` from random init and
+reports the error on the witness family; only the training data, the token
+encoding and the optimizer change.  ``const per query`` is the squared error of
+the best head that ignores the context and answers one number per query token:
+a trained head near it has learned the family's query statistics, not Min-IP.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from sketchsim.experiments.models import make_head
+from sketchsim.experiments.suites import Split, random_triples, witness_split
+from sketchsim.experiments.train import fit, loss_fn, metrics
+
+__all__ = ["Variant", "VARIANTS", "run_variant", "per_query_baseline", "main"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One ablation row."""
+
+    name: str
+    data: str  # "family" or "random"
+    encoding: str
+    lr: float
+    optimizer: str = "adam"
+    schedule: bool = False  # warm-up 100 steps, cosine decay, clip 1.0
+
+
+VARIANTS = (
+    Variant("family, 0/1 tokens, Adam 0.03 (first round)", "family", "01", 0.03),
+    Variant("family, +-1 tokens, Adam 0.03", "family", "pm1", 0.03),
+    Variant("family, +-1 tokens, Adam 0.01", "family", "pm1", 0.01),
+    Variant("family, +-1, AdamW warm-up+cosine, clip", "family", "pm1", 0.03, "adamw", True),
+    Variant("random triples, 0/1 tokens, Adam 0.03", "random", "01", 0.03),
+    Variant("random triples, +-1 tokens, Adam 0.03", "random", "pm1", 0.03),
+)
+
+
+def per_query_baseline(split: Split) -> float:
+    """Mean squared error of answering each query token's mean target."""
+    p = split.scored
+    q = split.tokens[:, p]
+    t = split.targets[:, 0]
+    _, inv = np.unique(q, axis=0, return_inverse=True)
+    means = np.bincount(inv, weights=t) / np.bincount(inv)
+    return float(np.mean((t - means[inv]) ** 2))
+
+
+def run_variant(v: Variant, family, seed: int, steps: int, triples: int) -> dict:
+    """Train one variant; metrics on its training set and on the family."""
+    fam = witness_split(family)
+    train = fam if v.data == "family" else random_triples(family.m, triples, seed)
+    head = make_head("softmax", family.m, seed=seed, encoding=v.encoding)
+    x = torch.tensor(train.tokens, dtype=torch.float32)
+    t = torch.tensor(train.targets, dtype=torch.float32)
+    res = fit(
+        head,
+        x,
+        None,
+        t,
+        steps=steps,
+        lr=v.lr,
+        seed=seed,
+        scored=train.scored,
+        optimizer=v.optimizer,
+        warmup=100 if v.schedule else 0,
+        cosine=v.schedule,
+        clip=1.0 if v.schedule else None,
+    )
+    with torch.no_grad():
+        y = head(torch.tensor(fam.tokens, dtype=torch.float32))[:, fam.scored :][:, :1]
+    tf = torch.tensor(fam.targets)
+    seq, _, mx = metrics(y, tf)
+    return {
+        "variant": v.name,
+        "seed": seed,
+        "steps": res.steps,
+        "train_sequence_error": res.sequence_error,
+        "family_sequence_error": seq,
+        "family_max_abs_error": mx,
+        "family_mse": float(loss_fn(y, tf)),
+        "beta": float(_beta(head)),
+    }
+
+
+def _beta(head) -> float:
+    inner = getattr(head, "head", head)
+    return inner.log_beta.exp().item()
+
+
+def main(argv=None) -> None:
+    from sketchsim.certify import build_witness
+    from sketchsim.codes import hadamard_code
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--triples", type=int, default=4000)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    family = build_witness(hadamard_code(24), "hadamard", 12)
+    base = per_query_baseline(witness_split(family))
+    rows = []
+    print(f"witness family: {len(family.tokens)} inputs; const-per-query MSE {base:.2f}")
+    print("| training | seeds | family sequence error | family max error | family MSE |")
+    print("|---|---|---|---|---|")
+    for v in VARIANTS:
+        got = [run_variant(v, family, s, args.steps, args.triples) for s in range(args.seeds)]
+        rows += got
+        seq = ", ".join(f"{g['family_sequence_error']:.3f}" for g in got)
+        mx = ", ".join(f"{g['family_max_abs_error']:.2f}" for g in got)
+        mse = ", ".join(f"{g['family_mse']:.2f}" for g in got)
+        print(f"| {v.name} | {args.seeds} | {seq} | {mx} | {mse} |", flush=True)
+    if args.json:
+        from sketchsim.results import write_json_atomic
+
+        write_json_atomic(args.json, {"baseline_mse": base, "rows": rows, "args": vars(args)})
+
+
+if __name__ == "__main__":
+    main()
