@@ -6,8 +6,8 @@ of the family when ``(s+1)^q`` is small, else every input of a seeded sample)
 and report its declared bits, used bits and entry entropy beside the bound
 ``q log2(s+1)`` (THEORY section 5) and their ratios.
 
-The search bisects when correctness is declared monotone non-decreasing in the
-parameter (``Protocol.monotone``, or the built-in kernel heads' ``bits`` and
+The search gallops then bisects when correctness is declared monotone
+non-decreasing in the parameter (``Protocol.monotone``, or the built-in kernel heads' ``bits`` and
 ``r``) and scans every value otherwise, reporting whether the scanned pattern
 was monotone.  A protocol without the parameter is measured once ("fixed").
 """
@@ -207,13 +207,24 @@ def frontier_cell(
 
 
 def _bisect(ok: Callable[[int], bool], lo: int, hi: int) -> int | None:
-    """Smallest ``v`` in ``lo..hi`` with ``ok(v)``, assuming ``ok`` is monotone."""
-    if not ok(hi):
-        return None
-    while lo < hi:  # invariant: ok(hi); every value below lo is wrong
-        mid = (lo + hi) // 2
+    """Smallest ``v`` in ``lo..hi`` with ``ok(v)``, assuming ``ok`` is monotone.
+
+    Galloping first (``lo, lo+1, lo+3, lo+7, ...``), then bisection between the
+    last wrong and the first correct value: about ``2 log2(v - lo)`` evaluations,
+    and the large (expensive) parameter values are never run needlessly.
+    """
+    wrong, step, v = lo - 1, 1, lo
+    while not ok(v):
+        wrong = v
+        if v == hi:
+            return None
+        v = min(hi, lo + 2 * step - 1)
+        step *= 2
+    right = v
+    while right - wrong > 1:  # invariant: ok(right); wrong is wrong (or below lo)
+        mid = (wrong + right) // 2
         if ok(mid):
-            hi = mid
+            right = mid
         else:
-            lo = mid + 1
-    return hi
+            wrong = mid
+    return right

@@ -135,3 +135,21 @@ def test_cli_frontier_errors(tmp_path):
     assert_error_line(res, "kv-sum does not support family hard")
     res = run("frontier", "--vary", "values=1..2", "--q", "2", "--s", "3")
     assert_error_line(res, "parameter values is str, not int")
+
+
+def test_gallop_bisect_finds_every_threshold():
+    from sketchsim.frontier import _bisect
+
+    for lo in range(-2, 3):
+        for hi in range(lo, lo + 20):
+            for thr in range(lo - 1, hi + 2):
+                seen = []
+
+                def ok(v, thr=thr, seen=seen, lo=lo, hi=hi):
+                    assert lo <= v <= hi
+                    seen.append(v)
+                    return v >= thr
+
+                want = max(lo, thr) if thr <= hi else None
+                assert _bisect(ok, lo, hi) == want
+                assert len(seen) <= 2 * (hi - lo + 1).bit_length() + 2
