@@ -187,3 +187,38 @@ def test_cli_families_and_mqar_transcript():
     assert_error_line(res, "protocol kernel does not support family mqar")
     res = run("transcript", "--family", "nope", "--q", "3")
     assert_error_line(res, "unknown family 'nope'")
+
+
+class _EP:
+    def __init__(self, name, value, obj=None, exc=None):
+        self.name, self.value, self._obj, self._exc = name, value, obj, exc
+
+    def load(self):
+        if self._exc is not None:
+            raise self._exc
+        return self._obj
+
+
+def test_entry_points_are_listed_and_failures_do_not_stop_discovery(monkeypatch):
+    import sketchsim.families as families
+    from sketchsim.sketch.family import HARD, FamilyType
+
+    other = FamilyType("other", "an installed family", HARD.build)
+    clash = FamilyType("hard", "reuses a built-in name", HARD.build)
+    eps = [
+        _EP("other", "pkg.mod:OTHER", other),
+        _EP("bye", "pkg.bye:X", exc=SystemExit(3)),
+        _EP("clash", "pkg.clash:X", clash),
+        _EP("junk", "pkg.junk:X", 42),
+    ]
+    monkeypatch.setattr(families, "entry_points", lambda group: eps)
+    found = {(f.name, f.source): f for f in families.discover_families()}
+    assert found["other", "entry point pkg.mod:OTHER"].family is other
+    assert "SystemExit" in found["bye", "entry point pkg.bye:X"].error
+    assert "already taken by built-in" in found["hard", "entry point pkg.clash:X"].error
+    assert "not a sketchsim FamilyType" in found["junk", "entry point pkg.junk:X"].error
+    ftype, _, source = families.resolve_family("other")
+    assert ftype is other and source == "entry point pkg.mod:OTHER"
+    assert families.resolve_family("hard")[0] is HARD  # the built-in wins
+    res = run("families")
+    assert res.exit_code == 0 and "other" in res.output and "SystemExit" in res.output
