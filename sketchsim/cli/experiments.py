@@ -56,7 +56,7 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> i
 @click.option(
     "--feature-map",
     default=None,
-    help="Comma list: table (witness default), mlp (ood default), elu1, relu, relu2, favor, "
+    help="Comma list: table (witness default), favor (ood default), mlp, elu1, relu, relu2, "
     "hedgehog, expmap.",
 )
 @click.option(
@@ -68,7 +68,7 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> i
 )
 @click.option(
     "--scales",
-    default="8:24:300,12:48:600,16:96:1200",
+    default="8:64:2000,12:256:2000,16:1024:2000",
     show_default=True,
     help="ood: m:pool:triples per scale.",
 )
@@ -81,7 +81,9 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> i
 )
 @click.option("--steps", type=int, default=2000, show_default=True, help="Training steps cap.")
 @click.option(
-    "--lr", default="0.01", show_default=True, help="Learning rate, or a comma list (a grid)."
+    "--lr",
+    default=None,
+    help="Learning rate, or a comma list (a grid). Default: 0.03 (witness), 0.01 (ood).",
 )
 @click.option(
     "--loss",
@@ -93,9 +95,9 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> i
 @click.option(
     "--stop-below",
     type=float,
-    default=0.5,
-    show_default=True,
-    help="Stop once every training error is below this (0.5: as soon as exact).",
+    default=None,
+    help="Stop once every training error is below this (0.5: as soon as exact). "
+    "Default: 0.5 (witness), 0.25 (ood: a margin for unseen tokens).",
 )
 @click.option("--heads", type=int, default=1, show_default=True, help="Heads whose outputs add.")
 @click.option(
@@ -184,6 +186,9 @@ def sweep(
     _bounded(triples, "--triples", 3, 1_000_000, False)
     if not (math.isfinite(eps) and 0 <= eps <= 1):
         raise SketchsimError(f"--eps must be a finite number in [0, 1], got {eps}")
+    suite_defaults = {"witness": ("0.03", 0.5), "ood": ("0.01", 0.25)}[suite]
+    lr = suite_defaults[0] if lr is None else lr
+    stop_below = suite_defaults[1] if stop_below is None else stop_below
     if not (math.isfinite(stop_below) and 0 < stop_below <= 0.5):
         raise SketchsimError(f"--stop-below must be in (0, 0.5], got {stop_below}")
     if not (math.isfinite(accuracy) and 0 < accuracy <= 1):
@@ -237,7 +242,7 @@ def sweep(
 def _maps(text, suite):
     from sketchsim.experiments.models import FEATURE_MAPS
 
-    names = [v.strip() for v in (text or ("table" if suite == "witness" else "mlp")).split(",")]
+    names = [v.strip() for v in (text or ("table" if suite == "witness" else "favor")).split(",")]
     allowed = [f for f in FEATURE_MAPS if f != "signed"]
     for name in names:
         if name not in allowed:
