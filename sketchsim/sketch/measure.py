@@ -107,7 +107,8 @@ class EntryCounts:
         self.n += B
         if B == 0 or E == 0:
             return
-        st = np.sort(tr.T, axis=1)  # (E, B): each entry's values in order
+        st = np.ascontiguousarray(tr.T)  # (E, B), rows contiguous: sorted in place
+        st.sort(axis=1)
         new = np.empty((E, B), dtype=bool)
         new[:, 0] = True
         new[:, 1:] = st[:, 1:] != st[:, :-1]
