@@ -31,3 +31,19 @@ def test_collision_candidates():
     answers = np.array([[1], [2], [1], [2], [3]])
     assert find_collision_candidates(inverse, answers) == [(0, 4)]
     assert find_collision_candidates(inverse, np.array([[1], [2], [1], [2], [1]])) == []
+
+
+def test_collision_candidates_across_chunks():
+    rng = np.random.default_rng(1)
+    B = (1 << 18) + 1000  # crosses the chunk boundary
+    inverse = rng.integers(0, B // 3, B)
+    answers = rng.integers(0, 2, (B, 3))
+    first = np.full(inverse.max() + 1, B)
+    np.minimum.at(first, inverse, np.arange(B))
+    rep = first[inverse]
+    differ = np.flatnonzero((answers != answers[rep]).any(axis=1))
+    expected = [(int(rep[j]), int(j)) for j in differ[:8]]
+    assert find_collision_candidates(inverse, answers) == expected
+    late = np.zeros((B, 2), dtype=np.int64)
+    late[-1] = 1  # the only difference is in the last chunk
+    assert find_collision_candidates(np.zeros(B, dtype=np.int64), late) == [(0, B - 1)]

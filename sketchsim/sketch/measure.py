@@ -68,8 +68,15 @@ def find_collision_candidates(inverse: np.ndarray, answers: np.ndarray, limit: i
     first = np.full(inverse.max() + 1, B, dtype=np.int64)
     np.minimum.at(first, inverse, np.arange(B))
     rep = first[inverse]
-    differ = np.flatnonzero((answers != answers[rep]).any(axis=1))
-    return [(int(rep[j]), int(j)) for j in differ[:limit]]
+    out = []
+    step = 1 << 18  # chunks: no (B, q) temporaries
+    for lo in range(0, B, step):
+        hi = min(B, lo + step)
+        differ = np.flatnonzero((answers[lo:hi] != answers[rep[lo:hi]]).any(axis=1))
+        out += [(int(rep[lo + j]), int(lo + j)) for j in differ[: limit - len(out)]]
+        if len(out) >= limit:
+            break
+    return out
 
 
 # ---------------------------------------------------------------------------
