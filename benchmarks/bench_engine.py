@@ -1,73 +1,207 @@
-"""Sketch-engine throughput at q=64, s=7: jitted engine vs the plain-Python engine.
+"""Sketch-engine throughput at F(64, 7), with the peers of issue 11, measured in this run.
 
-Run: python benchmarks/bench_engine.py [--quick]
-Both engines run the same protocol plan on the same inputs in this run; the
-Python engine runs fewer inputs (it is slow) and its rate is scaled per input.
-"end-to-end" is `sketchsim.transcript.measure`: building the inputs in chunks,
-the engine, grouping transcripts and searching for collisions.
+Run: python benchmarks/bench_engine.py [--quick] [--inputs N] [--main-job]
+
+Rows (minimum over repeats; rates in inputs per second):
+
+- block-counts: the jitted engine alone (tokens built beforehand), sketchsim's end
+  to end ``measure`` (inputs built in chunks, engine, grouping, entropies), and the
+  NumPy a user would write (the data token per THEORY section 5 as 0/1 bytes,
+  block counts by a reshaped sum, grouping by packed keys with ``np.unique``).
+- raw: today's plan, the plan as it was before issue 11 (``RAW_BEFORE`` below: the
+  query re-reads its own fields for every other token) on the same engine, and
+  NumPy dense Min-IP (``np.bitwise_count`` of all token pairs).
+- kernel: the jitted engine against the plain-Python reference engine.
+- ``--main-job``: ``sketchsim transcript --q 64 --s 7`` (seven protocols,
+  100,000 inputs) as a fresh process, cold (empty numba and engine caches) and
+  then warm.
+
+Every fast path is checked against its peer on the same inputs before it is timed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
+from numba import njit
 
+from sketchsim.bits import popcount64
 from sketchsim.plugins import resolve_spec
-from sketchsim.sketch import HardFamily
+from sketchsim.sketch import HardFamily, Layer, Plan, Protocol
 from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.tokens import field
 from sketchsim.transcript import measure
 
-
-def rate(engine, tokens, repeat=3):
-    best = min(_timed(engine, tokens) for _ in range(repeat))
-    return tokens.shape[0] / best
+# ---- the raw plan before issue 11 (the peer for raw's speed-up) ---------------------------
 
 
-def _timed(engine, tokens):
-    t = time.perf_counter()
-    engine.run(tokens)
-    return time.perf_counter() - t
+@njit
+def _raw_emit(layer, pos, bits, ctx, state, aux, out):
+    w = int(aux[0])
+    for c in range(ctx[2] // w):
+        out[c] = field(bits, c * w, w)
+
+
+@njit
+def _raw_update_before(layer, pos, bits, ctx, state, sketch, aux):
+    if pos >= ctx[0]:
+        return
+    w = int(aux[0])
+    k = ctx[2] // w
+    best = np.int64(1) << 62
+    for j in range(ctx[3]):
+        ip = np.int64(0)
+        for c in range(k):
+            ip += popcount64(np.uint64(field(bits, c * w, w) & sketch[j * k + c]))
+        best = min(best, ip)
+    state[0] = best
+
+
+@njit
+def _raw_answer(pos, bits, ctx, state, aux):
+    return state[0]
+
+
+def _raw_before_setup(ctx, params):
+    width = max(w for w in range(1, 33) if ctx.m % w == 0)
+    layer = Layer("concat", ctx.m // width, 2**width)
+    return Plan([layer], 1, _raw_emit, _raw_update_before, _raw_answer, aux=[width])
+
+
+# builtin=True: the same engine flags as the built-in raw (no bounds checking)
+RAW_BEFORE = Protocol("raw-before", "raw as before issue 11", _raw_before_setup, builtin=True)
+
+
+# ---- NumPy peers ------------------------------------------------------------------------
+
+
+def numpy_block_counts(fam: HardFamily, T: np.ndarray):
+    """block-counts end to end in NumPy: data tokens, counts, answers, grouping, entropy.
+
+    The data token as 0/1 bytes per THEORY section 5 (block ``i`` holds ``t_i`` ones
+    at the family's seeded positions), its block counts, the answers, and the
+    transcripts grouped by packed keys.
+    """
+    B, q, s = T.shape[0], fam.q, fam.s
+    data = np.zeros((B, fam.m), dtype=np.uint8)
+    data[:, fam.perm.ravel()] = (T[:, :, None] > np.arange(s, dtype=np.uint8)).reshape(B, q * s)
+    counts = data[:, : q * s].reshape(B, q, s).sum(axis=2, dtype=np.uint8)
+    correct = (counts == T).all(axis=1)
+    keys = np.ascontiguousarray(counts).view(np.dtype((np.void, q))).ravel()
+    _, group_counts = np.unique(keys, return_counts=True)
+    p = group_counts / B
+    entropy = float(-(p * np.log2(p)).sum())
+    return counts, correct, group_counts.size, entropy
+
+
+def numpy_min_ip(tokens: np.ndarray, q: int, chunk: int = 256) -> np.ndarray:
+    """Min-IP answers at the q queries by dense comparison of every token pair."""
+    out = np.empty((tokens.shape[0], q), dtype=np.int64)
+    for lo in range(0, tokens.shape[0], chunk):
+        t = tokens[lo : lo + chunk]
+        ip = np.bitwise_count(t[:, :q, None, :] & t[:, None, :, :]).sum(axis=-1, dtype=np.int64)
+        out[lo : lo + chunk] = ip.min(axis=2)
+    return out
+
+
+# ---- timing -----------------------------------------------------------------------------
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def engine_for(spec_or_proto, fam, python=False):
+    if isinstance(spec_or_proto, Protocol):
+        proto, params = spec_or_proto, {}
+    else:
+        proto, params, _ = resolve_spec(spec_or_proto)
+    return Engine(proto.plan(fam.context(), params), fam.context(), proto.name, python=python)
+
+
+def row(label, rate, peer=None, peer_rate=None):
+    text = f"  {label:<44} {rate:>12,.0f} inputs/s"
+    if peer is not None:
+        text += f"   {rate / peer_rate:>7.1f}x {peer}"
+    print(text, flush=True)
+
+
+def main_job(repeat: int) -> None:
+    cmd = [sys.executable, "-m", "sketchsim", "transcript", "--q", "64", "--s", "7", "--quiet"]
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp + "/numba", "SKETCHSIM_CACHE_DIR": tmp}
+        for label in ["cold"] + ["warm"] * repeat:
+            t = time.perf_counter()
+            subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+            print(f"  main job ({label}): {time.perf_counter() - t:.1f} s", flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--inputs", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--main-job", action="store_true")
     args = ap.parse_args()
+    n = args.inputs or (20_000 if args.quick else 100_000)
     fam = HardFamily(64, 7, seed=0)
-    n_jit = 20_000 if args.quick else 200_000
-    n_py = 20 if args.quick else 100
-    T = fam.sample_answers(n_jit)
+    T = fam.sample_answers(n)
     tokens = fam.tokens(T)
-    t = time.perf_counter()
-    fam.tokens(T)
-    build = n_jit / (time.perf_counter() - t)
-    print(
-        f"F(64, 7): m = {fam.m}, N = {fam.n_tokens}; "
-        f"building inputs into fresh arrays: {build:,.0f} inputs/s"
-    )
-    for spec in ("block-counts", "kernel", "kernel:values=blocks,bits=7"):
-        proto, params, _ = resolve_spec(spec)
-        plan = proto.plan(fam.context(), params)
-        jit = Engine(plan, fam.context(), spec)
-        t = time.perf_counter()
-        jit.run(tokens[:8])
-        compile_s = time.perf_counter() - t
-        py = Engine(plan, fam.context(), spec, python=True)
-        a, b = jit.run(tokens[:n_py]), py.run(tokens[:n_py])
-        assert np.array_equal(a.fingerprints, b.fingerprints)
-        assert np.array_equal(a.answers, b.answers)
-        r_jit = rate(jit, tokens)
-        r_py = rate(py, tokens[:n_py], repeat=1)
-        t = time.perf_counter()
-        measure(fam, T, proto, params)
-        r_all = n_jit / (time.perf_counter() - t)
-        print(
-            f"  {spec:<28} jitted {r_jit:>11,.0f} inputs/s   python {r_py:>8,.1f} inputs/s   "
-            f"ratio {r_jit / r_py:>7,.0f}x   end-to-end {r_all:>9,.0f} inputs/s   "
-            f"(compile {compile_s:.1f} s)"
-        )
+    print(f"F(64, 7): m = {fam.m}, N = {fam.n_tokens}, {n:,} inputs, min of {args.repeat}")
+
+    print("block-counts")
+    bc = engine_for("block-counts", fam)
+    res = bc.run(tokens)
+    counts, correct, distinct, _ = numpy_block_counts(fam, T)
+    assert np.array_equal(res.answers, counts) and correct.all()
+    rep = measure(fam, T, *resolve_spec("block-counts")[:2])
+    assert rep.distinct_transcripts == distinct and rep.correct_fraction == 1.0
+    t_np = best_of(lambda: numpy_block_counts(fam, T), args.repeat)
+    t_engine = best_of(lambda: bc.run(tokens), args.repeat)
+    t_e2e = best_of(lambda: measure(fam, T, *resolve_spec("block-counts")[:2]), args.repeat)
+    row("NumPy end to end (the peer)", n / t_np)
+    row("sketchsim engine (tokens prebuilt)", n / t_engine, "NumPy", n / t_np)
+    row("sketchsim measure() end to end", n / t_e2e, "NumPy", n / t_np)
+
+    print("raw")
+    n_slow = min(n, 2_000 if args.quick else 5_000)
+    raw, before = engine_for("raw", fam), engine_for(RAW_BEFORE, fam)
+    a, b = raw.run(tokens[:n_slow]), before.run(tokens[:n_slow])
+    ref = numpy_min_ip(tokens[:n_slow], fam.q)
+    assert np.array_equal(a.answers, b.answers) and np.array_equal(a.answers, ref)
+    assert np.array_equal(a.fingerprints, b.fingerprints)
+    t_before = best_of(lambda: before.run(tokens[:n_slow]), max(1, args.repeat // 2))
+    t_numpy = best_of(lambda: numpy_min_ip(tokens[:n_slow], fam.q), max(1, args.repeat // 2))
+    t_raw = best_of(lambda: raw.run(tokens), args.repeat)
+    row(f"raw before issue 11 ({n_slow:,} inputs)", n_slow / t_before)
+    row(f"NumPy dense Min-IP ({n_slow:,} inputs)", n_slow / t_numpy)
+    row("raw now", n / t_raw, "raw before", n_slow / t_before)
+    print(f"  {'':<59} {(n / t_raw) / (n_slow / t_numpy):>16.1f}x NumPy")
+
+    print("kernel (identity values, r = 1, 8 bits)")
+    n_py = min(n, 20 if args.quick else 50)
+    jit, py = engine_for("kernel", fam), engine_for("kernel", fam, python=True)
+    a, b = jit.run(tokens[:n_py]), py.run(tokens[:n_py])
+    assert np.array_equal(a.fingerprints, b.fingerprints) and np.array_equal(a.answers, b.answers)
+    t_py = best_of(lambda: py.run(tokens[:n_py]), 1)
+    t_jit = best_of(lambda: jit.run(tokens), args.repeat)
+    row(f"Python reference engine ({n_py} inputs)", n_py / t_py)
+    row("jitted engine", n / t_jit, "Python", n_py / t_py)
+
+    if args.main_job:
+        print("sketchsim transcript --q 64 --s 7 (fresh processes)")
+        main_job(max(1, args.repeat // 2))
 
 
 if __name__ == "__main__":

@@ -205,7 +205,7 @@ def run_checked(engine, tokens: np.ndarray, store: bool, python: bool = False):
             if chan == 0 and levels > 0:
                 np.minimum(sk[lo:hi], levels - 1, out=sk[lo:hi])
             for e in range(lo, hi):
-                h1, h2 = _fold_py(h1, h2, sk[e])
+                h1, h2 = _fold_py(h1, h2, e, sk[e])
             sketch = _readonly(sk[lo:hi].copy())
             for pos in range(N):
                 where = f"update at layer {lay + 1}, token {pos + 1}"

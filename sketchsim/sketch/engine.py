@@ -1,11 +1,13 @@
 """The sketch-model engine: runs a protocol's plan over a batch of inputs.
 
-One loop (:func:`_make_loop`) serves both engines: numba compiles it with the
-plan's jitted functions bound in, or it runs as plain Python.  Per input it
-returns a 128-bit fingerprint of the transcript (two independent 64-bit hashes
-over the sketch entries in order), the answers at the query positions, and,
-on request, the exact transcript.  A symbol outside its declared alphabet
-stops the run with a :class:`~sketchsim.errors.ProtocolError`.
+numba compiles one loop (:func:`_one_input`, :func:`_loop`) with the plan's
+jitted functions bound in; pure-Python plans run in the checked Python engine
+(:func:`sketchsim.sketch.contract.run_checked`), which computes the same
+results.  Per input it returns a 128-bit fingerprint of the transcript (two
+independent 64-bit hashes of the sketch entries, each keyed by its position),
+the answers at the query positions, and, on request, the exact transcript.  A
+symbol outside its declared alphabet stops the run with a
+:class:`~sketchsim.errors.ProtocolError`.
 
 The plug-in contract (:mod:`sketchsim.sketch.contract`): pure-Python plans run
 in the checked Python engine; a jitted plan first runs a guarded pass on a few
@@ -19,10 +21,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from types import FunctionType
 
 import numba
 import numpy as np
-from numba import njit
+from numba import carray, njit, types
+from numba.extending import intrinsic
 
 from sketchsim.errors import ProtocolError, SketchsimError
 from sketchsim.sketch.channels import CHANNEL_CODE, sketch_length
@@ -33,132 +37,183 @@ from sketchsim.sketch.contract import (
     run_checked,
     sample_indices,
 )
+from sketchsim.sketch.engine_cache import cached_loop as _cached_loop
 from sketchsim.sketch.protocol import Context, Plan
 
 __all__ = ["RunResult", "Engine"]
 
-_M1 = 0xBF58476D1CE4E5B9
+_M1 = 0xBF58476D1CE4E5B9  # splitmix64 finalizer
 _M2 = 0x94D049BB133111EB
-_SEED1 = 0x9E3779B97F4A7C15
-_SEED2 = 0xD1B54A32D192ED03
-_FNV = 0x100000001B3
+_C1 = 0xFF51AFD7ED558CCD  # murmur3 fmix64
+_C2 = 0xC4CEB9FE1A85EC53
+_G1 = 0x9E3779B97F4A7C15  # position keys
+_G2 = 0xD1B54A32D192ED03
+_SEED1 = 0x243F6A8885A308D3
+_SEED2 = 0x13198A2E03707344
 
 
 @njit(inline="always")
-def _fold(h1, h2, v):
-    """Fold one sketch entry into both hashes; all arithmetic in uint64.
+def _fold(h1, h2, e, v):
+    """Add entry ``e`` (value ``v``) of the transcript to both hashes; uint64 arithmetic.
 
-    ``h1``: splitmix64 finalizer of ``h1 ^ f(v, h1)``; ``h2``: FNV-style multiply-add.
+    Each lane is a sum over entries of a 64-bit mixer (splitmix64, murmur3 fmix64)
+    applied to the value keyed by its position, so entries hash independently
+    and the sum vectorises (a chained hash costs ~15 cycles of latency per entry).
     """
     u = np.uint64(v)
-    x = h1 ^ (u + np.uint64(_SEED1) + (h1 << np.uint64(6)) + (h1 >> np.uint64(2)))
+    p = np.uint64(e + 1)
+    x = u + p * np.uint64(_G1)
     x = (x ^ (x >> np.uint64(30))) * np.uint64(_M1)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(_M2)
-    return x ^ (x >> np.uint64(31)), h2 * np.uint64(_FNV) + u + np.uint64(1)
+    y = u ^ (p * np.uint64(_G2))
+    y = (y ^ (y >> np.uint64(33))) * np.uint64(_C1)
+    y = (y ^ (y >> np.uint64(33))) * np.uint64(_C2)
+    return h1 + (x ^ (x >> np.uint64(31))), h2 + (y ^ (y >> np.uint64(33)))
 
 
 _MASK = (1 << 64) - 1
 
 
-def _fold_py(h1, h2, v):
+def _fold_py(h1, h2, e, v):
     """:func:`_fold` on Python ints (the plain-Python engine)."""
     u = int(v) & _MASK
-    x = h1 ^ ((u + _SEED1 + (h1 << 6) + (h1 >> 2)) & _MASK)
+    p = e + 1
+    x = (u + p * _G1) & _MASK
     x = ((x ^ (x >> 30)) * _M1) & _MASK
     x = ((x ^ (x >> 27)) * _M2) & _MASK
-    return x ^ (x >> 31), (h2 * _FNV + u + 1) & _MASK
+    y = u ^ ((p * _G2) & _MASK)
+    y = ((y ^ (y >> 33)) * _C1) & _MASK
+    y = ((y ^ (y >> 33)) * _C2) & _MASK
+    return (h1 + (x ^ (x >> 31))) & _MASK, (h2 + (y ^ (y >> 33))) & _MASK
 
 
-def _make_loop(emit, update, answer, jit, fold=_fold):
-    """Build the engine loop over a batch with the protocol's functions bound in.
+# The engine loop.  ``_one_input`` and ``_loop`` refer to the protocol's functions
+# as the globals ``_emit``, ``_update`` and ``_answer``: :func:`_jitted_loop` binds
+# them either by rebinding the globals of these very code objects (any plug-in),
+# or by writing this source into a small generated module that numba caches on
+# disk (the protocols shipped with sketchsim; see :func:`_cached_loop`).
+#
+# ``layers`` is an int64 table with one row per layer:
+# ``[channel code, symbols k, alphabet a, levels, first entry, end entry]``
+# (entries of the concatenated transcript); ``sizes`` is
+# ``[state size, largest k, transcript length]``; ``outputs`` is the tuple
+# ``(transcripts, fingerprints, answers, errors)``.  The hot loops take indices
+# and scalars; the only views made are the arguments the plug-in API defines.
+_emit = _update = _answer = _one_input_jit = None  # bound per protocol
 
-    ``layers`` is an int64 table with one row per layer:
-    ``[channel code, symbols k, alphabet a, levels, first entry, end entry]``
-    (entries of the concatenated transcript); ``sizes`` is
-    ``[state size, largest k, transcript length]``; ``outputs`` is the tuple
-    ``(transcripts, fingerprints, answers, errors)``.
-    """
 
-    jitted = fold is _fold
+@intrinsic
+def _data_pointer(typingctx, arr):
+    """The data pointer of a contiguous array (for :func:`_unowned`)."""
+    sig = types.CPointer(arr.dtype)(arr)
 
-    def one_input(b, tokens, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk):
-        transcripts, fingerprints, answers, errors = outputs
-        N = tokens.shape[1]
-        h1 = np.uint64(_SEED1)
-        h2 = np.uint64(_SEED2)
-        if not jitted:
-            h1, h2 = _SEED1, _SEED2
-        for lay in range(layers.shape[0]):
-            chan, k, a = layers[lay, 0], layers[lay, 1], layers[lay, 2]
-            levels, lo, hi = layers[lay, 3], layers[lay, 4], layers[lay, 5]
-            for e in range(lo, hi):
-                sk[e] = 0
-            spoken = 0
-            for pos in range(N):
-                if not speak[lay, pos]:
-                    continue
-                sym[:] = 0
-                emit(lay, pos, tokens[b, pos], ctx, state[pos], aux, sym)
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return sig, codegen
+
+
+@njit(inline="always")
+def _unowned(a):
+    """A view of C-contiguous ``a`` without a reference count; ``a`` must outlive it."""
+    return carray(_data_pointer(a), a.shape)
+
+
+def _one_input(b, tokens, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk):
+    transcripts, fingerprints, answers, errors = outputs
+    N = tokens.shape[1]
+    h1 = np.uint64(_SEED1)
+    h2 = np.uint64(_SEED2)
+    for lay in range(layers.shape[0]):
+        chan, k, a = layers[lay, 0], layers[lay, 1], layers[lay, 2]
+        levels, lo, hi = layers[lay, 3], layers[lay, 4], layers[lay, 5]
+        ua = np.uint64(a)
+        for e in range(lo, hi):
+            sk[e] = 0
+        spoken = 0
+        for pos in range(N):
+            if not speak[lay, pos]:
+                continue
+            for c in range(k):
+                sym[c] = 0
+            _emit(lay, pos, tokens[b, pos], ctx, state[pos], aux, sym)
+            # one unsigned compare finds negative and too-large symbols alike
+            bad = False
+            for c in range(k):
+                bad |= np.uint64(sym[c]) >= ua
+            if bad:
                 for c in range(k):
-                    v = sym[c]
-                    if v < 0 or v >= a:
+                    if np.uint64(sym[c]) >= ua:
                         errors[b, 0] = 1
                         errors[b, 1] = lay
                         errors[b, 2] = pos
-                        errors[b, 3] = v
+                        errors[b, 3] = sym[c]
                         errors[b, 4] = c
                         return
-                    if chan == 0:
-                        sk[lo + c] += v
-                    elif chan == 1:
-                        sk[lo + c * a + v] += 1
-                    else:
-                        sk[lo + spoken * k + c] = v
-                spoken += 1
-            if chan == 0 and levels > 0:
-                for e in range(lo, hi):
-                    if sk[e] > levels - 1:
-                        sk[e] = levels - 1
+            if chan == 0:
+                for c in range(k):
+                    sk[lo + c] += sym[c]
+            elif chan == 1:
+                for c in range(k):
+                    sk[lo + c * a + sym[c]] += 1
+            else:
+                base = lo + spoken * k
+                for c in range(k):
+                    sk[base + c] = sym[c]
+            spoken += 1
+        if chan == 0 and levels > 0:
             for e in range(lo, hi):
-                h1, h2 = fold(h1, h2, sk[e])
-            layer_sketch = sk[lo:hi]
-            for pos in range(N):
-                update(lay, pos, tokens[b, pos], ctx, state[pos], layer_sketch, aux)
-        fingerprints[b, 0] = h1
-        fingerprints[b, 1] = h2
-        if store:
-            for e in range(transcripts.shape[1]):
-                transcripts[b, e] = sk[e]
-        for i in range(queries.shape[0]):
-            p = queries[i]
-            answers[b, i] = answer(p, tokens[b, p], ctx, state[p], aux)
+                sk[e] = min(sk[e], levels - 1)
+        for e in range(lo, hi):
+            h1, h2 = _fold(h1, h2, e, sk[e])
+        layer_sketch = sk[lo:hi]
+        for pos in range(N):
+            _update(lay, pos, tokens[b, pos], ctx, state[pos], layer_sketch, aux)
+    fingerprints[b, 0] = h1
+    fingerprints[b, 1] = h2
+    if store:
+        for e in range(transcripts.shape[1]):
+            transcripts[b, e] = sk[e]
+    for i in range(queries.shape[0]):
+        p = queries[i]
+        answers[b, i] = _answer(p, tokens[b, p], ctx, state[p], aux)
 
-    one = jit(one_input)
 
-    def loop(lo, hi, tokens, ctx, aux, layers, speak, sizes, queries, store, outputs):
-        state_size, kmax, total_len = sizes[0], sizes[1], sizes[2]
-        state = np.zeros((tokens.shape[1], state_size), dtype=np.int64)
-        sym = np.zeros(max(1, kmax), dtype=np.int64)
-        sk = np.zeros(max(1, total_len), dtype=np.int64)
-        for b in range(lo, hi):
-            state[:, :] = 0
-            one(b, tokens, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk)
-
-    return loop
+def _loop(lo, hi, tokens, ctx, aux, layers, speak, sizes, queries, store, outputs):
+    state_size, kmax, total_len = sizes[0], sizes[1], sizes[2]
+    state_mem = np.zeros((tokens.shape[1], state_size), dtype=np.int64)
+    sym_mem = np.zeros(max(1, kmax), dtype=np.int64)
+    sk_mem = np.zeros(max(1, total_len), dtype=np.int64)
+    # Views of these carry no reference count (they outlive the loop): the per-call
+    # views tokens[b, pos], state[pos] cost no atomic increments and decrements.
+    tk = _unowned(tokens)
+    state = _unowned(state_mem)
+    sym = _unowned(sym_mem)
+    sk = _unowned(sk_mem)
+    for b in range(lo, hi):
+        state[:, :] = 0
+        _one_input_jit(b, tk, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk)
 
 
 _LOOPS: dict = {}
 
 
-def _jitted_loop(emit, update, answer):
+def _jitted_loop(emit, update, answer, cache: bool = False):
     """The compiled loop for these three functions, built once per process.
 
-    A serial, GIL-free loop run on threads compiles in about a third of the
-    time of a ``prange`` version and runs as fast.
+    ``cache``: try the on-disk cache first (:func:`_cached_loop`).  A serial,
+    GIL-free loop run on threads compiles in about a third of the time of a
+    ``prange`` version and runs as fast.
     """
     key = (emit, update, answer)
     if key not in _LOOPS:
-        _LOOPS[key] = njit(nogil=True)(_make_loop(emit, update, answer, njit(inline="always")))
+        loop = _cached_loop(emit, update, answer) if cache else None
+        if loop is None:
+            g = {**globals(), "_emit": emit, "_update": update, "_answer": answer}
+            one = FunctionType(_one_input.__code__, g, "_one_input")
+            g["_one_input_jit"] = njit(inline="always")(one)
+            loop = njit(nogil=True)(FunctionType(_loop.__code__, g, "_loop"))
+        _LOOPS[key] = loop
     return _LOOPS[key]
 
 
@@ -218,7 +273,7 @@ class Engine:
             funcs = (plan.emit, plan.update, plan.answer)
             if not plan.builtin:  # not ours: bounds-checked for the whole run
                 funcs = tuple(checked_copy(f) for f in funcs)
-            self._loop = _jitted_loop(*funcs)
+            self._loop = _jitted_loop(*funcs, cache=plan.builtin)
 
     def run(self, tokens: np.ndarray, store: bool = False) -> RunResult:
         """Run the protocol on packed tokens (B, n_tokens, words).

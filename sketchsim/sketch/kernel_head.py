@@ -20,12 +20,14 @@ readouts add up.  The query rounds ``y`` to the nearest integer.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
+from sketchsim.bits import popcount64
 from sketchsim.errors import PluginError
 from sketchsim.sketch.contract import check_engine_size
 from sketchsim.sketch.protocol import Layer, Param, Plan
-from sketchsim.sketch.tokens import bit, count_ones
+from sketchsim.sketch.tokens import count_ones
 
 __all__ = ["KERNEL_PARAMS", "kernel_plan", "head_dims"]
 
@@ -39,51 +41,82 @@ KERNEL_PARAMS = (
 
 
 @njit(inline="always")
-def _value(mode, c, bits, s):
-    if mode == 0:
-        return bit(bits, c)
-    return count_ones(bits, c * s, (c + 1) * s)
-
-
-@njit(inline="always")
 def _dim(d, H, h):
     return (d - h + H - 1) // H if h < d else 0
 
 
-@njit
+@njit(inline="always")
+def _offset(d, H, r, h):
+    """First entry of head ``h``: ``r * sum_{h' < h} (d_h' + 1)``, in closed form."""
+    q0, rem = d // H, d % H
+    return r * (h * q0 + min(h, rem) + h)
+
+
+@njit(inline="always")
+def _lowest(x):
+    """Index of the lowest set bit of a nonzero uint64."""
+    return popcount64((x & (np.uint64(0) - x)) - np.uint64(1))
+
+
+# Value coordinate c goes to head h = c mod H, slot c // H.  ``aux`` carries, after
+# [H, r, mode, d], three tables over c: the entry of c for feature 0, the stride
+# to the next feature (d_h + 1), and h; so the loops below divide nothing.
+# emit writes only nonzero entries (``out`` starts at zero, docs/protocols.md)
+# and a query sums over its own set bits: O(|x|) instead of O(m) per token.
+_T = 4
+
+
+@njit(inline="always")
+def _entry(aux, d, c, k):
+    return int(aux[_T + c]) + k * int(aux[_T + d + c])
+
+
+@njit(cache=True)
 def emit(layer, pos, bits, ctx, state, aux, out):
     H, r, mode, d = int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3])
     k = pos % r
-    off = 0
     for h in range(H):
-        dh = _dim(d, H, h)
-        base = off + k * (dh + 1)
-        out[base] = 1
-        for l in range(dh):
-            out[base + 1 + l] = _value(mode, h + l * H, bits, ctx[1])
-        off += r * (dh + 1)
+        out[_offset(d, H, r, h) + k * (_dim(d, H, h) + 1)] = 1
+    if mode == 0:
+        for w in range(bits.shape[0]):
+            x = bits[w]
+            while x:
+                c = w * 64 + _lowest(x)
+                x &= x - np.uint64(1)
+                if c < d:
+                    out[_entry(aux, d, c, k)] = 1
+    else:
+        s = ctx[1]
+        for c in range(d):
+            out[_entry(aux, d, c, k)] = count_ones(bits, c * s, (c + 1) * s)
 
 
-@njit
+@njit(cache=True)
 def update(layer, pos, bits, ctx, state, sketch, aux):
     q, s, N = ctx[0], ctx[1], ctx[3]
     if pos >= q:
         return
     H, r, mode, d = int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3])
     y = 0.0
-    off = 0
     for h in range(H):
         dh = _dim(d, H, h)
+        off = _offset(d, H, r, h)
         z = 0.0
-        num = 0.0
         for k in range(r):
-            base = off + k * (dh + 1)
-            z += sketch[base]
-            for l in range(dh):
-                c = h + l * H
-                weight = bit(bits, c) if mode == 0 else (1 if c == pos else 0)
-                num += weight * sketch[base + 1 + l]
-        off += r * (dh + 1)
+            z += sketch[off + k * (dh + 1)]
+        num = 0.0
+        if mode == 0:  # the query's own set bits pick the value sums
+            for w in range(bits.shape[0]):
+                x = bits[w]
+                while x:
+                    c = w * 64 + _lowest(x)
+                    x &= x - np.uint64(1)
+                    if c < d and int(aux[_T + 2 * d + c]) == h:
+                        for k in range(r):
+                            num += sketch[_entry(aux, d, c, k)]
+        elif pos < d and int(aux[_T + 2 * d + pos]) == h:  # blocks: e_pos, its own count
+            for k in range(r):
+                num += sketch[_entry(aux, d, pos, k)]
         if dh > 0:
             if z == 0.0:
                 state[0] = -1
@@ -96,7 +129,7 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
     state[0] = int(round(y))
 
 
-@njit
+@njit(cache=True)
 def answer(pos, bits, ctx, state, aux):
     return state[0]
 
@@ -118,5 +151,10 @@ def kernel_plan(ctx, r: int, bits: int, values: str, heads: int = 1) -> Plan:
     alphabet = 2 if values == "identity" else ctx.s + 1
     k = sum(r * (dh + 1) for dh in head_dims(d, heads))
     layer = Layer("sum", k, alphabet, levels=2**bits)
-    aux = [heads, r, VALUES.index(values), d]
+    c = np.arange(d)
+    h = c % heads
+    dims = np.array(head_dims(d, heads), dtype=np.int64)
+    offsets = r * (np.concatenate([[0], np.cumsum(dims[:-1])]) + np.arange(heads))
+    tables = [offsets[h] + 1 + c // heads, dims[h] + 1, h]
+    aux = np.concatenate([[heads, r, VALUES.index(values), d], *tables]).astype(np.float64)
     return Plan([layer], 1, emit, update, answer, aux=aux)
