@@ -111,10 +111,16 @@ def transcript(
         key = _resume_key(r.protocol.name, r.params, r.identity)
         if key in done:
             results.append(done[key])
+            if not quiet:
+                render.err_console.print(f"[dim]{spec}: resumed from {json_path}[/dim]")
             continue
         with render.progress_bar(spec, T.shape[0], not quiet) as update:
             rep = measure(family, T, r.protocol, r.params, r.source, progress=update)
         rep.spec = spec
+        if not quiet:  # one line per protocol, also when stderr is not a terminal
+            render.err_console.print(
+                f"[dim]{spec}: {T.shape[0]:,} inputs in {rep.seconds:.1f} s[/dim]"
+            )
         # identity: the protocol's source (file hash, module version), so that resume
         # never reports another protocol's results under the same name
         results.append({**rep.to_dict(), "identity": r.identity})
