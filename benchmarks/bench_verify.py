@@ -7,8 +7,11 @@ lookup table of all token-pair inner products ``ip[u, v] = |u & v|`` (256 x 256
 at m = 8) with the softmax weight and weighted vote of each pair precomputed,
 the last two tokens vectorised as a (2^m, 2^m) grid and the leading ones in a
 Python loop.  Both sides must report the same max error and exact fraction.
-The CLI rows time ``sketchsim verify`` (numba cache warm) against the peer run
-as a script, each in a fresh process.
+``verify`` counts column-type patterns (see :mod:`sketchsim.verify`); the
+"enumeration kernel" rows time the jitted enumeration of every input (used for
+large N and cluster shards) on the same problem.  The CLI rows time
+``sketchsim verify`` (numba cache warm) against the peer run as a script, each
+in a fresh process.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ratios import report  # noqa: E402
 
-from sketchsim.verify import verify  # noqa: E402
+from sketchsim.verify import check_range, verify  # noqa: E402
 
 PEER_SOURCE = '''
 import itertools
@@ -104,11 +107,19 @@ def main(argv=None):
     beta = 2.0
     verify(2, 3, "softmax", beta)  # compile / load the cache outside the timings
     rows = []
+    check_range("softmax", 2, 3, beta, False, 0, 64)  # the jitted enumeration, too
     for m, n in cases:
+        total = 2 ** (m * n)
         t_ours, res = best_of(lambda m=m, n=n: verify(m, n, "softmax", beta), args.repeats)
+        t_enum, (enum_err, enum_exact, _) = best_of(
+            lambda m=m, n=n: check_range("softmax", m, n, beta, False, 0, 2 ** (m * n)),
+            args.repeats,
+        )
         t_peer, (err, frac) = best_of(lambda m=m, n=n: numpy_verify(m, n, beta), args.repeats)
         assert abs(err - res.max_abs_error) < 1e-12 and frac == res.exact_fraction
+        assert enum_err == res.max_abs_error and enum_exact / total == frac
         rows.append((f"verify in-process m={m} N={n}", t_ours, t_peer))
+        rows.append((f"enumeration kernel m={m} N={n}", t_enum, t_peer))
     with tempfile.TemporaryDirectory() as tmp:
         peer_file = os.path.join(tmp, "numpy_verify.py")
         with open(peer_file, "w") as fh:

@@ -2,15 +2,23 @@
 
 Input number ``idx`` in ``[0, 2^(m N))`` has token ``j`` equal to bits
 ``j*m .. j*m + m - 1`` of ``idx`` (element ``k`` of a token is its bit ``k``).
-The kernel visits the inputs in *enumeration order*: ``k = prefix * 2^m + z``
-where ``z`` is the last token and ``prefix`` the first ``N - 1`` tokens (so
-``idx = prefix + z * 2^((N-1) m)``); the last token varies fastest.  Everything
-that depends only on the prefix (its inner products and the partial sums of
-each head) is computed once per prefix, and the innermost loop over ``z`` adds
-the last token's terms in the same order as a plain evaluation, so results are
-bit-identical to it (``tests/naive.py``).  The first counterexample is the
-smallest wrong ``idx``; it is re-evaluated through the NumPy feature maps of
-:mod:`sketchsim.attention`.
+
+Every head of section 3 sees an input only through its Gram matrix
+``G_ij = <x_i, x_j>``, and ``G`` depends only on how many of the ``m`` bit
+positions carry each *column type* ``c in {0,1}^N`` (the N bits at one
+position): ``G_ij = sum_c n_c c_i c_j``.  So instead of the ``2^(m N)`` inputs,
+:func:`verify` evaluates each of the ``C(m + 2^N - 1, 2^N - 1)`` count vectors
+``n`` once (6,435 at m = 8, N = 3) and weighs it by the number of inputs that
+have it, the multinomial ``m! / prod_c n_c!``.  The arithmetic per position is
+the plain one, with keys summed in order ``0 .. N-1``, so the maximum error is
+bit-identical to evaluating every input (``tests/naive.py``).  The smallest
+wrong ``idx`` of a count vector puts the column types in decreasing order
+(read as ``N``-bit numbers, token ``N-1`` most significant) at positions
+``0, 1, ..., m-1``: the highest bits of the last token then hold its zeros.
+Where the count vectors would not be fewer (large N), and for ranges of the
+index space (cluster shards), the jitted enumeration of
+:mod:`sketchsim.verify_kernel` checks every input.  The first counterexample
+is re-evaluated through the NumPy feature maps of :mod:`sketchsim.attention`.
 """
 
 from __future__ import annotations
@@ -24,13 +32,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from numba import njit, prange
 
 from sketchsim import config
 from sketchsim.attention import make_construction
-from sketchsim.bits import popcount64
 from sketchsim.errors import SketchsimError
-from sketchsim.minip import _dynamic_schedule, minip_targets
 
 __all__ = [
     "VerifyResult",
@@ -39,209 +44,108 @@ __all__ = [
     "decode_input",
     "check_verify_size",
     "check_range",
+    "count_patterns",
 ]
 
-_KIND = {"rank1": 0, "softmax": 1, "onehot": 1}
-#: Parallel tasks per chunk (handed out one at a time, see ``_dynamic_schedule``).
-_BLOCKS = 64
-_TOL = config.EXACT_TOLERANCE
+#: Count vectors times squared column types (the cost of building the vectors
+#: and their Gram matrices); beyond this ``verify`` enumerates inputs instead.
+_PATTERN_CELLS = 1 << 25
 
 
-@njit(inline="always")
-def _last_token_n3(kind, etab, egtab, a, b, sa, sb, pan, pad, pam, pbn, pbd, pbm, z_lo, z_hi):
-    """N = 3, every position scored: the last token ``z`` over ``z_lo .. z_hi - 1``.
+def __getattr__(name):
+    # the jitted enumeration's private names, for callers that shard it
+    if name in ("_KIND", "_verify_range"):
+        from sketchsim import verify_kernel
 
-    Same sums in the same key order as the general loop (``p*n``, ``p*d``, ``p*m``
-    are the prefix positions' partial numerators, denominators and minima).
-    Returns (max error, exact inputs, smallest wrong z or -1).
-    """
-    max_err = 0.0
-    n_exact = 0
-    first_bad = np.int64(-1)
-    for z in range(z_lo, z_hi):
-        gs = popcount64(np.uint64(z))
-        ga = popcount64(np.uint64(a & z))
-        gb = popcount64(np.uint64(b & z))
-        t = min(min(ga, gb), gs)
-        if kind == 0:
-            e0 = abs((pan + (2.0 * ga - sa)) / 3 - min(pam, ga))
-            e1 = abs((pbn + (2.0 * gb - sb)) / 3 - min(pbm, gb))
-            num = ((2.0 * ga - gs) + (2.0 * gb - gs)) + (2.0 * gs - gs)
-            e2 = abs(num / 3 - t)
-        else:
-            e0 = abs((pan + egtab[ga]) / (pad + etab[ga]) - min(pam, ga))
-            e1 = abs((pbn + egtab[gb]) / (pbd + etab[gb]) - min(pbm, gb))
-            num = (egtab[ga] + egtab[gb]) + egtab[gs]
-            den = (etab[ga] + etab[gb]) + etab[gs]
-            e2 = abs(num / den - t)
-        max_err = max(max_err, max(max(e0, e1), e2))
-        if e0 < _TOL and e1 < _TOL and e2 < _TOL:
-            n_exact += 1
-        elif first_bad < 0:
-            first_bad = z
-    return max_err, n_exact, first_bad
-
-
-@njit(cache=True)
-def _check_block(kind, m, n, etab, egtab, causal, lo, hi, tok, self_ip, part, part_min):
-    """Check enumeration positions ``lo .. hi - 1``: (max |y - t|, exact inputs, smallest bad idx).
-
-    ``etab[g] = exp(-beta g)``, ``egtab[g] = etab[g] * g`` (the softmax weight and
-    weighted vote of overlap ``g``).  ``tok``, ``self_ip``, ``part`` (2, n) and
-    ``part_min`` are scratch for the prefix: its tokens, their weights, the
-    partial numerator / denominator (softmax) or vote sum (rank1) of each
-    prefix position over the prefix keys, and the partial minimum.
-    """
-    mask = (np.int64(1) << m) - 1
-    last_shift = (n - 1) * m
-    first_scored = n - 1 if causal else 0
-    max_err = 0.0
-    n_exact = 0
-    first_bad = np.int64(-1)
-    k = lo
-    while k < hi:
-        prefix = k >> m
-        z_lo = k & mask
-        z_hi = min(mask + 1, z_lo + (hi - k))
-        for j in range(n - 1):
-            tok[j] = (prefix >> (j * m)) & mask
-            self_ip[j] = popcount64(np.uint64(tok[j]))
-        for i in range(first_scored, n - 1):
-            num = 0.0
-            den = 0.0
-            t = self_ip[i]
-            for j in range(n - 1):
-                g = popcount64(np.uint64(tok[i] & tok[j]))
-                t = min(t, g)
-                if kind == 0:
-                    num += 2.0 * g - self_ip[i]
-                else:
-                    num += egtab[g]
-                    den += etab[g]
-            part[0, i] = num
-            part[1, i] = den
-            part_min[i] = t
-        if n == 3 and not causal:  # the paper's length, unrolled with the prefix in registers
-            me, ne, fb = _last_token_n3(
-                kind,
-                etab,
-                egtab,
-                tok[0],
-                tok[1],
-                self_ip[0],
-                self_ip[1],
-                part[0, 0],
-                part[1, 0],
-                part_min[0],
-                part[0, 1],
-                part[1, 1],
-                part_min[1],
-                z_lo,
-                z_hi,
-            )
-            max_err = max(max_err, me)
-            n_exact += ne
-            if fb >= 0:
-                idx = prefix | (fb << last_shift)
-                if first_bad < 0 or idx < first_bad:
-                    first_bad = idx
-            k += z_hi - z_lo
-            continue
-        for z in range(z_lo, z_hi):
-            ok = True
-            g_self = popcount64(np.uint64(z))
-            # the last position, with keys in order 0 .. n-1
-            num_last = 0.0
-            den_last = 0.0
-            t_last = g_self
-            for j in range(n - 1):
-                g = popcount64(np.uint64(tok[j] & z))
-                t_last = min(t_last, g)
-                if kind == 0:
-                    num_last += 2.0 * g - g_self
-                else:
-                    num_last += egtab[g]
-                    den_last += etab[g]
-                if j >= first_scored:  # finish prefix position j with its last key
-                    t = min(part_min[j], g)
-                    if kind == 0:
-                        y = (part[0, j] + (2.0 * g - self_ip[j])) / n
-                    else:
-                        y = (part[0, j] + egtab[g]) / (part[1, j] + etab[g])
-                    err = abs(y - t)
-                    max_err = max(max_err, err)
-                    if not err < _TOL:
-                        ok = False
-            if kind == 0:
-                y = (num_last + (2.0 * g_self - g_self)) / n
-            else:
-                y = (num_last + egtab[g_self]) / (den_last + etab[g_self])
-            err = abs(y - t_last)
-            max_err = max(max_err, err)
-            if not err < _TOL:
-                ok = False
-            if ok:
-                n_exact += 1
-            else:
-                idx = prefix | (np.int64(z) << last_shift)
-                if first_bad < 0 or idx < first_bad:
-                    first_bad = idx
-        k += z_hi - z_lo
-    return max_err, n_exact, first_bad
-
-
-@njit(parallel=True, cache=True)
-def _check_blocks(kind, m, n, etab, egtab, causal, start, count):
-    per = (count + _BLOCKS - 1) // _BLOCKS
-    max_err = np.zeros(_BLOCKS)
-    n_exact = np.zeros(_BLOCKS, dtype=np.int64)
-    first_bad = np.full(_BLOCKS, -1, dtype=np.int64)
-    for blk in prange(_BLOCKS):
-        lo = start + blk * per
-        hi = min(start + count, lo + per)
-        if lo < hi:
-            tok = np.empty(max(n - 1, 1), dtype=np.int64)
-            self_ip = np.empty(max(n - 1, 1), dtype=np.int64)
-            part = np.empty((2, max(n - 1, 1)))
-            part_min = np.empty(max(n - 1, 1), dtype=np.int64)
-            max_err[blk], n_exact[blk], first_bad[blk] = _check_block(
-                kind, m, n, etab, egtab, causal, lo, hi, tok, self_ip, part, part_min
-            )
-    return max_err, n_exact, first_bad
-
-
-def _tables(m: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
-    """Softmax weight ``exp(-beta g)`` and weighted vote ``g exp(-beta g)`` for g = 0..m."""
-    g = np.arange(m + 1, dtype=np.float64)
-    etab = np.exp(-beta * g)
-    return etab, etab * g
-
-
-def _verify_range(kind, m, n, beta, causal, start, count):
-    """Per parallel block: (max |y - t|, exact inputs, smallest wrong idx or -1).
-
-    Covers enumeration positions ``start .. start + count - 1`` (see the module
-    docstring for the order); any split of ``[0, 2^(m n))`` merges to the same
-    totals by max, sum and smallest non-negative index.
-    """
-    etab, egtab = _tables(m, float(beta))
-    with _dynamic_schedule():
-        return _check_blocks(kind, m, n, etab, egtab, bool(causal), int(start), int(count))
+        return {"_KIND": verify_kernel.KIND, "_verify_range": verify_kernel._verify_range}[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_range(
     construction: str, m: int, n: int, beta: float, causal: bool, start: int, count: int
 ):
-    """Check enumeration positions ``start .. start + count - 1`` of one construction.
+    """Check enumeration positions ``start .. start + count - 1`` with the jitted kernel.
+
+    Positions follow :mod:`sketchsim.verify_kernel` (the last token fastest); any
+    split of ``[0, 2^(m n))`` merges to the whole by max, sum and smallest index.
 
     Returns
     -------
     tuple (max_abs_error, exact_inputs, first_bad)
         ``first_bad`` is the smallest wrong input index ``idx`` in the range, or -1.
     """
-    errs, n_exact, bad = _verify_range(_KIND[construction], m, n, beta, causal, start, count)
-    first_bad = int(bad[bad >= 0].min()) if (bad >= 0).any() else -1
-    return float(errs.max()), int(n_exact.sum()), first_bad
+    from sketchsim.verify_kernel import check_range as kernel_check_range
+
+    return kernel_check_range(construction, m, n, beta, causal, start, count)
+
+
+def _n_count_vectors(m: int, n: int) -> int:
+    return math.comb(m + (1 << n) - 1, (1 << n) - 1) if n < 40 else math.inf
+
+
+def _count_vectors(m: int, n_types: int) -> np.ndarray:
+    """Every vector of ``n_types`` non-negative counts summing to ``m``, shape (V, n_types)."""
+    rows = np.zeros((1, 0), dtype=np.int64)
+    left = np.array([m], dtype=np.int64)
+    for _ in range(n_types - 1):
+        choices = left + 1
+        parent = np.repeat(np.arange(len(rows)), choices)
+        count = np.arange(choices.sum()) - np.repeat(np.cumsum(choices) - choices, choices)
+        rows = np.concatenate([rows[parent], count[:, None]], axis=1)
+        left = left[parent] - count
+    return np.concatenate([rows, left[:, None]], axis=1)
+
+
+def count_patterns(m: int, n: int, construction: str, beta: float = 2.0, causal: bool = False):
+    """Check every input through its column-type count vector (see the module docstring).
+
+    Returns
+    -------
+    tuple (max_abs_error, exact_inputs, first_bad)
+        As for the whole index space; ``first_bad`` is the smallest wrong ``idx`` or -1.
+    """
+    n_types = 1 << n
+    counts = _count_vectors(m, n_types)  # (V, T)
+    types = (np.arange(n_types)[:, None] >> np.arange(n)) & 1  # (T, n): bit j = token j
+    gram = (counts @ (types[:, :, None] * types[:, None, :]).reshape(n_types, n * n)).reshape(
+        -1, n, n
+    )
+    # inputs per count vector: m! / prod n_c!, as a product of binomials (exact, < 2^(m n))
+    binom = np.array([[math.comb(a, b) for b in range(m + 1)] for a in range(m + 1)])
+    inputs = np.ones(len(counts), dtype=np.int64)
+    left = np.full(len(counts), m)
+    for c in range(n_types):
+        inputs *= binom[left, counts[:, c]]
+        left -= counts[:, c]
+    weight = np.exp(-beta * np.arange(m + 1, dtype=np.float64))
+    vote = weight * np.arange(m + 1)
+    ok = np.ones(len(counts), dtype=bool)
+    max_err = 0.0
+    for i in [n - 1] if causal else range(n):
+        num = np.zeros(len(counts))
+        den = np.zeros(len(counts))
+        for j in range(n):  # keys in order, as a plain evaluation sums them
+            g = gram[:, i, j]
+            if construction == "rank1":
+                num = num + (2.0 * g - gram[:, i, i])
+            else:
+                num = num + vote[g]
+                den = den + weight[g]
+        y = num / n if construction == "rank1" else num / den
+        err = np.abs(y - gram[:, i, :].min(axis=1))
+        max_err = max(max_err, float(err.max()))
+        ok &= err < config.EXACT_TOLERANCE
+    first_bad = -1
+    if not ok.all():
+        bad = counts[~ok]
+        # types in decreasing order at positions 0, 1, ...: type c fills [start_c, start_c + n_c)
+        start = np.cumsum(bad[:, ::-1], axis=1)[:, ::-1] - bad
+        fill = ((np.int64(1) << bad) - 1) << start
+        idx = np.zeros(len(bad), dtype=np.int64)
+        for j in range(n):
+            idx |= (fill * types[:, j]).sum(axis=1) << (j * m)
+        first_bad = int(idx.min())
+    return max_err, int(inputs[ok].sum()), first_bad
 
 
 def decode_input(idx: int, m: int, n: int) -> np.ndarray:
@@ -355,11 +259,16 @@ def verify(
     total = 1 << (m * n)
     start_time = time.perf_counter()
     max_err, exact, first_bad, checked = 0.0, 0, -1, 0
+    if _n_count_vectors(m, n) << (2 * n) <= _PATTERN_CELLS:
+        max_err, exact, first_bad = count_patterns(m, n, construction, beta, causal)
+        checked = total
+        if progress is not None:
+            progress(total, total)
     with _deferred_interrupt() as interrupted:
         # at most 8 parallel calls: each ends on a barrier that costs tens of
         # milliseconds when other processes hold the cores
         step = max(config.VERIFY_CHUNK, total >> 3)
-        for start in range(0, total, step):
+        for start in range(checked, total, step):
             count = min(step, total - start)
             errs, n_exact, bad = check_range(construction, m, n, beta, causal, start, count)
             max_err = max(max_err, errs)
@@ -417,7 +326,7 @@ def _describe(head, idx: int, m: int, n: int, causal: bool) -> dict:
     """Re-evaluate a wrong input with the NumPy feature maps and name its first bad position."""
     X = decode_input(idx, m, n)
     y = head.evaluate(X[None], causal=causal)[0]
-    t = minip_targets(X)
+    t = (X.astype(np.int64) @ X.T.astype(np.int64)).min(axis=1)
     positions = [n - 1] if causal else list(range(n))
     for k, pos in enumerate(positions):
         if not abs(y[k] - t[pos]) < 0.5:

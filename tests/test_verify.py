@@ -17,7 +17,13 @@ from sketchsim.attention import make_construction, softmax_threshold
 from sketchsim.cli import main
 from sketchsim.errors import SketchsimError
 from sketchsim.minip import minip_targets
-from sketchsim.verify import check_range, check_verify_size, decode_input, verify
+from sketchsim.verify import (
+    check_range,
+    check_verify_size,
+    count_patterns,
+    decode_input,
+    verify,
+)
 
 
 def reference_verify(m, n, construction, beta=2.0, causal=False):
@@ -132,12 +138,26 @@ NEAR_THRESHOLD = math.log(6) / 2  # exact N = 3 softmax threshold (THEORY 3b): t
         (3, 3, "softmax", 30.0, False),
     ],
 )
-def test_kernel_bit_identical_to_naive(m, n, construction, beta, causal):
+def test_both_paths_bit_identical_to_naive(m, n, construction, beta, causal):
+    expected = naive.verify_enumeration(m, n, construction, beta, causal)
+    # count vectors (what verify uses at these sizes) and the jitted enumeration
+    assert count_patterns(m, n, construction, beta, causal) == expected  # bit for bit
+    assert check_range(construction, m, n, beta, causal, 0, 2 ** (m * n)) == expected
     res = verify(m, n, construction, beta=beta, causal=causal)
-    max_err, exact, first_bad = naive.verify_enumeration(m, n, construction, beta, causal)
-    assert res.max_abs_error == max_err  # bit for bit, not approximately
+    max_err, exact, first_bad = expected
+    assert res.max_abs_error == max_err
     assert res.exact_fraction == exact / 2 ** (m * n)
     assert (res.counterexample or {"index": -1})["index"] == first_bad
+
+
+@pytest.mark.parametrize("construction", ["rank1", "softmax"])
+def test_verify_enumerates_when_count_vectors_are_too_many(construction, monkeypatch):
+    import sketchsim.verify as ver
+
+    counted = verify(3, 3, construction, beta=0.8)
+    monkeypatch.setattr(ver, "_PATTERN_CELLS", 0)
+    enumerated = verify(3, 3, construction, beta=0.8)
+    assert enumerated.to_dict() | {"seconds": 0} == counted.to_dict() | {"seconds": 0}
 
 
 @pytest.mark.parametrize("construction", ["rank1", "softmax"])
@@ -192,6 +212,7 @@ def test_interrupt_keeps_finished_chunks(monkeypatch):
     import sketchsim.verify as ver
 
     monkeypatch.setattr(ver.config, "VERIFY_CHUNK", 64)
+    monkeypatch.setattr(ver, "_PATTERN_CELLS", 0)  # enumerate, chunk by chunk
     calls = []
 
     def progress(done, total):
@@ -215,7 +236,8 @@ def test_ctrl_c_on_a_running_cli_verify_aborts_and_saves_partial_json(tmp_path):
     """SIGINT to a real process inside the parallel kernel: "aborted", exit 1, partial JSON."""
     out = tmp_path / "v.json"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="2")
-    args = ["verify", "--m", "13", "--n", "2", "--construction", "rank1", "--quiet"]
+    # N = 13: too many count vectors, so the inputs are enumerated (2^26 of them)
+    args = ["verify", "--m", "2", "--n", "13", "--construction", "rank1", "--quiet"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "sketchsim", *args, "--json", str(out)],
         env=env,
