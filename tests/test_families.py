@@ -111,6 +111,7 @@ def test_kv_sum_correct_and_drop_below_bound():
     assert rep.entry_entropy_below_bound
 
 
+@pytest.mark.slow
 def test_kv_sum_with_distractors_is_correct():
     fam = MQARFamily(2, 3, seed=4, keys=10, pairs=5)
     proto, params, _ = resolve_spec("kv-sum")

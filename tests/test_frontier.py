@@ -75,6 +75,7 @@ EVEN = Protocol(
 )
 
 
+@pytest.mark.slow
 def test_non_monotone_parameter_is_scanned():
     fam = HardFamily(2, 3)
     cell = frontier_cell(fam, EVEN, EVEN.defaults(), Vary("k", 1, 5), "even")
