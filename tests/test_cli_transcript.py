@@ -260,3 +260,13 @@ def test_exhaustive_mode_keeps_distinct_and_adds_entry_measures():
     assert res.exit_code == 0, res.output
     for col in ("distinct", "log2", "entropy", "used", "entry"):
         assert col in res.output
+
+
+def test_resume_refuses_another_family(tmp_path):
+    path = tmp_path / "f.json"
+    args = ["transcript", "--q", "2", "--s", "3", "--quiet", "--json", str(path)]
+    res = run(*args, "--protocol", "block-counts")
+    assert res.exit_code == 0, res.output
+    assert json.loads(path.read_text())["family_params"] == {}
+    res = run(*args, "--family", "mqar", "--protocol", "kv-sum", "--resume")
+    assert_error_line(res, "cannot resume", only_line=False)
