@@ -31,8 +31,8 @@ _TASK_WORDS = 1 << 14
 _LONG_N = 32
 _HIGH_BITS = np.uint64(0xFEFEFEFEFEFEFEFE)
 #: Calls this small (input bytes and word pairs) run on the calling thread.
-_SERIAL_BYTES = 1 << 23
-_SERIAL_WORD_PAIRS = 1 << 23
+_SERIAL_BYTES = 1 << 25
+_SERIAL_WORD_PAIRS = 1 << 25
 
 # Kernel layout: the parallel loop runs over tasks; each task calls the helpers
 # below once, on a range of sequences.  Array arguments cost numba a reference
