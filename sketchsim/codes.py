@@ -18,6 +18,7 @@ documented order, so that ``codewords=K`` means the first K rows.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 from numba import njit
@@ -39,7 +40,16 @@ __all__ = [
     "hadamard_orders",
 ]
 
-CODE_KINDS = ("hadamard", "golay-octads", "golay-dodecads", "greedy")
+CODE_KINDS = ("hadamard", "golay-octads", "golay-dodecads", "greedy", "random")
+
+#: Largest Hadamard order (the Paley construction builds q x q field tables).
+HADAMARD_MAX_ORDER = 4096
+#: Largest extension field GF(p^k), k > 1, built (its tables are filled in Python).
+FIELD_MAX_EXTENSION = 400
+#: Most weight-w words a greedy lexicode may scan (C(m, w); about 10^8 per second).
+GREEDY_MAX_SCAN = 2 * 10**9
+#: Largest code whose minimum distance ``code_stats`` computes (all pairs).
+STATS_MAX_WORDS = 16384
 
 
 def _prime_power(q: int) -> tuple[int, int] | None:
@@ -100,6 +110,11 @@ def hadamard_code(order: int, complements: bool = False) -> np.ndarray:
     complements : bool
         Append the complements of the ``n - 1`` rows.
     """
+    if order > HADAMARD_MAX_ORDER:
+        raise SketchsimError(
+            f"Hadamard order {order} exceeds the limit {HADAMARD_MAX_ORDER:,} (its GF tables take "
+            f"about {3 * 8 * order**2 / 2**30:.2g} GiB); larger orders are not supported"
+        )
     pk = _prime_power(order - 1)
     if pk is None or (order - 1) % 4 != 3:
         raise SketchsimError(
@@ -107,6 +122,11 @@ def hadamard_code(order: int, complements: bool = False) -> np.ndarray:
             f"mod 4 (orders up to 100: {', '.join(map(str, hadamard_orders(100)))})"
         )
     q = order - 1
+    if pk[1] > 1 and q > FIELD_MAX_EXTENSION:
+        raise SketchsimError(
+            f"GF({pk[0]}^{pk[1]}) with {q:,} elements: extension fields are built in Python, "
+            f"limit {FIELD_MAX_EXTENSION} elements"
+        )
     sub, mul = _field(*pk)
     squares = {int(mul[x, x]) for x in range(1, q)}
     chi = np.array([0] + [1 if a in squares else -1 for a in range(1, q)])
@@ -192,6 +212,15 @@ def greedy_code(m: int, d: int, w: int, limit: int = 1 << 16) -> np.ndarray:
         raise SketchsimError(f"weight w must be in 0..{m}, got {w}")
     if d < 1:
         raise SketchsimError(f"minimum distance d must be >= 1, got {d}")
+    if limit < 1 or limit > 1 << 24:
+        raise SketchsimError(f"limit must be in 1..{1 << 24:,}, got {limit:,}")
+    scan = math.comb(m, w)
+    if scan > GREEDY_MAX_SCAN and d > 2:
+        raise SketchsimError(
+            f"the greedy lexicode would scan C({m}, {w}) = {scan:.3g} weight-{w} words, over "
+            f"the limit {GREEDY_MAX_SCAN:.0e} (about {scan / 1e8 / 3600:.3g} hours or more); "
+            "use the random code kind (a seeded greedy code over random words) instead"
+        )
     masks = _greedy(m, d, w, limit)
     return ((masks[:, None] >> np.arange(m - 1, -1, -1).astype(np.uint64)) & np.uint64(1)).astype(
         np.uint8
@@ -274,7 +303,9 @@ def random_code(
     return _masks_to_rows(kept, m)
 
 
-def make_code(kind: str, m: int, d: int | None = None, w: int | None = None) -> np.ndarray:
+def make_code(
+    kind: str, m: int, d: int | None = None, w: int | None = None, seed: int = 0
+) -> np.ndarray:
     """Build a code by kind (see :data:`CODE_KINDS`)."""
     if kind == "hadamard":
         return hadamard_code(m, complements=True)
@@ -282,23 +313,28 @@ def make_code(kind: str, m: int, d: int | None = None, w: int | None = None) -> 
         if m != 24:
             raise SketchsimError(f"{kind} exists only at m = 24, got m = {m}")
         return golay_octads() if kind == "golay-octads" else golay_dodecads()
-    if kind == "greedy":
+    if kind in ("greedy", "random"):
         w = m // 2 if w is None else w
         d = max(2, m // 4 * 2) if d is None else d
-        return greedy_code(m, d, w)
+        return greedy_code(m, d, w) if kind == "greedy" else random_code(m, w, d, seed=seed)
     raise SketchsimError(f"unknown code kind {kind!r}; choose one of {', '.join(CODE_KINDS)}")
 
 
 def code_stats(code: np.ndarray) -> dict:
     """Size, weights and minimum distance of a code."""
-    code = np.asarray(code, dtype=np.int64)
-    weights = sorted(set(code.sum(axis=1).tolist()))
-    if len(code) < 2:
-        dmin = None
+    code = np.asarray(code, dtype=np.uint8)
+    weights = sorted(set(code.sum(axis=1, dtype=np.int64).tolist()))
+    if len(code) < 2 or len(code) > STATS_MAX_WORDS:
+        dmin = None  # too many pairs: not computed
     else:
-        dist = (code[:, None, :] != code[None, :, :]).sum(-1)
-        np.fill_diagonal(dist, code.shape[1] + 1)
-        dmin = int(dist.min())
+        packed = np.packbits(code, axis=1)  # distances by popcount of XORed bytes, in chunks
+        dmin = code.shape[1] + 1
+        for i in range(0, len(code), 256):
+            block = packed[i : i + 256, None, :] ^ packed[None, :, :]
+            dist = np.bitwise_count(block).sum(-1, dtype=np.int64)
+            rows = np.arange(i, min(i + 256, len(code)))
+            dist[rows - i, rows] = code.shape[1] + 1
+            dmin = min(dmin, int(dist.min()))
     return {
         "size": int(len(code)),
         "m": int(code.shape[1]),

@@ -195,3 +195,56 @@ def table_head_max_error(alpha, votes, m: int, causal: bool = False) -> float:
                     t = min(bin(q & j).count("1") for j in toks)
                     worst = max(worst, abs(y - t))
     return worst
+
+
+def build_graph(family, positional: bool = True):
+    """The certificate's domination graph the first way it was written: void-view token ids
+    and overlaps from an int64 copy of the tokens.  Returns the tuple of Graph fields."""
+    tokens = family.tokens
+    T = tokens.astype(np.int64)
+    p = family.position - 1
+    o1, o2 = (i for i in range(3) if i != p)
+    flat = np.ascontiguousarray(tokens.reshape(-1, tokens.shape[-1]))
+    _, ids = np.unique(flat.view(np.dtype((np.void, flat.shape[1]))), return_inverse=True)
+    ids = ids.reshape(tokens.shape[:-1])
+    q, a, b = ids[:, p], ids[:, o1], ids[:, o2]
+    ov_a = (T[:, p] * T[:, o1]).sum(-1)
+    ov_b = (T[:, p] * T[:, o2]).sum(-1)
+    U = int(ids.max()) + 1 if ids.size else 1
+
+    def find(sorted_keys, want):
+        if len(sorted_keys) == 0:
+            return np.zeros(want.shape, dtype=np.int64), np.zeros(want.shape, dtype=bool)
+        pos = np.minimum(np.searchsorted(sorted_keys, want), len(sorted_keys) - 1)
+        return pos, sorted_keys[pos] == want
+
+    self_in = a == b
+    node_keys, first = np.unique(q[self_in] * U + a[self_in], return_index=True)
+    node_query, node_token = node_keys // U, node_keys % U
+    node_overlap = ov_a[self_in][first]
+    mixed = ~self_in
+    lo_is_a = ov_a[mixed] < ov_b[mixed]
+    qa, ta, tb = q[mixed], a[mixed], b[mixed]
+    oa, ob = ov_a[mixed], ov_b[mixed]
+    keep = oa != ob
+    lo = np.where(lo_is_a, ta, tb)[keep]
+    hi = np.where(lo_is_a, tb, ta)[keep]
+    gap = np.abs(ob - oa)[keep]
+    order_bit = np.where(lo_is_a[keep], 1, 2)
+    uniq, inv = np.unique((qa[keep] * U + lo) * U + hi, return_inverse=True)
+    seen = np.zeros(len(uniq), dtype=np.int64)
+    np.bitwise_or.at(seen, inv.reshape(-1), order_bit)
+    ok = seen == 3 if positional else seen > 0
+    uq, ulo, uhi = uniq[ok] // (U * U), (uniq[ok] // U) % U, uniq[ok] % U
+    ugap = np.zeros(len(uniq), dtype=np.int64)
+    ugap[inv.reshape(-1)] = gap
+    src, has_src = find(node_keys, uq * U + ulo)
+    dst, has_dst = find(node_keys, uq * U + uhi)
+    valid = has_src & has_dst
+    src, dst, egap = src[valid], dst[valid], ugap[ok][valid]
+    by = np.lexsort((node_overlap[src], node_query[src]))
+    nodes_by = np.lexsort((node_token, node_overlap, node_query))
+    first_of_query = np.ones(len(nodes_by), dtype=bool)
+    first_of_query[1:] = node_query[nodes_by][1:] != node_query[nodes_by][:-1]
+    diag = nodes_by[first_of_query]
+    return node_query, node_token, node_overlap, src[by], dst[by], egap[by], diag, U

@@ -278,3 +278,94 @@ def test_exact_softmax_threshold_brackets_the_closed_form():
     # independent: just below ln(6)/2 fails, just above is exact (issue 12 numbers)
     assert verify(3, 3, "softmax", beta=0.8958).exact_fraction < 1
     assert verify(3, 3, "softmax", beta=0.8960).exact_fraction == 1
+
+
+def _graph_fields(g):
+    return (
+        g.node_query,
+        g.node_token,
+        g.node_overlap,
+        g.edge_src,
+        g.edge_dst,
+        g.edge_gap,
+        g.diag,
+        g.base,
+    )
+
+
+def random_family(m, n_inputs, seed, position=1):
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(0, 2, size=(max(3, n_inputs // 4), m), dtype=np.uint8)
+    pool[0] = 0
+    pool[1] = 1  # all zeros and all ones among the tokens
+    pick = rng.integers(0, len(pool), size=(n_inputs, 3))
+    pick[: n_inputs // 3, 2] = pick[: n_inputs // 3, 1]  # self inputs (x, u, u)
+    tokens = pool[pick]
+    return Family(tokens, position, minip_targets(tokens)[:, position - 1], {})
+
+
+@pytest.mark.parametrize("m", [1, 5, 24, 63, 64, 65, 128])
+@pytest.mark.parametrize("positional", [True, False])
+def test_build_graph_matches_naive(m, positional):
+    import naive
+
+    for seed, position in ((0, 1), (1, 3)):
+        fam = random_family(m, 600, seed + m, position)
+        got = _graph_fields(build_graph(fam, positional))
+        want = naive.build_graph(fam, positional)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+    code = greedy_code(min(m, 12), 4, min(m, 12) // 2, limit=12)
+    fam = build_witness(code, "g", chains=True) if m > 4 else tiny()
+    for g, w in zip(_graph_fields(build_graph(fam)), naive.build_graph(fam), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize(
+    "position, needle",
+    [
+        (np.float64("nan"), "position must be the integer 1, 2 or 3"),
+        (np.float64("inf"), "position must be the integer 1, 2 or 3"),
+        (np.array("abc"), "position must be the integer 1, 2 or 3"),
+        (np.float64(1.5), "position must be the integer 1, 2 or 3"),
+        (np.float64(1.0), "position must be the integer 1, 2 or 3"),
+    ],
+)
+def test_malformed_family_files_are_one_line(tmp_path, position, needle):
+    fam = tiny()
+    p = tmp_path / "bad.npz"
+    np.savez(p, tokens=fam.tokens, position=position, targets=fam.targets, meta=np.array("{}"))
+    with pytest.raises(FamilyError, match=re.escape(needle)):
+        load_family(p)
+    assert_error_line(CliRunner().invoke(main, ["certify", str(p)]), needle)
+
+
+def test_empty_family_is_an_error(tmp_path):
+    p = tmp_path / "empty.npz"
+    empty = np.zeros((0, 3, 6), dtype=np.uint8)
+    np.savez(p, tokens=empty, position=np.int64(1), targets=np.zeros(0, int), meta=np.array("{}"))
+    assert_error_line(CliRunner().invoke(main, ["certify", str(p)]), "has no inputs")
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["codes", "--m", "63", "--kind", "greedy", "--w", "31", "--d", "40"], "over the limit"),
+        (["codes", "--m", "10008", "--kind", "hadamard"], "exceeds the limit 4,096"),
+        (["witness", "--code", "golay-dodecads", "--codewords", "0", "--out", "w.npz"], "limit"),
+        (["bound", "--m", "2", "--to", "65"], "--to <= 64"),
+        (["bound", "--m", "8", "--step", "0"], "--step must be >= 1"),
+    ],
+)
+def test_sizes_refused_before_allocating(args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert_error_line(CliRunner().invoke(main, args), needle)
+    assert not (tmp_path / "w.npz").exists()
+
+
+def test_greedy_code_stats_do_not_allocate_all_pairs():
+    from sketchsim.codes import STATS_MAX_WORDS
+
+    res = CliRunner().invoke(main, ["codes", "--kind", "greedy", "--m", "24", "--d", "2"])
+    assert res.exit_code == 0 and "not computed" in res.output
+    assert STATS_MAX_WORDS < 65536

@@ -23,6 +23,7 @@ from numba import njit
 
 from sketchsim.certify.chains import LIMIT, log_rho
 from sketchsim.certify.witness import Family
+from sketchsim.errors import FamilyError
 
 __all__ = [
     "Graph",
@@ -72,22 +73,71 @@ def _find(sorted_keys: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def _token_ids(tokens: np.ndarray) -> np.ndarray:
+    """Ids of the tokens of a (..., m) 0/1 array in sorted byte order (any m)."""
     flat = np.ascontiguousarray(tokens.reshape(-1, tokens.shape[-1]))
     view = flat.view(np.dtype((np.void, flat.shape[1])))
     _, ids = np.unique(view, return_inverse=True)
     return ids.reshape(tokens.shape[:-1])
 
 
+#: Widest m whose tokens are packed into one integer key (element 0 most significant).
+PACKED_MAX_M = 64
+#: Widest m whose token ids come from a 2^m lookup table instead of a sort.
+TABLE_MAX_M = 24
+
+
+def _packed_keys(tokens: np.ndarray) -> np.ndarray:
+    """(F, 3) uint64 keys: element 0 is the most significant bit, so key order = byte order."""
+    m = tokens.shape[-1]
+    packed = np.packbits(tokens, axis=-1, bitorder="big")  # (F, 3, ceil(m/8))
+    if packed.shape[-1] < 8:
+        pad = np.zeros(packed.shape[:-1] + (8 - packed.shape[-1],), dtype=np.uint8)
+        packed = np.concatenate([packed, pad], axis=-1)
+    keys = np.ascontiguousarray(packed).view(">u8")[..., 0].astype(np.uint64)
+    return keys >> np.uint64(64 - m)
+
+
+def _ids_of_keys(keys: np.ndarray, m: int) -> tuple[np.ndarray, int]:
+    """Dense ids of integer keys in increasing key order, and how many distinct keys."""
+    if m <= TABLE_MAX_M and (1 << m) <= 8 * keys.size + (1 << 20):
+        present = np.zeros(1 << m, dtype=np.int64)
+        present[keys.reshape(-1)] = 1
+        rank = np.cumsum(present) - 1
+        return rank[keys], int(present.sum())
+    uniq, ids = np.unique(keys.reshape(-1), return_inverse=True)
+    return ids.reshape(keys.shape), len(uniq)
+
+
+def _ids_and_overlaps(family: Family, p: int, o1: int, o2: int):
+    """Token ids (sorted byte order) and the overlaps of the scored token with the others."""
+    m = family.m
+    if m <= PACKED_MAX_M and len(family.tokens):
+        keys = _packed_keys(family.tokens)
+        ids, count = _ids_of_keys(keys, m)
+        ov_a = np.bitwise_count(keys[:, p] & keys[:, o1]).astype(np.int64)
+        ov_b = np.bitwise_count(keys[:, p] & keys[:, o2]).astype(np.int64)
+        return ids.astype(np.int64), max(count, 1), ov_a, ov_b
+    ids = _token_ids(family.tokens)
+    T = family.tokens
+    ov_a = np.einsum("fk,fk->f", T[:, p], T[:, o1], dtype=np.int64)
+    ov_b = np.einsum("fk,fk->f", T[:, p], T[:, o2], dtype=np.int64)
+    return ids, (int(ids.max()) + 1 if ids.size else 1), ov_a, ov_b
+
+
 def build_graph(family: Family, positional: bool = True) -> Graph:
-    """Build the domination graphs of a length-3 family."""
-    T = family.tokens.astype(np.int64)
+    """Build the domination graphs of a length-3 family.
+
+    Tokens become packed integer keys (``m <= 64``): ids come from a lookup table
+    (or one sort) and overlaps from popcounts, with no int64 copy of the tokens.
+    """
     p = family.position - 1
     o1, o2 = (i for i in range(3) if i != p)
-    ids = _token_ids(family.tokens)
+    ids, U, ov_a, ov_b = _ids_and_overlaps(family, p, o1, o2)
     q, a, b = ids[:, p], ids[:, o1], ids[:, o2]
-    ov_a = (T[:, p] * T[:, o1]).sum(-1)
-    ov_b = (T[:, p] * T[:, o2]).sum(-1)
-    U = int(ids.max()) + 1 if ids.size else 1
+    if U**3 >= 2**63:
+        raise FamilyError(
+            f"family has {U:,} distinct tokens; pair keys need U^3 < 2^63 (U <= 2,097,151)"
+        )
 
     self_in = a == b
     node_keys, first = np.unique(q[self_in] * U + a[self_in], return_index=True)
@@ -96,23 +146,24 @@ def build_graph(family: Family, positional: bool = True) -> Graph:
     node_overlap = ov_a[self_in][first]
 
     mixed = ~self_in
-    lo_is_a = ov_a[mixed] < ov_b[mixed]
     qa, ta, tb = q[mixed], a[mixed], b[mixed]
     oa, ob = ov_a[mixed], ov_b[mixed]
     keep = oa != ob  # equal overlaps constrain nothing
-    lo = np.where(lo_is_a, ta, tb)[keep]
-    hi = np.where(lo_is_a, tb, ta)[keep]
-    gap = np.abs(ob - oa)[keep]
-    qm = qa[keep]
-    order_bit = np.where(lo_is_a[keep], 1, 2)  # 1: (x, lo, hi), 2: (x, hi, lo)
-    pair_keys = (qm * U + lo) * U + hi
+    qa, ta, tb, oa, ob = qa[keep], ta[keep], tb[keep], oa[keep], ob[keep]
+    lo_is_a = oa < ob
+    lo = np.where(lo_is_a, ta, tb)
+    hi = np.where(lo_is_a, tb, ta)
+    gap = np.abs(ob - oa)
+    pair_keys = (qa * U + lo) * U + hi
     uniq, inv = np.unique(pair_keys, return_inverse=True)
-    seen = np.zeros(len(uniq), dtype=np.int64)
-    np.bitwise_or.at(seen, inv.reshape(-1), order_bit)
-    ok = seen == 3 if positional else seen > 0
+    inv = inv.reshape(-1)
+    # order 1: (x, lo, hi) present; order 2: (x, hi, lo) present
+    has_lo_first = np.bincount(inv, weights=lo_is_a, minlength=len(uniq)) > 0
+    has_hi_first = np.bincount(inv, weights=~lo_is_a, minlength=len(uniq)) > 0
+    ok = (has_lo_first & has_hi_first) if positional else (has_lo_first | has_hi_first)
     uq, ulo, uhi = uniq[ok] // (U * U), (uniq[ok] // U) % U, uniq[ok] % U
     ugap = np.zeros(len(uniq), dtype=np.int64)
-    ugap[inv.reshape(-1)] = gap
+    ugap[inv] = gap
     src, has_src = _find(node_keys, uq * U + ulo)
     dst, has_dst = _find(node_keys, uq * U + uhi)
     valid = has_src & has_dst

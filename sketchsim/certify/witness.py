@@ -22,7 +22,30 @@ from sketchsim.certify.chains import best_steps
 from sketchsim.errors import FamilyError
 from sketchsim.minip import minip_targets
 
-__all__ = ["Family", "build_witness", "save_family", "load_family"]
+__all__ = ["Family", "build_witness", "save_family", "load_family", "check_witness_size"]
+
+#: Largest witness family built in memory (inputs).
+WITNESS_MAX_INPUTS = 4_000_000
+
+
+def witness_inputs(codewords: int, m: int, chains: bool) -> int:
+    """Upper estimate of a witness family's inputs (both orders; chains of at most m/3 steps)."""
+    steps = max(1, m // 3) if chains else 1
+    return codewords * (codewords + 2 * (codewords - 1) * steps + (codewords - 1) * (steps - 1))
+
+
+def check_witness_size(codewords: int, m: int, chains: bool) -> None:
+    """Refuse a witness family too large to build, before building it."""
+    est = witness_inputs(codewords, m, chains)
+    if est > WITNESS_MAX_INPUTS:
+        fit = 2
+        while witness_inputs(fit + 1, m, chains) <= WITNESS_MAX_INPUTS:
+            fit += 1
+        raise FamilyError(
+            f"a witness family of {codewords:,} codewords (m = {m}) would hold up to "
+            f"{est:,} inputs, over the limit {WITNESS_MAX_INPUTS:,} of a family built in "
+            f"memory; use at most {fit:,} codewords"
+        )
 
 
 @dataclass
@@ -186,8 +209,17 @@ def load_family(path: str | Path) -> Family:
         raise FamilyError(f"{path}: tokens must be 0/1 integers, got dtype {tokens.dtype}")
     if tokens.size and (tokens.min() < 0 or tokens.max() > 1):
         raise FamilyError(f"{path}: tokens must hold only 0 and 1")
-    if position.shape != () or int(position) not in (1, 2, 3):
-        raise FamilyError(f"{path}: position must be 1, 2 or 3, got {position}")
+    if len(tokens) == 0:
+        raise FamilyError(f"{path}: the family has no inputs")
+    if (
+        position.shape != ()
+        or not np.issubdtype(position.dtype, np.integer)
+        or int(position) not in (1, 2, 3)
+    ):
+        raise FamilyError(
+            f"{path}: position must be the integer 1, 2 or 3, got {position!s} "
+            f"(dtype {position.dtype})"
+        )
     tokens = tokens.astype(np.uint8)
     position = int(position)
     expected = minip_targets(tokens)[:, position - 1] if len(tokens) else np.zeros(0, int)

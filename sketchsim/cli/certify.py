@@ -23,20 +23,23 @@ PAPER_WITNESS_BOUND = 8
 @click.option("--m", "m", type=int, required=True, help="Token width (code length).")
 @click.option(
     "--kind",
-    type=click.Choice(["hadamard", "golay-octads", "golay-dodecads", "greedy"]),
+    type=click.Choice(["hadamard", "golay-octads", "golay-dodecads", "greedy", "random"]),
     default="hadamard",
     show_default=True,
 )
-@click.option("--d", "d", type=int, help="Minimum distance (greedy; default 2*(m//4)).")
-@click.option("--w", "w", type=int, help="Weight (greedy; default m//2).")
+@click.option("--d", "d", type=int, help="Minimum distance (greedy, random; default 2*(m//4)).")
+@click.option("--w", "w", type=int, help="Weight (greedy, random; default m//2).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed (random).")
 @click.option("--out", type=OutputPath((".npy", ".txt")), help="Write the code (.npy, or .txt).")
-def codes(m, kind, d, w, out):
+def codes(m, kind, d, w, seed, out):
     """Build a constant-weight code and print its size, weight and minimum distance."""
-    from sketchsim.codes import code_stats, make_code
+    from sketchsim.codes import STATS_MAX_WORDS, code_stats, make_code
 
     if m < 1:
         raise SketchsimError(f"--m must be >= 1, got {m}")
-    code = make_code(kind, m, d, w)
+    if seed < 0:
+        raise SketchsimError(f"--seed must be >= 0, got {seed}")
+    code = make_code(kind, m, d, w, seed)
     stats = code_stats(code)
     table = Table(title=f"{kind} code")
     for col in ("m", "size", "weight", "min distance"):
@@ -45,7 +48,9 @@ def codes(m, kind, d, w, out):
         str(stats["m"]),
         f"{stats['size']:,}",
         ",".join(map(str, stats["weights"])),
-        str(stats["min_distance"]),
+        str(stats["min_distance"])
+        if stats["min_distance"] is not None
+        else ("-" if stats["size"] < 2 else f"not computed (> {STATS_MAX_WORDS:,} words)"),
     )
     render.console.print(table)
     if out:
@@ -62,7 +67,7 @@ def codes(m, kind, d, w, out):
 @click.option(
     "--code",
     "kind",
-    type=click.Choice(["hadamard", "golay-octads", "golay-dodecads", "greedy"]),
+    type=click.Choice(["hadamard", "golay-octads", "golay-dodecads", "greedy", "random"]),
     default="hadamard",
     show_default=True,
 )
@@ -87,11 +92,15 @@ def codes(m, kind, d, w, out):
 def witness(m, kind, codewords, complements, chains, both_orders, seed, out, json_path):
     """Build a length-3 witness family from a code and certify it."""
     from sketchsim.certify import build_witness, certify, save_family
+    from sketchsim.certify.witness import check_witness_size
     from sketchsim.codes import hadamard_code, make_code
 
     if codewords < 0:
         raise SketchsimError(f"--codewords must be >= 0, got {codewords}")
-    code = hadamard_code(m, complements) if kind == "hadamard" else make_code(kind, m)
+    if seed < 0:
+        raise SketchsimError(f"--seed must be >= 0, got {seed}")
+    code = hadamard_code(m, complements) if kind == "hadamard" else make_code(kind, m, seed=seed)
+    check_witness_size(len(code) if codewords == 0 else min(codewords, len(code)), m, chains)
     family = build_witness(code, kind, codewords or None, chains, both_orders, seed)
     family.meta["complements"] = complements
     save_family(family, out)
