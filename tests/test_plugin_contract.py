@@ -252,3 +252,27 @@ def test_guarded_pass_does_not_change_results(tmp_path):
     b = Engine(builtin.plan(fam.context(), bparams), fam.context(), "b").run(tokens)
     np.testing.assert_array_equal(a.fingerprints, b.fingerprints)
     np.testing.assert_array_equal(a.answers, b.answers)
+
+
+# ---- failures on inputs the guarded sample did not see ------------------------------------
+
+# F(2, 2) exhaustive: the sample is inputs 1, 3, 6 and 9; input 2 has t = (0, 1).
+_LATE = "t0 = count_ones(bits, 0, s)\nt1 = count_ones(bits, s, 2 * s)\nif t0 == 0 and t1 == 1:\n"
+
+
+def test_jitted_raise_on_an_unsampled_input_is_one_line(tmp_path):
+    body = _LATE + "    raise ValueError('late')\nfor i in range(q):\n    out[i] = 0"
+    path = write_plugin(tmp_path, emit_body=body)
+    res = cli("--protocol", f"{path}:t")
+    assert_fails(res, "protocol t failed: ValueError: late")
+
+
+def test_jitted_write_past_state_on_an_unsampled_input_is_caught(tmp_path):
+    """Plug-ins keep bounds checking for the whole run, not only the guarded sample."""
+    body = (
+        _LATE
+        + "    state[9] = 1\nfor i in range(q):\n    out[i] = count_ones(bits, i * s, (i + 1) * s)"
+    )
+    path = write_plugin(tmp_path, emit_body=body)
+    with pytest.raises(ProtocolError, match="protocol t failed: IndexError"):
+        run_plugin(path)
