@@ -18,7 +18,7 @@ __all__ = ["Row", "Settings", "reproduce"]
 
 @dataclass
 class Settings:
-    """Sizes of a run (``quick`` fits in 10 minutes on 2 CPU cores).
+    """Sizes of a run (``quick`` is aimed at 10 minutes on 2 idle CPU cores).
 
     One training protocol for every model of a sweep: Adam at ``lr``, ``pm1``
     token encoding, squared error, at most ``steps`` full-batch steps, stop

@@ -185,3 +185,13 @@ def test_softmax_head_represents_the_exact_construction():
         head.log_beta.zero_()
         y = head(torch.tensor(fam.tokens, dtype=torch.float32))[:, 0]
     assert (y - torch.tensor(fam.targets)).abs().max() < 1e-3
+
+
+def test_per_query_baseline_of_the_ablation():
+    from sketchsim.experiments.ablation import per_query_baseline
+    from sketchsim.experiments.suites import Split
+
+    tokens, t = tiny_family()
+    # each query token's targets: 0, 3, 0, 0 -> mean 0.75, squared error 1.6875
+    base = per_query_baseline(Split(tokens, t.astype(np.float32), 0))
+    assert base == pytest.approx(((0.75**2) * 3 + 2.25**2) / 4)
