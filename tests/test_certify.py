@@ -369,3 +369,55 @@ def test_greedy_code_stats_do_not_allocate_all_pairs():
     res = CliRunner().invoke(main, ["codes", "--kind", "greedy", "--m", "24", "--d", "2"])
     assert res.exit_code == 0 and "not computed" in res.output
     assert STATS_MAX_WORDS < 65536
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sparse_pair_choice_matches_dense(seed, monkeypatch):
+    from sketchsim.certify import certificate as cm
+
+    fams = [
+        build_witness(greedy_code(12, 4, 6, limit=40), "g", chains=True, seed=seed),
+        random_family(8, 3000, seed),
+        build_witness(hadamard_code(12, complements=True), "h", 15, seed=seed),
+    ]
+    for fam in fams:
+        dense = certify(fam, eps_list=(0.1, 0.4))
+        monkeypatch.setattr(cm, "DENSE_MAX_PAIRS", 0)
+        sparse = certify(fam, eps_list=(0.1, 0.4))
+        monkeypatch.undo()
+        assert sparse.to_dict() == dense.to_dict()
+        g = build_graph(fam)
+        dist = chain_dp(g, 0.5)
+        P = pair_matrix(g, dist)
+        rows, cols, vals = cm.bounded_entries(g, dist)
+        want = np.argwhere(np.isfinite(P) & ~np.eye(len(P), dtype=bool))
+        got = np.stack([rows, cols], 1)
+        assert sorted(map(tuple, got)) == sorted(map(tuple, want))
+        np.testing.assert_array_equal(P[rows, cols], vals)
+
+
+def test_twenty_thousand_query_family_certifies():
+    # 20,000 queries, each with its own two candidates at a gap of 3 and no candidate
+    # shared with another query: every off-diagonal entry is unbounded, so only one
+    # pair survives (r >= 1); the dense pair matrix would need 20,000^2 doubles (3.2 GB)
+    rng = np.random.default_rng(0)
+    m = 24
+    n = 20000
+    words = np.unique(rng.integers(0, 2, size=(3 * n, m), dtype=np.uint8), axis=0)[:n]
+    x = 1 - words
+    other = words.copy()
+    for i in range(n):  # flip three zeros of the word into ones: overlap with x is 3
+        zeros = np.flatnonzero(words[i] == 0)[:3]
+        other[i, zeros] = 1
+    triples = np.stack([x, words, words], 1)
+    triples = np.concatenate(
+        [
+            triples,
+            np.stack([x, other, other], 1),
+            np.stack([x, words, other], 1),
+            np.stack([x, other, words], 1),
+        ]
+    )
+    fam = Family(triples, 1, minip_targets(triples)[:, 0], {})
+    cert = certify(fam, eps_list=())
+    assert cert.queries == n and cert.pairs["0.5"] == 1 and cert.certified_rank["0.5"] == 1

@@ -336,6 +336,76 @@ def pair_matrix(graph: Graph, dist: np.ndarray) -> np.ndarray:
     return P
 
 
+#: Pairs above which the certificate works from the sparse list of bounded entries.
+DENSE_MAX_PAIRS = 4096
+#: Largest set of mutually bounded pairs (dense n x n doubles: 512 MiB at 8,192).
+SPARSE_MAX_CLIQUE = 8192
+
+
+def bounded_entries(graph: Graph, dist: np.ndarray):
+    """The finite off-diagonal entries of :func:`pair_matrix` as ``(rows, cols, values)``.
+
+    Memory grows with the number of bounded entries, not with the square of the
+    number of pairs, so families with tens of thousands of queries certify.
+    """
+    dq = graph.node_query[graph.diag]
+    dt = graph.node_token[graph.diag]
+    ok = np.flatnonzero(dist <= 1e-12)
+    ok = ok[np.isin(graph.node_query[ok], dq)]
+    row = np.searchsorted(dq, graph.node_query[ok])
+    by_token = np.argsort(dt, kind="stable")
+    sorted_dt = dt[by_token]
+    tok = graph.node_token[ok]
+    lo = np.searchsorted(sorted_dt, tok, side="left")
+    hi = np.searchsorted(sorted_dt, tok, side="right")
+    count = hi - lo
+    rows = np.repeat(row, count)
+    starts = np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())
+    cols = by_token[starts]
+    vals = np.exp(np.minimum(np.repeat(dist[ok], count), 0.0))
+    keep = dt[rows] != dt[cols]  # the same token twice (and the diagonal): entry is 1
+    return rows[keep], cols[keep], vals[keep]
+
+
+def choose_pairs_sparse(n: int, rows, cols, vals) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`choose_pairs` on the sparse entries; returns ``(keep, P[keep, keep])``.
+
+    Phase 1 (drop the pair with most unbounded entries) runs on counts updated
+    per drop; the mutually bounded pairs left then go through the dense phase 2.
+    """
+    fin_row = np.bincount(rows, minlength=n)
+    fin_col = np.bincount(cols, minlength=n)
+    bad = 2 * (n - 1) - fin_row - fin_col
+    by_row = np.argsort(rows, kind="stable")
+    by_col = np.argsort(cols, kind="stable")
+    row_start = np.concatenate([[0], np.cumsum(fin_row)])
+    col_start = np.concatenate([[0], np.cumsum(fin_col)])
+    alive = np.ones(n, dtype=bool)
+    while True:
+        masked = np.where(alive, bad, -1)
+        j = int(np.argmax(masked))
+        if masked[j] <= 0:
+            break
+        alive[j] = False
+        bad -= 2
+        np.add.at(bad, cols[by_row[row_start[j] : row_start[j + 1]]], 1)
+        np.add.at(bad, rows[by_col[col_start[j] : col_start[j + 1]]], 1)
+    idx = np.flatnonzero(alive)
+    if idx.size > SPARSE_MAX_CLIQUE:
+        raise FamilyError(
+            f"{idx.size:,} mutually bounded pairs need a dense {idx.size:,}^2 matrix "
+            f"(about {idx.size**2 * 8 * 3 / 2**30:.3g} GiB), over the limit "
+            f"{SPARSE_MAX_CLIQUE:,} pairs; certify a sub-family"
+        )
+    pos = np.full(n, -1)
+    pos[idx] = np.arange(idx.size)
+    both = alive[rows] & alive[cols]
+    P = np.zeros((idx.size, idx.size))
+    P[pos[rows[both]], pos[cols[both]]] = vals[both]
+    keep = choose_pairs(P)
+    return idx[keep], P[np.ix_(keep, keep)]
+
+
 def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Certificate:
     """Certified lower bounds on the feature rank ``r`` for each eps (and the limit 1/2).
 
@@ -351,9 +421,13 @@ def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Ce
     graph = build_graph(family, positional)
     pairs, bounds, ranks = {}, {}, {}
     for eps in (LIMIT, *eps_list):
-        P = pair_matrix(graph, chain_dp(graph, eps))
-        keep = choose_pairs(P)
-        sub = P[np.ix_(keep, keep)]
+        dist = chain_dp(graph, eps)
+        if len(graph.diag) <= DENSE_MAX_PAIRS:
+            P = pair_matrix(graph, dist)
+            keep = choose_pairs(P)
+            sub = P[np.ix_(keep, keep)]
+        else:
+            keep, sub = choose_pairs_sparse(len(graph.diag), *bounded_entries(graph, dist))
         key = eps_key(eps)
         pairs[key] = int(keep.size)
         bounds[key] = rank_bound(sub) if keep.size else 0.0
