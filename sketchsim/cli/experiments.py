@@ -12,10 +12,21 @@ from sketchsim.errors import SketchsimError
 from sketchsim.results import write_json_atomic
 
 
+def _int(text: str) -> int:
+    """An integer, also written as ``1e3``."""
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)
+        if not value.is_integer():
+            raise
+        return int(value)
+
+
 def _ints(text: str, name: str) -> list[int]:
     try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
+        values = [_int(v) for v in text.split(",") if v.strip()]
+    except (ValueError, OverflowError):
         raise SketchsimError(f"{name} must be comma-separated integers, got {text!r}") from None
     if not values or min(values) < 1:
         raise SketchsimError(f"{name} must list integers >= 1, got {text!r}")
@@ -38,7 +49,9 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> i
     if value < low:
         raise SketchsimError(f"{name} must be >= {low}, got {value}")
     if value > high and not allow_large:
-        raise SketchsimError(f"{name} = {value:,} is above the limit {high:,}; pass --allow-large")
+        raise SketchsimError(
+            f"{name} = {value:,} is above the limit {high:,}; pass --allow-large to go past it"
+        )
     return value
 
 
@@ -256,15 +269,16 @@ def _check_size(model, m, r, fmap, vocab, heads, allow_large):
     from sketchsim import config
     from sketchsim.experiments.models import head_parameters
 
+    n = head_parameters(model, m, r, fmap, vocab, heads)
     if r > config.SWEEP_MAX_RANK and not allow_large:
         raise SketchsimError(
-            f"--ranks {r:,} is above the limit {config.SWEEP_MAX_RANK:,}; pass --allow-large"
+            f"--ranks {r:,} is above the limit {config.SWEEP_MAX_RANK:,} (a {model} head "
+            f"would have about {n:,} parameters); pass --allow-large to go past it"
         )
-    n = head_parameters(model, m, r, fmap, vocab, heads)
     if n > config.SWEEP_MAX_PARAMS and not allow_large:
         raise SketchsimError(
             f"a {model} head with r = {r:,} has about {n:,} parameters, above the limit "
-            f"{config.SWEEP_MAX_PARAMS:,}; pass --allow-large"
+            f"{config.SWEEP_MAX_PARAMS:,}; pass --allow-large to go past it"
         )
 
 

@@ -18,6 +18,7 @@ __all__ = ["Split", "witness_split", "random_triples", "ood_splits", "parse_scal
 #: Largest token width, pool size and triple count an OOD scale accepts.
 MAX_OOD_M = 62
 MAX_OOD_TRIPLES = 1_000_000
+MAX_OOD_POOL = 1_000_000
 #: Largest number of random training triples (witness suite, ``train_on=random``).
 MAX_RANDOM_TRIPLES = 1_000_000
 
@@ -53,6 +54,11 @@ def parse_scales(text: str) -> list[tuple[int, int, int]]:
             raise SketchsimError(f"scale {part!r}: m is at most {MAX_OOD_M}")
         if 2 * pool > 2**m:
             raise SketchsimError(f"scale {part!r}: m = {m} has fewer than {2 * pool} tokens")
+        if pool > MAX_OOD_POOL:
+            raise SketchsimError(
+                f"scale {part!r}: at most {MAX_OOD_POOL:,} tokens per pool "
+                f"(about {2 * pool * m / 2**30:.1f} GiB of tokens asked)"
+            )
         if triples > MAX_OOD_TRIPLES:
             raise SketchsimError(
                 f"scale {part!r}: at most {MAX_OOD_TRIPLES:,} triples per split "
