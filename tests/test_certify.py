@@ -421,3 +421,15 @@ def test_twenty_thousand_query_family_certifies():
     fam = Family(triples, 1, minip_targets(triples)[:, 0], {})
     cert = certify(fam, eps_list=())
     assert cert.queries == n and cert.pairs["0.5"] == 1 and cert.certified_rank["0.5"] == 1
+
+
+def test_json_never_overwrites_an_input(tmp_path):
+    fam = save_family(tiny(), tmp_path / "w.npz")
+    before = fam.read_bytes()
+    res = CliRunner().invoke(main, ["certify", str(fam), "--json", str(fam)])
+    assert_error_line(res, "would overwrite the input")
+    assert fam.read_bytes() == before
+    x = tmp_path / "x.npz"
+    res = CliRunner().invoke(main, ["witness", "--out", str(x), "--json", str(x)])
+    assert_error_line(res, "name the same file")
+    assert not x.exists()
