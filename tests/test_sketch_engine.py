@@ -204,3 +204,28 @@ def test_layer_validation():
         Layer("concat", 1, 2, levels=4)
     with pytest.raises(PluginError, match="speakers"):
         Layer("sum", 1, 2, speakers=(0, 9)).speaker_positions(3)
+
+
+@pytest.mark.parametrize("value,channel", [(-1, "concat"), (7, "sum"), (-3, "histogram")])
+def test_compiled_engine_checks_symbols_itself(value, channel):
+    """Without the guarded pass (a built-in), the compiled loop still refuses bad symbols."""
+    import dataclasses
+
+    from numba import njit
+
+    from sketchsim.sketch.protocol import Plan, Protocol
+
+    @njit
+    def emit(layer, pos, bits, ctx, state, aux, out):
+        out[1] = int(aux[0]) if pos == 2 else 1
+
+    def setup(ctx, params):
+        layer = Layer(channel, 3, 4)
+        return Plan([layer], 1, emit, BAD.setup(ctx, {}).update, BAD.setup(ctx, {}).answer, [value])
+
+    proto = dataclasses.replace(Protocol("trusted", "t", setup), builtin=True)
+    fam = HardFamily(2, 2)
+    with pytest.raises(
+        ProtocolError, match=rf"trusted: layer 1, token 3, slot 2 .*symbol {value}\b"
+    ):
+        measure(fam, fam.all_answers(), proto, {})
