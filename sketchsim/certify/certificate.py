@@ -286,6 +286,7 @@ def choose_pairs(P: np.ndarray) -> np.ndarray:
         alive[j] = False
         total -= float(drop[j])
         drop -= sq[j, :] + sq[:, j]
+        drop[j] = 0.0
         sq[j, :] = 0.0
         sq[:, j] = 0.0
         n -= 1
