@@ -137,19 +137,23 @@ def train_table_head(
     torch.set_num_threads(1)
     K = 2**m
     gen = torch.Generator().manual_seed(seed)
+    softplus = torch.nn.functional.softplus
     x, u, w, t = (torch.as_tensor(a) for a in conditions(m))
     t = t.to(torch.float64)
     T = torch.as_tensor(cube(m), dtype=torch.float64)
     overlap = T @ T.T
-    theta_q = (torch.randn(K, rank, generator=gen, dtype=torch.float64) * 0.5).requires_grad_()
-    theta_k = (torch.randn(K, rank, generator=gen, dtype=torch.float64) * 0.5).requires_grad_()
+    theta_q = torch.randn(K, rank, generator=gen, dtype=torch.float64) * 0.5
+    theta_k = torch.randn(K, rank, generator=gen, dtype=torch.float64) * 0.5
+    if signed:  # start from a nonnegative point (softplus of the same draw), then move freely
+        theta_q, theta_k = softplus(theta_q), softplus(theta_k)
+    theta_q.requires_grad_()
+    theta_k.requires_grad_()
     votes = overlap.clone().requires_grad_()
     opt = torch.optim.Adam([theta_q, theta_k, votes], lr=lr)
-    softplus = torch.nn.functional.softplus
 
     def features():
-        if signed:  # start from the nonnegative point, then move freely
-            return theta_q + softplus(torch.zeros(())), theta_k + softplus(torch.zeros(()))
+        if signed:
+            return theta_q, theta_k
         return softplus(theta_q), softplus(theta_k)
 
     train_err = float("inf")
@@ -157,13 +161,17 @@ def train_table_head(
     for step in range(steps):
         pq, pk = features()
         A = pq @ pk.T
+        if signed:  # a positive row scale leaves the head unchanged and fixes the scale
+            A = A / (A.abs().mean(1, keepdim=True) + 1e-9)
         AG = A * votes
         num = AG[x, x] + AG[x, u] + AG[x, w]
         den = A[x, x] + A[x, u] + A[x, w]
-        if signed:
-            den = torch.where(den.abs() < 1e-6, torch.full_like(den, 1e-6), den)
+        loss = 0.0
+        if signed:  # keep denominators away from zero, where the head is undefined
+            loss = 10.0 * torch.relu(0.05 - den.abs()).mean()
+            den = torch.where(den >= 0, den.clamp(min=1e-3), den.clamp(max=-1e-3))
         err = torch.clamp((num / den - t).abs(), max=10.0)
-        loss = tau * torch.logsumexp(err / tau, 0) + torch.relu(err - 0.4).mean()
+        loss = loss + tau * torch.logsumexp(err / tau, 0) + torch.relu(err - 0.4).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
