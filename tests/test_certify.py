@@ -257,6 +257,7 @@ def test_chain_dp_matches_bellman_ford(m, d, w, eps):
     assert np.isfinite(got).sum() > len(g.diag)  # some chains were found
 
 
+@pytest.mark.slow
 def test_code_bound_grows_with_linear_distance_codes():
     from sketchsim.certify.bounds import best_bound, fit_growth
 

@@ -85,6 +85,7 @@ def brute_force_rank1(m):
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [1, 2])
 def test_small_m_values_match_brute_force(m, tmp_path):
     pytest.importorskip("torch")
