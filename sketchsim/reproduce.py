@@ -61,10 +61,10 @@ class Settings:
             seeds=3,
             steps=2000,
             ranks=(1, 2, 4, *range(8, 17), 32, 64),
-            scales="8:64:2000,12:256:2000,16:1024:2000",
+            scales="8:64:1000,10:128:1000,12:256:1000",
             ood_seeds=2,
-            ood_steps=1500,
-            ood_ranks=(4, 16, 64, 256),
+            ood_steps=1000,
+            ood_ranks=(4, 16, 64, 256, 1024),
             samples=100_000,
             bound_to=28,
         )
