@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sketchsim.config import PAPER
 from sketchsim.results import write_json_atomic
 
 __all__ = ["Row", "Settings", "reproduce"]
@@ -149,11 +150,16 @@ def _certificate(out, log):
         [
             Row(
                 "witness suite size (m = 24)",
-                "1,272 inputs",
+                f"{PAPER['witness_inputs']:,} inputs",
                 f"{cert.inputs:,} inputs (our own Hadamard construction)",
                 "different family",
             ),
-            Row("certified lower bound on r", "r >= 8", f"r >= {r}", _yes(r >= 8)),
+            Row(
+                "certified lower bound on r",
+                f"r >= {PAPER['witness_lower_bound']}",
+                f"r >= {r}",
+                _yes(r >= PAPER["witness_lower_bound"]),
+            ),
         ],
         r,
     )
@@ -164,7 +170,6 @@ def _sweeps(out, cfg, family, bound, log, device):
         import torch
     except ImportError:
         return [Row("trained heads", "see paper", "skipped: torch is not installed", "-")]
-    from sketchsim.config import PAPER
     from sketchsim.experiments.suites import (
         ood_splits,
         parse_scales,
@@ -270,20 +275,21 @@ def _sweeps(out, cfg, family, bound, log, device):
     grows = transition_grows(trans)
     return [
         Row(
-            "trained heads with r < 8 on the witness suite",
-            "error > 0.80",
+            f"trained heads with r < {PAPER['witness_lower_bound']} on the witness suite",
+            f"error > {PAPER['witness_fail_error_below_bound']:.2f}",
             f"smallest max abs error over r < 8 and seeds: {min(below):.2f}",
             _yes(min(below) > PAPER["witness_fail_error_below_bound"]),
         ),
         Row(
-            "r = 32 on the witness suite",
+            f"r = {PAPER['witness_exact_rank']} on the witness suite",
             "exact",
             f"worst sequence error over seeds: {exact32[0]:.3f}" if exact32 else "not run",
             _yes(bool(exact32) and exact32[0] == 0.0),
         ),
         Row(
             "smallest trained rank exact on every seed (table map)",
-            "r = 32 solves it; bound r >= 8",
+            f"r = {PAPER['witness_exact_rank']} solves it; bound r >= "
+            f"{PAPER['witness_lower_bound']}",
             f"r = {min(all_exact)} (ranks tried: {', '.join(map(str, cfg.ranks))}; "
             f"certified r >= {bound})"
             if all_exact
@@ -300,7 +306,7 @@ def _sweeps(out, cfg, family, bound, log, device):
         ),
         Row(
             "OOD transition point (smallest r with test accuracy >= 0.95)",
-            "r = 8 -> 16 -> 64 as scale grows",
+            "r = " + " -> ".join(map(str, PAPER["ood_transition_ranks"])) + " as scale grows",
             ", ".join(f"{k}: {v if v is not None else 'none'}" for k, v in trans.items()),
             "yes" if grows else "NO (see docs/results.md)",
         ),
@@ -341,7 +347,7 @@ def _transcripts(out, cfg, log):
     return [
         Row(
             "transcript bound q*log2(s+1), q = 64, s = 7",
-            "192 bits",
+            f"{PAPER['transcript_bits']} bits",
             f"block-counts declares {bc.declared_bits:.2f} bits and is correct on "
             f"{bc.correct_fraction:.0%} of {cfg.samples:,} inputs",
             _yes(bc.correct_fraction == 1),
