@@ -21,17 +21,10 @@ def verify_span(
     construction: str, m: int, n: int, beta: float, causal: bool, start: int, count: int
 ):
     """Check inputs ``start .. start+count-1``: max error, exact count, first wrong index (-1)."""
-    from sketchsim.verify import _KIND, _verify_range
+    from sketchsim.verify import check_range
 
-    max_err, exact, first_bad = 0.0, 0, -1
-    for lo in range(start, start + count, config.VERIFY_CHUNK):
-        c = min(config.VERIFY_CHUNK, start + count - lo)
-        errs, n_exact, bad = _verify_range(_KIND[construction], m, n, float(beta), causal, lo, c)
-        max_err = max(max_err, float(errs.max()))
-        exact += int(n_exact.sum())
-        if first_bad < 0 and (bad >= 0).any():
-            first_bad = int(bad[bad >= 0].min())
-    return {"max_abs_error": max_err, "exact": exact, "first_bad": first_bad}
+    max_err, exact, first_bad = check_range(construction, m, n, beta, causal, start, count)
+    return {"max_abs_error": float(max_err), "exact": int(exact), "first_bad": int(first_bad)}
 
 
 def estimate_verify_seconds(m: int, n: int, workers: int) -> float:

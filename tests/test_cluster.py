@@ -116,3 +116,45 @@ def test_killed_verify_resumes_with_the_same_result(client, tmp_path, monkeypatc
     ref = verify(4, 3, "rank1", 2.0, False).to_dict()
     res.pop("seconds"), ref.pop("seconds")
     assert res == ref
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from sketchsim.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_verify_cli_same_json_with_and_without_cluster(tmp_path):
+    one, many = tmp_path / "one.json", tmp_path / "many.json"
+    assert _cli("verify", "--m", "3", "--n", "3", "--json", str(one), "--quiet").exit_code == 0
+    res = _cli(
+        "verify", "--m", "3", "--n", "3", "--json", str(many), "--quiet", "--cluster", "local:2"
+    )
+    assert res.exit_code == 0, res.output
+    a, b = json.loads(one.read_text()), json.loads(many.read_text())
+    for d in (a, b):
+        for k in ("seconds", "argv", "parameters"):
+            d.pop(k)
+    assert a == b
+    assert (tmp_path / "many.json.state" / "manifest.json").exists()
+
+
+def test_cluster_without_the_extra_says_how_to_install(monkeypatch):
+    from cliutil import assert_error_line
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert_error_line(
+        _cli("verify", "--m", "2", "--n", "2", "--cluster", "local:1"), "sketchsim[cluster]"
+    )
+
+
+def test_cluster_bad_address_is_one_line():
+    from cliutil import assert_error_line
+
+    t0 = time.perf_counter()
+    assert_error_line(
+        _cli("verify", "--cluster", "tcp://127.0.0.1:9"), "cannot reach", only_line=False
+    )
+    assert time.perf_counter() - t0 < 20

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.cluster import cluster_options
 from sketchsim.cli.paths import OutputPath
 
 #: ``sketchsim.attention.CONSTRUCTIONS`` (a test keeps the two equal); spelled out
@@ -66,15 +67,21 @@ def _finite_positive(ctx, param, value):
 @click.option("--causal", is_flag=True, help="Score only the final position.")
 @click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def verify(m, n, construction, beta, causal, json_path, quiet):
+@cluster_options
+def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_dir):
     """Check a construction on every one of the 2^(m*n) inputs."""
-    from sketchsim.attention import softmax_threshold
     from sketchsim.results import result_payload, write_json_atomic
     from sketchsim.verify import VerifyInterrupted, check_verify_size
     from sketchsim.verify import verify as run_verify
 
-    check_verify_size(m, n)
     params = {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
+    if cluster is not None:
+        res = _verify_on_cluster(
+            m, n, construction, beta, causal, json_path, quiet, cluster, state_dir
+        )
+        _render(res, causal, n, construction, json_path, params)
+        return
+    check_verify_size(m, n)
     try:
         with render.progress_bar(f"verify {construction}", 1 << (m * n), not quiet) as update:
             res = run_verify(m, n, construction, beta, causal, progress=update)
@@ -82,6 +89,49 @@ def verify(m, n, construction, beta, causal, json_path, quiet):
         if json_path:  # keep what was finished, marked incomplete
             write_json_atomic(json_path, result_payload("verify", params, stop.partial.to_dict()))
         raise click.Abort() from None
+    _render(res, causal, n, construction, json_path, params)
+
+
+def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, cluster, state_dir):
+    from sketchsim import config
+    from sketchsim.cluster import connect
+    from sketchsim.cluster_tasks import estimate_verify_seconds, verify_on_cluster
+    from sketchsim.errors import SketchsimError
+    from sketchsim.verify import _duration
+
+    if m * n > config.CLUSTER_VERIFY_MAX_BITS:
+        raise SketchsimError(
+            f"m*n = {m * n} exceeds the cluster limit {config.CLUSTER_VERIFY_MAX_BITS} "
+            f"(2^{m * n} inputs)"
+        )
+    if state_dir is None and json_path:
+        state_dir = f"{json_path}.state"
+    workers = cluster.workers or 1
+    with connect(cluster, log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]")) as client:
+        if cluster.kind != "local":
+            workers = max(
+                1,
+                sum(
+                    w.get("nthreads", 1)
+                    for w in client.scheduler_info().get("workers", {}).values()
+                ),
+            )
+        secs = estimate_verify_seconds(m, n, workers)
+        render.err_console.print(
+            f"[dim]2^{m * n} inputs on {workers} worker threads: {_duration(secs)}"
+            + (f"; finished shards kept in {state_dir}" if state_dir else "")
+            + "[/dim]"
+        )
+        with render.progress_bar(f"verify {construction} (shards)", 1, not quiet) as update:
+            return verify_on_cluster(
+                client, m, n, construction, beta, causal, state_dir, progress=update
+            )
+
+
+def _render(res, causal, n, construction, json_path, params):
+    from sketchsim.attention import softmax_threshold
+    from sketchsim.results import result_payload, write_json_atomic
+
     head = Panel.fit(
         f"m = {res.m}, N = {res.n}, construction [bold]{res.construction}[/bold]"
         + (f", beta = {res.beta:g}" if res.beta is not None else "")
