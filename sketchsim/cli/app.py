@@ -30,6 +30,8 @@ class SketchsimGroup(click.Group):
             _fail(exc.format_message())
         except SketchsimError as exc:
             _fail(str(exc))
+        except OverflowError as exc:
+            _fail(f"a size is too large for this machine's integers ({exc})")
         except MemoryError:
             _fail("out of memory; choose smaller sizes (the size checks did not foresee this)")
         except OSError as exc:
