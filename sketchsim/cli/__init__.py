@@ -4,8 +4,14 @@ One module per command group; ``render`` holds every rich call, ``app`` the grou
 and its one-line error contract.
 """
 
-from sketchsim.cli import certify, experiments, frontier, transcript, verify  # noqa: F401,E402  (register)
-from sketchsim.cli import minrank  # noqa: F401,E402  (register)
+from sketchsim.cli import (  # noqa: F401,E402  (register)
+    certify,
+    experiments,
+    frontier,
+    minrank,
+    transcript,
+    verify,
+)
 from sketchsim.cli.app import main
 
 __all__ = ["main"]

@@ -200,6 +200,10 @@ def _loop(lo, hi, tokens, ctx, aux, layers, speak, sizes, queries, store, output
     for b in range(lo, hi):
         state[:, :] = 0
         _one_input_jit(b, tk, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk)
+    # Numba frees a variable after its last use: without this use the owners of
+    # the unowned views above were freed before the loop (a use-after-free that
+    # crashed once the buffers were large enough to be unmapped on free).
+    return state_mem.shape[0] + sym_mem.shape[0] + sk_mem.shape[0]
 
 
 _LOOPS: dict = {}
