@@ -217,9 +217,7 @@ def run_shards(
         progress(n - len(pending), n)
     futures = {}
     for i in pending:
-        fut = client.submit(
-            _one_thread, fn, *shards[i], pure=False, retries=retries, key=f"shard-{digest}-{i}"
-        )
+        fut = client.submit(_one_thread, fn, *shards[i], pure=False, retries=retries)
         futures[fut] = i
     finished = n - len(pending)
     for fut in as_completed(futures):
