@@ -17,14 +17,19 @@ __all__ = ["versions", "write_json_atomic", "result_payload", "finite_json"]
 
 def versions() -> dict:
     """Versions of everything that can change a result."""
-    import numba
-    import numpy
+    from importlib.metadata import PackageNotFoundError, version
+
+    def dist(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
 
     return {
         "sketchsim": sketchsim.__version__,
         "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "numba": numba.__version__,
+        "numpy": dist("numpy"),
+        "numba": dist("numba"),
     }
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import numpy as np
 from rich.panel import Panel
 from rich.table import Table
 
@@ -54,6 +53,8 @@ def codes(m, kind, d, w, seed, out):
     )
     render.console.print(table)
     if out:
+        import numpy as np
+
         path = Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".txt":
