@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from sketchsim import specs
 from sketchsim.errors import FamilyError
 from sketchsim.sketch.family import HARD, FamilyType
 from sketchsim.sketch.mqar import MQAR
@@ -102,24 +103,11 @@ def discover_families() -> list[FoundFamily]:
 
 
 def _parse_params(text: str, family: str) -> dict[str, str]:
-    params = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        if "=" not in part:
-            raise FamilyError(f"family {family}: parameter {part!r} is not key=value")
-        key, value = (x.strip() for x in part.split("=", 1))
-        if key in params:
-            raise FamilyError(f"family {family}: parameter {key!r} given twice")
-        params[key] = value
-    return params
+    return specs.parse_params(text, f"family {family}", FamilyError)
 
 
 def _pick(found: dict[str, FamilyType], name: str, where: str) -> FamilyType:
-    if name not in found:
-        have = sorted({f.name for f in found.values()})
-        raise FamilyError(
-            f"{where} defines no family {name!r}; it has: {', '.join(have) or 'none'}"
-        )
-    return found[name]
+    return specs.pick(found, name, where, "family", FamilyError)
 
 
 def resolve_family(spec: str) -> tuple[FamilyType, dict, str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from sketchsim import specs
 from sketchsim.errors import PluginError
 from sketchsim.sketch.protocol import Protocol
 
@@ -194,24 +195,11 @@ def discover() -> list[Found]:
 
 def parse_params(text: str, protocol: str) -> dict[str, str]:
     """``"r=4,bits=8"`` to ``{"r": "4", "bits": "8"}``."""
-    params = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        if "=" not in part:
-            raise PluginError(f"protocol {protocol}: parameter {part!r} is not key=value")
-        key, value = (x.strip() for x in part.split("=", 1))
-        if key in params:
-            raise PluginError(f"protocol {protocol}: parameter {key!r} given twice")
-        params[key] = value
-    return params
+    return specs.parse_params(text, f"protocol {protocol}", PluginError)
 
 
 def _pick(module_protocols: dict[str, Protocol], name: str, where: str) -> Protocol:
-    if name not in module_protocols:
-        have = sorted({p.name for p in module_protocols.values()})
-        raise PluginError(
-            f"{where} defines no protocol {name!r}; it has: {', '.join(have) or 'none'}"
-        )
-    return module_protocols[name]
+    return specs.pick(module_protocols, name, where, "protocol", PluginError)
 
 
 def resolve_spec(spec: str, found: list[Found] | None = None) -> tuple[Protocol, dict, str]:
