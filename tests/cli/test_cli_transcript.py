@@ -8,7 +8,7 @@ from cliutil import assert_error_line
 
 from sketchsim.cli import main
 
-EXAMPLES = Path(__file__).with_name("protocol_examples.py")
+EXAMPLES = Path(__file__).parents[1] / "protocol_examples.py"
 
 
 def run(*args):

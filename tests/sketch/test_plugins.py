@@ -15,7 +15,7 @@ from sketchsim.plugins import builtin_dir, discover, parse_params, resolve_spec
 from sketchsim.sketch import HardFamily
 from sketchsim.transcript import measure
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = {"raw", "block-counts", "clipped-counts", "kernel", "multihead"}
 
 
