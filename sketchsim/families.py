@@ -12,10 +12,8 @@ Any spec may end with ``:key=value,key=value`` parameters.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
-import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -42,32 +40,11 @@ class FoundFamily:
 
 
 def _load_file(path: Path):
-    if not path.is_file():
-        raise FamilyError(f"family file {path} does not exist")
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
-    name = f"sketchsim_family_{path.stem}_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as exc:  # SystemExit in a plug-in must not end the run
-        del sys.modules[name]
-        raise FamilyError(
-            f"family file {path} failed to import: {type(exc).__name__}: {exc}"
-        ) from None
-    return module
+    return specs.load_file(path, "family", "sketchsim_family", FamilyError)
 
 
 def _families_in(module) -> dict[str, FamilyType]:
-    found = {}
-    for attr, value in vars(module).items():
-        if isinstance(value, FamilyType):
-            found[attr] = value
-            found[value.name] = value
-    return found
+    return specs.instances_in(module, FamilyType)
 
 
 def discover_families() -> list[FoundFamily]:

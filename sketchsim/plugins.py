@@ -22,7 +22,6 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
-import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -73,9 +72,7 @@ def file_identity(path: Path) -> str:
     return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _import_failure(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+_import_failure = specs.import_failure
 
 
 def builtin_dir() -> Path:
@@ -86,43 +83,13 @@ def builtin_dir() -> Path:
 
 
 def _load_file(path: Path):
-    """Import a Python file as a module registered in ``sys.modules``.
-
-    numba's on-disk cache re-imports a function's module by name, so file
-    plug-ins get a stable name derived from their path and their contents.
-    """
-    if not path.is_file():
-        raise PluginError(f"protocol file {path} does not exist")
-    # the path and the bytes name the module: an edited file is imported afresh
-    where = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
-    what = hashlib.sha1(path.read_bytes()).hexdigest()[:10]
-    name = f"sketchsim_plugin_{path.stem.replace('-', '_')}_{where}_{what}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except KeyboardInterrupt:
-        del sys.modules[name]
-        raise
-    except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
-        del sys.modules[name]
-        raise PluginError(
-            f"protocol file {path} failed to import: {_import_failure(exc)}"
-        ) from None
-    return module
+    """Import a protocol file (see :func:`sketchsim.specs.load_file`)."""
+    return specs.load_file(path, "protocol", "sketchsim_plugin", PluginError)
 
 
 def _protocols_in(module) -> dict[str, Protocol]:
     """Protocols a module defines, by attribute name and by protocol name."""
-    found = {}
-    for attr, value in vars(module).items():
-        if isinstance(value, Protocol):
-            found[attr] = value
-            found[value.name] = value
-    return found
+    return specs.instances_in(module, Protocol)
 
 
 def _builtins() -> list[Found]:

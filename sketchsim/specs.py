@@ -2,9 +2,60 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+
 from sketchsim.errors import SketchsimError
 
-__all__ = ["parse_params", "pick"]
+__all__ = ["parse_params", "pick", "load_file", "instances_in", "import_failure"]
+
+
+def import_failure(exc: BaseException) -> str:
+    """``"Kind: message"`` for an exception raised while importing plug-in code."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def load_file(path: Path, kind: str, prefix: str, error: type[SketchsimError] = SketchsimError):
+    """Import a plug-in's Python file as a module registered in ``sys.modules``.
+
+    numba's on-disk cache re-imports a function's module by name, so file
+    plug-ins get a stable name derived from their path and their contents (an
+    edited file is imported afresh), starting with ``prefix`` (numba caches
+    record it: keep it stable).  Any failure on import, ``SystemExit``
+    included, becomes ``error``; only ``KeyboardInterrupt`` passes through.
+    """
+    if not path.is_file():
+        raise error(f"{kind} file {path} does not exist")
+    where = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    what = hashlib.sha1(path.read_bytes()).hexdigest()[:10]
+    name = f"{prefix}_{path.stem.replace('-', '_')}_{where}_{what}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except KeyboardInterrupt:
+        del sys.modules[name]
+        raise
+    except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
+        del sys.modules[name]
+        raise error(f"{kind} file {path} failed to import: {import_failure(exc)}") from None
+    return module
+
+
+def instances_in(module, cls) -> dict:
+    """Instances of ``cls`` a module defines, by attribute name and by their ``name``."""
+    found = {}
+    for attr, value in vars(module).items():
+        if isinstance(value, cls):
+            found[attr] = value
+            found[value.name] = value
+    return found
 
 
 def parse_params(text: str, owner: str, error: type[SketchsimError] = SketchsimError) -> dict:
