@@ -142,7 +142,7 @@ def frontier_cell(
         if value not in cache:
             p = dict(params)
             if value is not None:
-                param.check(value, protocol.name)
+                param.check(value, f"protocol {protocol.name}")
                 p[vary.name] = value
             if progress is not None:
                 progress(f"{spec or protocol.name} q={family.q} s={family.s} {vary.name}={value}")

@@ -26,7 +26,7 @@ from numba import njit, prange
 
 from sketchsim.bits import n_words, pack_bits, unpack_bits
 from sketchsim.errors import FamilyError
-from sketchsim.sketch.protocol import Context, Param
+from sketchsim.sketch.protocol import Context, Param, resolve_params
 
 __all__ = [
     "Family",
@@ -258,19 +258,7 @@ class FamilyType:
 
     def resolve(self, given: dict[str, str]) -> dict:
         """Parse ``name=value`` strings against the declared parameters."""
-        by_name = {p.name: p for p in self.params}
-        values = self.defaults()
-        for key, text in given.items():
-            if key not in by_name:
-                accepted = ", ".join(p.describe() for p in self.params) or "none"
-                raise FamilyError(
-                    f"family {self.name} has no parameter {key!r}; accepted: {accepted}"
-                )
-            try:
-                values[key] = by_name[key].parse(text, self.name)
-            except Exception as exc:  # Param words it for protocols; reword for families
-                raise FamilyError(str(exc).replace("protocol ", "family ", 1)) from None
-        return values
+        return resolve_params(self.params, given, f"family {self.name}", FamilyError)
 
     def make(self, q: int, s: int, seed: int, params: dict) -> Family:
         try:

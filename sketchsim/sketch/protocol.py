@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from sketchsim.errors import PluginError
+from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.channels import CHANNELS
 
 __all__ = ["Param", "Layer", "Plan", "Context", "Protocol"]
@@ -79,8 +79,11 @@ class Param:
         kind = "|".join(map(str, self.choices)) if self.choices else self.type
         return f"{self.name} ({kind}, default {self.default})"
 
-    def parse(self, text: str, protocol: str):
-        """Convert ``text`` to this parameter's type, or raise PluginError."""
+    def parse(self, text: str, owner: str, error: type[SketchsimError] = PluginError):
+        """Convert ``text`` to this parameter's type, or raise ``error``.
+
+        ``owner`` names the plug-in in messages: ``"protocol NAME"``, ``"family NAME"``.
+        """
         try:
             if self.type == "bool":
                 low = text.lower()
@@ -92,22 +95,36 @@ class Param:
             else:
                 value = _TYPES[self.type](text)
         except (ValueError, OverflowError):
-            raise PluginError(
-                f"protocol {protocol}: parameter {self.name} expects {self.type}, got {text!r}"
+            raise error(
+                f"{owner}: parameter {self.name} expects {self.type}, got {text!r}"
             ) from None
-        self.check(value, protocol)
+        self.check(value, owner, error)
         return value
 
-    def check(self, value, protocol: str) -> None:
+    def check(self, value, owner: str, error: type[SketchsimError] = PluginError) -> None:
+        """Raise ``error`` when ``value`` is outside the declared choices or minimum."""
         if self.choices and value not in self.choices:
-            raise PluginError(
-                f"protocol {protocol}: {self.name} must be one of "
+            raise error(
+                f"{owner}: {self.name} must be one of "
                 f"{', '.join(map(str, self.choices))}, got {value!r}"
             )
         if self.minimum is not None and value < self.minimum:
-            raise PluginError(
-                f"protocol {protocol}: {self.name} must be >= {self.minimum}, got {value}"
-            )
+            raise error(f"{owner}: {self.name} must be >= {self.minimum}, got {value}")
+
+
+def resolve_params(params, given: dict[str, str], owner: str, error: type[SketchsimError]) -> dict:
+    """Defaults of ``params`` overridden by the parsed ``name=value`` strings ``given``.
+
+    ``owner`` (``"protocol NAME"``, ``"family NAME"``) and ``error`` word the failures.
+    """
+    by_name = {p.name: p for p in params}
+    values = {p.name: p.default for p in params}
+    for key, text in given.items():
+        if key not in by_name:
+            accepted = ", ".join(p.describe() for p in params) or "none"
+            raise error(f"{owner} has no parameter {key!r}; accepted: {accepted}")
+        values[key] = by_name[key].parse(text, owner, error)
+    return values
 
 
 @dataclass(frozen=True)
@@ -215,16 +232,7 @@ class Protocol:
 
     def resolve(self, given: dict[str, str]) -> dict:
         """Parse ``name=value`` strings against the declared parameters."""
-        by_name = {p.name: p for p in self.params}
-        values = self.defaults()
-        for key, text in given.items():
-            if key not in by_name:
-                accepted = ", ".join(p.describe() for p in self.params) or "none"
-                raise PluginError(
-                    f"protocol {self.name} has no parameter {key!r}; accepted: {accepted}"
-                )
-            values[key] = by_name[key].parse(text, self.name)
-        return values
+        return resolve_params(self.params, given, f"protocol {self.name}", PluginError)
 
     def plan(self, ctx: Context, params: dict) -> Plan:
         """Run ``setup`` and check the plan it returns (types, sizes; see docs/protocols.md).
