@@ -9,7 +9,18 @@ from pathlib import Path
 
 from sketchsim.errors import SketchsimError
 
-__all__ = ["parse_params", "pick", "load_file", "instances_in", "import_failure"]
+__all__ = ["parse_int", "parse_params", "pick", "load_file", "instances_in", "import_failure"]
+
+
+def parse_int(text: str) -> int:
+    """``"12"``, ``"1e8"`` or ``"1_000"`` as an int; a fractional value is a ValueError."""
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)
+        if not value.is_integer():
+            raise
+        return int(value)
 
 
 def import_failure(exc: BaseException) -> str:

@@ -10,22 +10,12 @@ from sketchsim.cli.app import main
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.results import write_json_atomic
-
-
-def _int(text: str) -> int:
-    """An integer, also written as ``1e3``."""
-    try:
-        return int(text)
-    except ValueError:
-        value = float(text)
-        if not value.is_integer():
-            raise
-        return int(value)
+from sketchsim.specs import parse_int
 
 
 def _ints(text: str, name: str) -> list[int]:
     try:
-        values = [_int(v) for v in text.split(",") if v.strip()]
+        values = [parse_int(v) for v in text.split(",") if v.strip()]
     except (ValueError, OverflowError):
         raise SketchsimError(f"{name} must be comma-separated integers, got {text!r}") from None
     if not values or min(values) < 1:

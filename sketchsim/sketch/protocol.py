@@ -27,21 +27,11 @@ import numpy as np
 
 from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.channels import CHANNELS
+from sketchsim.specs import parse_int
 
 __all__ = ["Param", "Layer", "Plan", "Context", "Protocol"]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
-
-
-def _parse_int(text: str) -> int:
-    """``"12"``, ``"1e8"`` or ``"1_000"`` as an int; a fractional value is a ValueError."""
-    try:
-        return int(text)
-    except ValueError:
-        value = float(text)
-        if not value.is_integer():
-            raise
-        return int(value)
 
 
 def _is_int(value) -> bool:
@@ -91,7 +81,7 @@ class Param:
                     raise ValueError(text)
                 value = low in ("1", "true", "yes")
             elif self.type == "int":
-                value = _parse_int(text)
+                value = parse_int(text)
             else:
                 value = _TYPES[self.type](text)
         except (ValueError, OverflowError):
