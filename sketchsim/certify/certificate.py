@@ -24,6 +24,7 @@ from numba import njit
 from sketchsim.certify.chains import LIMIT, log_rho
 from sketchsim.certify.witness import Family
 from sketchsim.errors import FamilyError
+from sketchsim.tokens import PACKED_MAX_M, ids_of_keys, packed_keys, token_ids
 
 __all__ = [
     "Graph",
@@ -72,56 +73,20 @@ def _find(sorted_keys: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.nda
     return pos, sorted_keys[pos] == want
 
 
-def _token_ids(tokens: np.ndarray) -> np.ndarray:
-    """Ids of the tokens of a (..., m) 0/1 array in sorted byte order (any m)."""
-    flat = np.ascontiguousarray(tokens.reshape(-1, tokens.shape[-1]))
-    view = flat.view(np.dtype((np.void, flat.shape[1])))
-    _, ids = np.unique(view, return_inverse=True)
-    return ids.reshape(tokens.shape[:-1])
-
-
-#: Widest m whose tokens are packed into one integer key (element 0 most significant).
-PACKED_MAX_M = 64
-#: Widest m whose token ids come from a 2^m lookup table instead of a sort.
-TABLE_MAX_M = 24
-
-
-def _packed_keys(tokens: np.ndarray) -> np.ndarray:
-    """(F, 3) uint64 keys: element 0 is the most significant bit, so key order = byte order."""
-    m = tokens.shape[-1]
-    packed = np.packbits(tokens, axis=-1, bitorder="big")  # (F, 3, ceil(m/8))
-    if packed.shape[-1] < 8:
-        pad = np.zeros(packed.shape[:-1] + (8 - packed.shape[-1],), dtype=np.uint8)
-        packed = np.concatenate([packed, pad], axis=-1)
-    keys = np.ascontiguousarray(packed).view(">u8")[..., 0].astype(np.uint64)
-    return keys >> np.uint64(64 - m)
-
-
-def _ids_of_keys(keys: np.ndarray, m: int) -> tuple[np.ndarray, int]:
-    """Dense ids of integer keys in increasing key order, and how many distinct keys."""
-    if m <= TABLE_MAX_M and (1 << m) <= 8 * keys.size + (1 << 20):
-        present = np.zeros(1 << m, dtype=np.int64)
-        present[keys.reshape(-1)] = 1
-        rank = np.cumsum(present) - 1
-        return rank[keys], int(present.sum())
-    uniq, ids = np.unique(keys.reshape(-1), return_inverse=True)
-    return ids.reshape(keys.shape), len(uniq)
-
-
 def _ids_and_overlaps(family: Family, p: int, o1: int, o2: int):
     """Token ids (sorted byte order) and the overlaps of the scored token with the others."""
     m = family.m
     if m <= PACKED_MAX_M and len(family.tokens):
-        keys = _packed_keys(family.tokens)
-        ids, count = _ids_of_keys(keys, m)
+        keys = packed_keys(family.tokens)
+        ids, count = ids_of_keys(keys, m)
         ov_a = np.bitwise_count(keys[:, p] & keys[:, o1]).astype(np.int64)
         ov_b = np.bitwise_count(keys[:, p] & keys[:, o2]).astype(np.int64)
         return ids.astype(np.int64), max(count, 1), ov_a, ov_b
-    ids = _token_ids(family.tokens)
+    ids, count = token_ids(family.tokens)
     T = family.tokens
     ov_a = np.einsum("fk,fk->f", T[:, p], T[:, o1], dtype=np.int64)
     ov_b = np.einsum("fk,fk->f", T[:, p], T[:, o2], dtype=np.int64)
-    return ids, (int(ids.max()) + 1 if ids.size else 1), ov_a, ov_b
+    return ids, max(count, 1), ov_a, ov_b
 
 
 def build_graph(family: Family, positional: bool = True) -> Graph:

@@ -307,7 +307,7 @@ def _plan(
             raise SketchsimError(f"the family {family_path} has no inputs")
         bound = certify(family, eps_list=()).certified_rank["0.5"]
         split = witness_split(family)
-        from sketchsim.experiments.train import token_ids
+        from sketchsim.tokens import token_ids
 
         vocab = token_ids(family.tokens)[1]
         sizes = [(family.m, vocab)]

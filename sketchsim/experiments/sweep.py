@@ -22,8 +22,9 @@ import torch
 from sketchsim.errors import SketchsimError
 from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split
-from sketchsim.experiments.train import fit, metrics, pick_device, token_ids
+from sketchsim.experiments.train import fit, metrics, pick_device
 from sketchsim.results import versions, write_json_atomic
+from sketchsim.tokens import token_ids
 
 __all__ = [
     "Run",

@@ -11,10 +11,10 @@ import math
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from sketchsim.config import EXACT_TOLERANCE
+from sketchsim.tokens import token_ids
 
 __all__ = ["LOSSES", "TrainResult", "metrics", "fit", "pick_device", "token_ids", "loss_fn"]
 
@@ -49,15 +49,6 @@ def pick_device(name: str = "auto") -> torch.device:
 
         raise SketchsimError("CUDA is not available (device cuda was requested)")
     return torch.device(name)
-
-
-def token_ids(tokens: np.ndarray) -> tuple[np.ndarray, int]:
-    """Ids ``[B, N]`` of distinct tokens and the vocabulary size (for the table map)."""
-    flat = np.ascontiguousarray(tokens.reshape(-1, tokens.shape[-1]).astype(np.uint8))
-    if flat.size == 0:
-        return np.zeros(tokens.shape[:-1], dtype=np.int64), 0
-    _, ids = np.unique(flat.view(np.dtype((np.void, flat.shape[1]))), return_inverse=True)
-    return ids.reshape(tokens.shape[:-1]), int(ids.max()) + 1
 
 
 def metrics(y: torch.Tensor, t: torch.Tensor) -> tuple[float, float, float]:
