@@ -8,11 +8,13 @@ import os
 import platform
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sketchsim
 
-__all__ = ["versions", "write_json_atomic", "result_payload", "finite_json"]
+__all__ = ["versions", "atomic_path", "write_json_atomic", "result_payload", "finite_json"]
 
 
 def versions() -> dict:
@@ -50,25 +52,46 @@ def _umask() -> int:
     return mask
 
 
-def write_json_atomic(path: str | os.PathLike, payload: dict) -> Path:
-    """Write ``payload`` as strict JSON to ``path`` via a temporary file and ``os.replace``.
+@contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it replaces ``path`` atomically.
 
-    Non-finite floats become ``null``; the file gets the usual ``0666 & ~umask`` mode.
+    Write the file at the yielded path inside the ``with`` block.  When the block
+    ends normally the file gets the usual ``0666 & ~umask`` mode and is moved onto
+    ``path`` with ``os.replace`` (readers see the old file or the new one, never a
+    part); when it raises (``KeyboardInterrupt`` included) the temporary file is
+    removed and ``path`` is left as it was.  The parent folder is created.
+
+    Parameters
+    ----------
+    path : path-like
+        Final location.
+    suffix : str
+        Ending of the temporary name (``".npz"`` for writers that append one otherwise).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(finite_json(payload), fh, indent=2, sort_keys=False, allow_nan=False)
-            fh.write("\n")
+        yield tmp
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_json_atomic(path: str | os.PathLike, payload: dict) -> Path:
+    """Write ``payload`` as strict JSON to ``path`` atomically (see :func:`atomic_path`).
+
+    Non-finite floats become ``null``; the file gets the usual ``0666 & ~umask`` mode.
+    """
+    text = json.dumps(finite_json(payload), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
 
 
 def result_payload(command: str, params: dict, result: dict) -> dict:

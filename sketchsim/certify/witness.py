@@ -21,6 +21,7 @@ import sketchsim
 from sketchsim.certify.chains import best_steps
 from sketchsim.errors import FamilyError
 from sketchsim.minip import minip_targets
+from sketchsim.results import atomic_path
 
 __all__ = ["Family", "build_witness", "save_family", "load_family", "check_witness_size"]
 
@@ -165,14 +166,7 @@ def _dedupe(tokens: np.ndarray) -> np.ndarray:
 
 def save_family(family: Family, path: str | Path) -> Path:
     """Write a family to ``path`` (``.npz``), atomically."""
-    import os
-    import tempfile
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
-    os.close(fd)
-    try:
+    with atomic_path(path, suffix=".npz") as tmp:
         np.savez_compressed(
             tmp,
             tokens=family.tokens.astype(np.uint8),
@@ -180,11 +174,7 @@ def save_family(family: Family, path: str | Path) -> Path:
             targets=family.targets.astype(np.int64),
             meta=np.array(json.dumps(family.meta)),
         )
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return Path(path)
 
 
 def load_family(path: str | Path) -> Family:

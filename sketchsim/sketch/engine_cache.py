@@ -34,6 +34,8 @@ import os
 import sys
 from pathlib import Path
 
+from sketchsim.results import atomic_path
+
 __all__ = ["CACHE_DIR_ENV", "cache_dir", "cached_loop"]
 
 CACHE_DIR_ENV = "SKETCHSIM_CACHE_DIR"
@@ -120,9 +122,8 @@ def cached_loop(emit, update, answer):
     path = folder / f"engine_{digest}.py"
     try:
         if not path.exists() or path.read_text() != text:
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
+            with atomic_path(path) as tmp:
+                tmp.write_text(text)
     except OSError:
         return None
     spec = importlib.util.spec_from_file_location(modname, path)
