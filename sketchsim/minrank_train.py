@@ -100,20 +100,10 @@ class TrainedHead:
 
     def save(self, path) -> None:
         """Write the weights (``phi_q``, ``phi_k``, ``votes``) as ``.npz``, atomically."""
-        import os
-        import tempfile
-        from pathlib import Path
+        from sketchsim.results import atomic_path
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
-        os.close(fd)
-        try:
+        with atomic_path(path, suffix=".npz") as tmp:
             np.savez_compressed(tmp, phi_q=self.phi_q, phi_k=self.phi_k, votes=self.votes, m=self.m)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
 
 def train_table_head(
