@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from sketchsim import specs
@@ -55,27 +54,8 @@ def discover_families() -> list[FoundFamily]:
     """
     out = [FoundFamily(f.name, "built-in", f) for f in BUILTINS]
     taken = {f.name: "built-in" for f in BUILTINS}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        source = f"entry point {ep.value}"
-        try:
-            obj = ep.load()
-        except BaseException as exc:
-            out.append(
-                FoundFamily(ep.name, source, error=f"failed to import: {type(exc).__name__}: {exc}")
-            )
-            continue
-        if not isinstance(obj, FamilyType):
-            out.append(
-                FoundFamily(ep.name, source, error="entry point is not a sketchsim FamilyType")
-            )
-            continue
-        if obj.name in taken:
-            out.append(
-                FoundFamily(obj.name, source, error=f"name already taken by {taken[obj.name]}")
-            )
-            continue
-        taken[obj.name] = source
-        out.append(FoundFamily(obj.name, source, obj))
+    for d in specs.discover_entry_points(ENTRY_POINT_GROUP, FamilyType, "FamilyType", taken):
+        out.append(FoundFamily(d.name, d.source, d.value, d.error))
     return out
 
 
@@ -104,9 +84,11 @@ def resolve_family(spec: str) -> tuple[FamilyType, dict, str]:
     elif len(parts) >= 2 and parts[1] and "=" not in parts[1]:
         try:
             module = importlib.import_module(head)
-        except BaseException as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
             raise FamilyError(
-                f"family module {head} failed to import: {type(exc).__name__}: {exc}"
+                f"family module {head} failed to import: {specs.import_failure(exc)}"
             ) from None
         fam = _pick(_families_in(module), parts[1], f"module {head}")
         rest, source = parts[2:], f"module {head}"

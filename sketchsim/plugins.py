@@ -23,7 +23,6 @@ import hashlib
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from sketchsim import specs
@@ -72,9 +71,6 @@ def file_identity(path: Path) -> str:
     return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-_import_failure = specs.import_failure
-
-
 def builtin_dir() -> Path:
     """The folder of built-in protocol files (installed copy, else the source tree)."""
     here = Path(__file__).resolve().parent
@@ -112,31 +108,6 @@ def _builtins() -> list[Found]:
     return out
 
 
-def _dist_identity(ep) -> str:
-    dist = getattr(ep, "dist", None)
-    if dist is None:
-        return f"entry point {ep.value}"
-    return f"dist {dist.metadata['Name']} {dist.version} {ep.value}"
-
-
-def _entry_points() -> list[Found]:
-    out = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        source = f"entry point {ep.value}"
-        try:
-            obj = ep.load()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
-            out.append(Found(ep.name, source, error=f"failed to import: {_import_failure(exc)}"))
-            continue
-        if not isinstance(obj, Protocol):
-            out.append(Found(ep.name, source, error="entry point is not a sketchsim Protocol"))
-            continue
-        out.append(Found(obj.name, source, obj, identity=_dist_identity(ep)))
-    return out
-
-
 def discover() -> list[Found]:
     """Every protocol found: built-ins first, then installed entry points.
 
@@ -144,19 +115,19 @@ def discover() -> list[Found]:
     already taken (a built-in's, or an earlier entry point's), is listed with its
     ``error`` and without a protocol; the first holder of a name keeps it.
     """
-    found = _builtins() + _entry_points()
-    names = {}
-    for i, item in enumerate(found):
-        if item.protocol is None:
-            continue
-        if item.name in names:
-            found[i] = Found(
+    found, taken = [], {}
+    for item in _builtins():
+        if item.protocol is not None and item.name in taken:
+            item = Found(
                 item.name,
                 item.source,
-                error=f"ignored: the name {item.name!r} is already taken by {names[item.name]}",
+                error=f"ignored: the name {item.name!r} is already taken by {taken[item.name]}",
             )
-            continue
-        names[item.name] = item.source
+        elif item.protocol is not None:
+            taken[item.name] = item.source
+        found.append(item)
+    for d in specs.discover_entry_points(ENTRY_POINT_GROUP, Protocol, "Protocol", taken):
+        found.append(Found(d.name, d.source, d.value, d.error, d.identity))
     return found
 
 
@@ -206,7 +177,7 @@ def resolve(spec: str, found: list[Found] | None = None) -> Resolved:
             raise
         except BaseException as exc:
             raise PluginError(
-                f"protocol module {head} failed to import: {_import_failure(exc)}"
+                f"protocol module {head} failed to import: {specs.import_failure(exc)}"
             ) from None
         proto = _pick(_protocols_in(module), parts[1], f"module {head}")
         rest, source, identity = parts[2:], f"module {head}", _module_identity(module)

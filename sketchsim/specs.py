@@ -5,11 +5,22 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from sketchsim.errors import SketchsimError
 
-__all__ = ["parse_int", "parse_params", "pick", "load_file", "instances_in", "import_failure"]
+__all__ = [
+    "parse_int",
+    "parse_params",
+    "pick",
+    "load_file",
+    "instances_in",
+    "import_failure",
+    "Discovered",
+    "discover_entry_points",
+]
 
 
 def parse_int(text: str) -> int:
@@ -94,3 +105,72 @@ def pick(found: dict, name: str, where: str, kind: str, error: type[SketchsimErr
         have = sorted({item.name for item in found.values()})
         raise error(f"{where} defines no {kind} {name!r}; it has: {', '.join(have) or 'none'}")
     return found[name]
+
+
+@dataclass
+class Discovered:
+    """One installed entry point: the object it names, or why it was skipped."""
+
+    name: str
+    source: str
+    value: object | None = None
+    error: str | None = None
+    identity: str = ""
+
+
+def _dist_identity(ep) -> str:
+    """``dist <name> <version> <value>`` of an entry point (its value alone without a dist)."""
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return f"entry point {ep.value}"
+    return f"dist {dist.metadata['Name']} {dist.version} {ep.value}"
+
+
+def discover_entry_points(group: str, cls: type, kind: str, taken: dict) -> list[Discovered]:
+    """Load the entry points of ``group``; never raises for a bad one.
+
+    An entry point that fails to import (whatever it raises, ``SystemExit``
+    included; only ``KeyboardInterrupt`` passes), whose value is not a ``cls``,
+    or whose ``name`` is already in ``taken`` is listed with its ``error`` and no
+    value.  ``taken`` maps names to who holds them (``"built-in"``, say); the
+    first holder keeps a name, and every accepted entry point is added to it.
+
+    Parameters
+    ----------
+    group : str
+        Entry-point group, e.g. ``"sketchsim.protocols"``.
+    cls : type
+        What an entry point must name.
+    kind : str
+        Word for ``cls`` in errors (``"Protocol"``).
+    taken : dict
+        Names already in use; updated in place.
+    """
+    out = []
+    for ep in entry_points(group=group):
+        source = f"entry point {ep.value}"
+        try:
+            obj = ep.load()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
+            out.append(
+                Discovered(ep.name, source, error=f"failed to import: {import_failure(exc)}")
+            )
+            continue
+        if not isinstance(obj, cls):
+            out.append(Discovered(ep.name, source, error=f"entry point is not a sketchsim {kind}"))
+            continue
+        name = getattr(obj, "name", ep.name)
+        if name in taken:
+            out.append(
+                Discovered(
+                    name,
+                    source,
+                    error=f"ignored: the name {name!r} is already taken by {taken[name]}",
+                )
+            )
+            continue
+        taken[name] = source
+        out.append(Discovered(name, source, obj, identity=_dist_identity(ep)))
+    return out

@@ -202,6 +202,7 @@ class _EP:
 
 def test_entry_points_are_listed_and_failures_do_not_stop_discovery(monkeypatch):
     import sketchsim.families as families
+    from sketchsim import specs
     from sketchsim.sketch.family import HARD, FamilyType
 
     other = FamilyType("other", "an installed family", HARD.build)
@@ -212,7 +213,7 @@ def test_entry_points_are_listed_and_failures_do_not_stop_discovery(monkeypatch)
         _EP("clash", "pkg.clash:X", clash),
         _EP("junk", "pkg.junk:X", 42),
     ]
-    monkeypatch.setattr(families, "entry_points", lambda group: eps)
+    monkeypatch.setattr(specs, "entry_points", lambda group: eps)
     found = {(f.name, f.source): f for f in families.discover_families()}
     assert found["other", "entry point pkg.mod:OTHER"].family is other
     assert "SystemExit" in found["bye", "entry point pkg.bye:X"].error
