@@ -7,11 +7,15 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
-from torch.nn import functional as F
+
+from sketchsim.experiments.feature_maps import (
+    REGISTRY,
+    FeatureMap,
+    make_feature_map,
+    pair_scores,
+)
 
 __all__ = [
     "ENCODINGS",
@@ -26,10 +30,11 @@ __all__ = [
     "head_parameters",
 ]
 
-#: Feature maps, one branch each in :class:`FeatureMap`.  ``favor`` is FAVOR+
-#: with a learned projection: positive random features of ``exp(<P_q x, P_k z>)``
-#: with one shared Gaussian draw for queries and keys.
-FEATURE_MAPS = ("table", "mlp", "elu1", "relu", "relu2", "favor", "hedgehog", "expmap", "signed")
+#: Feature-map names (the keys of :data:`~sketchsim.experiments.feature_maps.REGISTRY`,
+#: one class per map there).  ``favor`` is FAVOR+ with a learned projection:
+#: positive random features of ``exp(<P_q x, P_k z>)`` with one shared Gaussian
+#: draw for queries and keys.
+FEATURE_MAPS = tuple(REGISTRY)
 
 MODELS = ("kernel", "signed", "softmax")
 
@@ -39,87 +44,9 @@ MODELS = ("kernel", "signed", "softmax")
 ENCODINGS = ("01", "pm1")
 
 
-class FeatureMap(nn.Module):
-    """``phi: {0,1}^m -> R^r``, nonnegative except ``signed``.
-
-    Parameters
-    ----------
-    kind : str
-        One of :data:`FEATURE_MAPS`.
-    m, r : int
-        Token width and number of features.
-    vocab : int
-        Number of distinct tokens (``table`` only).
-    seed : int
-        Seeds FAVOR+'s fixed random projection.
-    """
-
-    def __init__(self, kind: str, m: int, r: int, vocab: int = 0, seed: int = 0):
-        # ``seed`` fixes the random draw of ``favor``: query and key maps of one
-        # head must share it, or the kernel is not an estimate of exp(<q, k>).
-        super().__init__()
-        if kind not in FEATURE_MAPS:
-            raise ValueError(f"unknown feature map {kind!r}; choose one of {FEATURE_MAPS}")
-        self.kind, self.r = kind, r
-        if kind == "table":
-            self.table = nn.Embedding(max(vocab, 1), r)
-        elif kind == "mlp":
-            self.net = nn.Sequential(nn.Linear(m, 4 * r), nn.GELU(), nn.Linear(4 * r, r))
-        elif kind == "favor":
-            g = torch.Generator().manual_seed(seed)
-            blocks = [
-                torch.linalg.qr(torch.randn(m, m, generator=g))[0] for _ in range(math.ceil(r / m))
-            ]
-            w = torch.cat(blocks, dim=1)[:, :r]  # orthogonal random features
-            norms = torch.randn(m, r, generator=g).norm(dim=0)
-            self.register_buffer("omega", w * norms)
-            self.proj = nn.Linear(m, m)
-        elif kind == "hedgehog":
-            self.proj = nn.Linear(m, (r + 1) // 2)
-        else:
-            self.proj = nn.Linear(m, r)
-
-    def forward(self, x: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Features ``[B, N, r]``."""
-        k = self.kind
-        if k == "table":
-            # softplus on the [V, r] table, then gather: the same numbers as
-            # softplus(table(ids)), computed once per distinct token
-            return F.softplus(self.table.weight)[ids]
-        if k == "mlp":
-            return F.softplus(self.net(x))
-        if k == "favor":
-            z = self.proj(x)
-            u = z @ self.omega
-            # a global shift cancels in the normalized head (same factor on every weight)
-            u = u - 0.5 * (z * z).sum(-1, keepdim=True)
-            return torch.exp(u - u.detach().amax()) + 1e-6
-        if k == "expmap":
-            u = self.proj(x)
-            return torch.exp(u - u.detach().amax()) + 1e-6
-        if k == "hedgehog":
-            z = self.proj(x)
-            return torch.cat([torch.softmax(z, -1), torch.softmax(-z, -1)], -1)[..., : self.r]
-        z = self.proj(x)
-        if k == "elu1":
-            return F.elu(z) + 1
-        if k == "relu":
-            return F.relu(z) + 1e-3
-        if k == "relu2":
-            return F.relu(z) ** 2 + 1e-3
-        return z  # signed: unconstrained, outside the theorem
-
-
-def _scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """``s_bij = <q_bi, k_bj>``; for short sequences by broadcasting, which beats
-    a batched matmul of thousands of 3 x m matrices on the CPU."""
-    if q.shape[1] * k.shape[1] <= 64:
-        return (q.unsqueeze(2) * k.unsqueeze(1)).sum(-1)
-    return torch.einsum("bir,bjr->bij", q, k)
-
-
 def _mix(w: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """``o_bid = sum_j w_bij v_bjd`` (see :func:`_scores`)."""
+    """``o_bid = sum_j w_bij v_bjd`` (broadcast for short sequences, as
+    :func:`~sketchsim.experiments.feature_maps.pair_scores`)."""
     if w.shape[1] * w.shape[2] <= 64:
         return (w.unsqueeze(-1) * v.unsqueeze(1)).sum(2)
     return torch.einsum("bij,bjd->bid", w, v)
@@ -141,8 +68,8 @@ class KernelHead(nn.Module):
     ):
         super().__init__()
         d = d or m
-        self.phi_q = FeatureMap(feature_map, m, r, vocab, seed)
-        self.phi_k = FeatureMap(feature_map, m, r, vocab, seed)
+        self.phi_q = make_feature_map(feature_map, m, r, vocab, seed)
+        self.phi_k = make_feature_map(feature_map, m, r, vocab, seed)
         self.value = nn.Linear(m, d)
         self.a = nn.Linear(m, d)
         self.b = nn.Linear(m, 1)
@@ -152,13 +79,7 @@ class KernelHead(nn.Module):
         """Outputs ``[B, N]`` (or ``[B, 1]`` with ``causal``: final position only)."""
         xq = x[:, -1:] if self.causal else x
         iq = None if ids is None else (ids[:, -1:] if self.causal else ids)
-        if self.phi_q.kind == "table":
-            # the kernel on the vocabulary [V, V], then gathered: V^2 r work
-            # instead of B N^2 r (the same sums, over the same r terms)
-            vocab = F.softplus(self.phi_q.table.weight) @ F.softplus(self.phi_k.table.weight).T
-            k = vocab[iq.unsqueeze(2), ids.unsqueeze(1)]
-        else:
-            k = _scores(self.phi_q(xq, iq), self.phi_k(x, ids))
+        k = self.phi_q.kernel(self.phi_k, xq, x, iq, ids)
         o = _mix(k, self.value(x)) / (k.sum(-1, keepdim=True) + self.eps)
         return (self.a(xq) * o).sum(-1) + self.b(xq).squeeze(-1)
 
@@ -176,7 +97,7 @@ class SoftmaxHead(nn.Module):
 
     def forward(self, x, ids=None):
         xq = x[:, -1:] if self.causal else x
-        scores = _scores(self.q(xq), self.k(x)) * self.log_beta.exp()
+        scores = pair_scores(self.q(xq), self.k(x)) * self.log_beta.exp()
         o = _mix(torch.softmax(scores, -1), self.value(x))
         return (self.a(xq) * o).sum(-1) + self.b(xq).squeeze(-1)
 
@@ -257,10 +178,5 @@ def head_parameters(
     if model == "softmax":
         return heads * (2 * (m * m + m) + 1 + readout)
     fmap = "signed" if model == "signed" else feature_map
-    per_map = {
-        "table": max(vocab, 1) * r,
-        "mlp": (m * 4 * r + 4 * r) + (4 * r * r + r),
-        "favor": m * m + m,
-        "hedgehog": m * ((r + 1) // 2) + (r + 1) // 2,
-    }.get(fmap, m * r + r)
+    per_map = REGISTRY[fmap].parameter_count(m, r, vocab)
     return heads * (2 * per_map + readout)

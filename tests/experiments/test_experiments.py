@@ -6,7 +6,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 torch.set_num_threads(1)
 
-from sketchsim.experiments.models import FEATURE_MAPS, FeatureMap, KernelHead, make_head  # noqa: E402
+from sketchsim.experiments.feature_maps import REGISTRY, make_feature_map  # noqa: E402
+from sketchsim.experiments.models import FEATURE_MAPS, KernelHead, make_head  # noqa: E402
 from sketchsim.experiments.train import fit, loss_fn, metrics, token_ids  # noqa: E402
 from sketchsim.minip import minip_targets  # noqa: E402
 
@@ -42,9 +43,10 @@ def test_feature_maps_nonnegative_except_signed(kind):
     torch.manual_seed(1)
     x = torch.randint(0, 2, (4, 3, 7)).float()
     ids = torch.randint(0, 10, (4, 3))
-    phi = FeatureMap(kind, 7, 5, vocab=10, seed=3)(x, ids)
+    phi = make_feature_map(kind, 7, 5, vocab=10, seed=3)(x, ids)
     assert phi.shape == (4, 3, 5)
-    if kind != "signed":
+    assert REGISTRY[kind].nonnegative == (kind != "signed")
+    if REGISTRY[kind].nonnegative:
         assert (phi >= 0).all()
     else:
         assert (phi < 0).any()
@@ -104,7 +106,7 @@ def test_minimax_loss_is_a_smooth_max():
 
 
 def test_table_map_on_the_vocabulary_matches_per_token_softplus():
-    fmap = FeatureMap("table", 4, 6, vocab=9)
+    fmap = make_feature_map("table", 4, 6, vocab=9)
     ids = torch.randint(0, 9, (5, 3))
     # the same formula; torch's vectorized softplus may differ in the last bit
     naive = torch.nn.functional.softplus(fmap.table(ids))
