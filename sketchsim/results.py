@@ -13,8 +13,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import sketchsim
+from sketchsim.errors import SketchsimError
 
-__all__ = ["versions", "atomic_path", "write_json_atomic", "result_payload", "finite_json"]
+__all__ = [
+    "versions",
+    "atomic_path",
+    "write_json_atomic",
+    "read_json",
+    "loads_json",
+    "result_payload",
+    "finite_json",
+    "field_problem",
+]
 
 
 def versions() -> dict:
@@ -103,3 +113,80 @@ def result_payload(command: str, params: dict, result: dict) -> dict:
         "versions": versions(),
         "argv": sys.argv,
     }
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_json(text: str, where: str) -> object:
+    """Strict JSON from ``text``; every defect is one :class:`SketchsimError` naming ``where``.
+
+    ``NaN`` and ``Infinity`` are refused (result files never hold them), and so
+    is nesting too deep for the parser (a ``RecursionError`` otherwise).
+    """
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise SketchsimError(f"{where}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise SketchsimError(f"{where} is not valid JSON ({exc})") from None
+
+
+def read_json(path: str | os.PathLike) -> object:
+    """The parsed content of a JSON file (see :func:`loads_json`).
+
+    Raises
+    ------
+    SketchsimError
+        When the file cannot be read, is not UTF-8 text, or is not strict JSON.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SketchsimError(f"{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise SketchsimError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return loads_json(text, str(path))
+
+
+def field_problem(entry, fields: dict) -> str | None:
+    """What is wrong with a resumed JSON object, or None when nothing is.
+
+    Parameters
+    ----------
+    entry : object
+        A value read back from a result file.
+    fields : dict
+        Required keys and their allowed JSON types (a type or a tuple).  ``int``
+        excludes ``bool``, a ``float`` must be finite (JSON files hold no NaN),
+        and ``float`` also admits ``int``.
+
+    Returns
+    -------
+    str or None
+        ``"has no 'key'"``, ``"has key = value, of the wrong type"`` or
+        ``"is a list, not an object"``.
+    """
+    if not isinstance(entry, dict):
+        return f"is a {type(entry).__name__}, not an object"
+    for key, kinds in fields.items():
+        if key not in entry:
+            return f"has no {key!r}"
+        if not _is(entry[key], kinds if isinstance(kinds, tuple) else (kinds,)):
+            return f"has {key} = {entry[key]!r:.40}, of the wrong type"
+    return None
+
+
+def _is(value, kinds: tuple) -> bool:
+    for kind in kinds:
+        if kind is None and value is None:
+            return True
+        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            if math.isfinite(value):
+                return True
+        elif kind is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        elif kind not in (None, int, float) and isinstance(value, kind):
+            return True
+    return False

@@ -61,3 +61,44 @@ def _umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"a": NaN}', "NaN is not JSON"),
+        ('{"a": -Infinity}', "-Infinity is not JSON"),
+        ("{", "is not valid JSON"),
+        ("", "is not valid JSON"),
+    ],
+)
+def test_read_json_failures_are_one_sketchsim_error(tmp_path, text, needle):
+    from sketchsim.errors import SketchsimError
+    from sketchsim.results import read_json
+
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    with pytest.raises(SketchsimError, match=needle):
+        read_json(path)
+    path.write_bytes(b"\xff\xfe{")
+    with pytest.raises(SketchsimError, match="not UTF-8"):
+        read_json(path)
+    with pytest.raises(SketchsimError, match="cannot read"):
+        read_json(tmp_path)
+    path.write_text('{"a": [1, 2.5, null]}')
+    assert read_json(path) == {"a": [1, 2.5, None]}
+
+
+def test_field_problem_checks_json_types():
+    from sketchsim.results import field_problem
+
+    fields = {"n": int, "x": float, "s": (str, None)}
+    assert field_problem({"n": 1, "x": 2, "s": None}, fields) is None
+    assert field_problem({"n": 1, "x": 0.5, "s": "a", "extra": 0}, fields) is None
+    assert field_problem([1], fields) == "is a list, not an object"
+    assert field_problem({"x": 1.0, "s": None}, fields) == "has no 'n'"
+    assert "n = True" in field_problem({"n": True, "x": 1.0, "s": None}, fields)
+    assert "n = 1.0" in field_problem({"n": 1.0, "x": 1.0, "s": None}, fields)
+    assert "x = inf" in field_problem({"n": 1, "x": float("inf"), "s": None}, fields)
+    assert "s = 3" in field_problem({"n": 1, "x": 1.0, "s": 3}, fields)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,6 +181,8 @@ def save_family(family: Family, path: str | Path) -> Path:
 def load_family(path: str | Path) -> Family:
     """Read and validate a family file; any defect is one :class:`FamilyError`."""
     path = Path(path)
+    if path.is_file() and not zipfile.is_zipfile(path):
+        raise FamilyError(f"{path} is not a family file (not an .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = {"tokens", "position", "targets", "meta"} - set(data.files)
@@ -217,6 +220,8 @@ def load_family(path: str | Path) -> Family:
         raise FamilyError(f"{path}: targets do not match min_j <x_p, x_j> at position {position}")
     try:
         meta = json.loads(meta_text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise FamilyError(f"{path}: metadata is not JSON") from None
+    if not isinstance(meta, dict):
+        raise FamilyError(f"{path}: metadata must be a JSON object, got {type(meta).__name__}")
     return Family(tokens, position, targets.astype(np.int64), meta)

@@ -99,7 +99,7 @@ def frontier(
     """Smallest parameter value correct on every input, per (q, s), against the bound."""
     from sketchsim.cli.familyopts import build_family, check_support
     from sketchsim.frontier import frontier_cell, parse_vary
-    from sketchsim.plugins import discover, resolve_spec
+    from sketchsim.plugins import discover, resolve
     from sketchsim.transcript import InputLimitError
 
     if resume and not json_path:
@@ -107,7 +107,9 @@ def frontier(
     vary = parse_vary(vary_text)
     qs, ss = _int_list(q_text, "--q"), _int_list(s_text, "--s")
     found = discover()
-    resolved = [(spec, *resolve_spec(spec, found)) for spec in specs]
+    resolutions = [(spec, resolve(spec, found)) for spec in specs]
+    resolved = [(spec, r.protocol, r.params, r.source) for spec, r in resolutions]
+    identity = {spec: r.identity for spec, r in resolutions}
     families = {}
     for q in qs:
         for s in ss:
@@ -123,13 +125,13 @@ def frontier(
         "search": search,
         "seed": seed,
     }
-    done = _load_cells(json_path, params) if resume and json_path else {}
+    done = _load_cells(json_path, params, vary) if resume and json_path else {}
     cells = []
     total = len(families) * len(resolved)
     with render.progress_bar("frontier", total, not quiet) as update:
         for (q, s), family in families.items():
             for spec, proto, proto_params, source in resolved:
-                key = f"{q}/{s}/{spec}"
+                key = _cell_key(q, s, spec, identity[spec])
                 if key in done:
                     cells.append(done[key])
                 else:
@@ -139,7 +141,9 @@ def frontier(
                         )
                     except InputLimitError as exc:
                         raise SketchsimError(f"{exc}; use fewer --samples") from None
-                    cells.append(cell.to_dict())
+                    # identity: the protocol's source (file hash, module version), so that
+                    # resume never shows the results of other code under the same spec
+                    cells.append(cell.to_dict() | {"identity": identity[spec]})
                 update(len(cells), total)
                 if json_path:
                     write_json_atomic(
@@ -156,27 +160,94 @@ def frontier(
         )
 
 
-def _load_cells(path, params) -> dict:
+def _cell_key(q, s, spec, identity) -> str:
     import json
+
+    return json.dumps([q, s, spec, identity])
+
+
+# What the table and the plot read from a resumed cell, with their JSON types.
+_CELL_FIELDS = {
+    "q": int,
+    "s": int,
+    "spec": str,
+    "protocol": str,
+    "identity": str,
+    "value": (int, None),
+    "found": bool,
+    "mode": str,
+    "inputs": int,
+    "search": str,
+    "monotone": (bool, None),
+    "bound_bits": float,
+    "declared_bits": (float, None),
+    "used_bits": (float, None),
+    "entry_entropy_bits": (float, None),
+    "declared_ratio": (float, None),
+    "evaluated": dict,
+}
+
+
+def _cell_problem(c, vary) -> str | None:
+    """What is wrong with a resumed cell (types, and its own search record), or None."""
+    from sketchsim.results import field_problem
+
+    problem = field_problem(c, _CELL_FIELDS)
+    if problem:
+        return problem
+    if c["mode"] not in ("exhaustive", "sampled") or c["inputs"] < 1:
+        return f"has mode {c['mode']!r} over {c['inputs']} inputs"
+    if c["search"] not in ("fixed", "bisection", "scan"):
+        return f"has an unknown search {c['search']!r}"
+    rates = c["evaluated"]
+    if not all(isinstance(v, int | float) and 0 <= v <= 1 for v in rates.values()):
+        return "has correct fractions outside [0, 1]"
+    if c["search"] == "fixed":
+        consistent = c["value"] is None and c["found"] == (rates.get("None") == 1)
+    else:
+        tried = {}
+        for key, rate in rates.items():
+            try:
+                tried[int(key)] = rate
+            except ValueError:
+                return f"has an evaluated value {key!r} that is not an integer"
+        right = sorted(v for v, rate in tried.items() if rate == 1)
+        if c["found"]:
+            value = c["value"]
+            consistent = (
+                value is not None
+                and vary.lo <= value <= vary.hi
+                and right[:1] == [value]
+                and (value - 1 in tried or value == min(tried))  # the first correct one
+            )
+        else:
+            consistent = c["value"] is None and not right
+    if not consistent:
+        return "does not match its own evaluations (value, found, evaluated)"
+    if c["found"] != (c["declared_bits"] is not None):
+        return "has bits without a correct value, or a correct value without bits"
+    return None
+
+
+def _load_cells(path, params, vary) -> dict:
+    """Cells of an earlier run with the same settings, each checked, by (q, s, spec, identity)."""
     from pathlib import Path
 
-    p = Path(path)
-    if not p.exists():
+    from sketchsim.results import read_json
+
+    if not Path(path).exists():
         return {}
-    try:
-        old = json.loads(p.read_text())
-    except (OSError, ValueError) as exc:
-        raise SketchsimError(f"cannot resume from {path}: {exc}") from None
+    old = read_json(path)
     if not isinstance(old, dict) or not isinstance(old.get("cells"), list):
         raise SketchsimError(f"cannot resume from {path}: not a frontier result")
     if old.get("parameters") != params:
         raise SketchsimError(f"cannot resume from {path}: it was made with other settings")
-    need = ("q", "s", "spec", "found", "value", "mode", "inputs", "search", "bound_bits")
     done = {}
     for i, c in enumerate(old["cells"], 1):
-        if not isinstance(c, dict) or any(k not in c for k in need):
-            raise SketchsimError(f"cannot resume from {path}: cell {i} is malformed")
-        done[f"{c['q']}/{c['s']}/{c['spec']}"] = c
+        problem = _cell_problem(c, vary)
+        if problem:
+            raise SketchsimError(f"cannot resume from {path}: cell {i} {problem}")
+        done[_cell_key(c["q"], c["s"], c["spec"], c["identity"])] = c
     return done
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -127,18 +126,66 @@ def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_
         _plot(ordered, plot)
 
 
+# What the table and the plot read from a resumed row, with their JSON types.
+_ROW_FIELDS = {
+    "m": int,
+    "exact_rank": int,
+    "lower": dict,
+    "construction": dict,
+    "softmax": dict,
+}
+_PART_FIELDS = {
+    "lower": {"certified_rank": int},
+    "construction": {"rank": int, "name": str},
+    "softmax": {"sufficient": float, "exact": float},
+}
+_TRAINED_FIELDS = {"rank": (int, None), "via": (str, None)}
+
+
+def _row_problem(row) -> str | None:
+    """What is wrong with a resumed row (types, and the bracket order), or None."""
+    from sketchsim.results import field_problem
+
+    problem = field_problem(row, _ROW_FIELDS)
+    if problem:
+        return problem
+    for part, fields in _PART_FIELDS.items():
+        problem = field_problem(row[part], fields)
+        if problem:
+            return f"{part} {problem}"
+    for kind in ("nonneg", "signed"):
+        entry = row.get(f"trained_{kind}")
+        problem = None if entry is None else field_problem(entry, _TRAINED_FIELDS)
+        if problem:
+            return f"trained_{kind} {problem}"
+    m, lower, upper = row["m"], row["lower"]["certified_rank"], row["construction"]["rank"]
+    if not 1 <= m <= 62 or row["exact_rank"] != 2**m:
+        return f"has exact_rank {row['exact_rank']} for m = {m} (2^m expected)"
+    if not 0 <= lower <= upper <= 2**m:
+        return f"breaks certified <= construction <= 2^m ({lower}, {upper}, {2**m})"
+    for kind in ("nonneg", "signed"):
+        rank = (row.get(f"trained_{kind}") or {}).get("rank")
+        if rank is not None and rank < lower:
+            return f"has a trained {kind} head of rank {rank} below the certificate {lower}"
+    return None
+
+
 def _resumable_rows(path, params) -> dict:
-    try:
-        data = json.loads(Path(path).read_text())
-        old = data["parameters"]
-        same = all(old.get(k) == params[k] for k in params if k != "m")
-        rows = {int(r["m"]): r for r in data["rows"]} if same else {}
-        for r in rows.values():
-            _ = r["lower"]["certified_rank"], r["construction"]["rank"]
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise SketchsimError(f"{path} is not a minrank result to resume from") from None
-    if not same:
+    """Rows of an earlier run with the same parameters, each checked, by width."""
+    from sketchsim.results import read_json
+
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise SketchsimError(f"{path} is not a minrank result to resume from (no list of rows)")
+    old = data.get("parameters")
+    if not isinstance(old, dict) or any(old.get(k) != params[k] for k in params if k != "m"):
         raise SketchsimError(f"{path} was made with other parameters ({old}); use another --json")
+    rows = {}
+    for i, row in enumerate(data["rows"], 1):
+        problem = _row_problem(row)
+        if problem:
+            raise SketchsimError(f"cannot resume from {path}: row {i} {problem}")
+        rows[row["m"]] = row
     return rows
 
 
