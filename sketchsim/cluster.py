@@ -155,7 +155,7 @@ def _open_state(state_dir: Path, key: dict, n_shards: int) -> dict[int, object]:
         try:
             index = int(path.stem.split("-", 1)[1])
             entry = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue  # a torn or foreign file: the shard is simply recomputed
         if isinstance(entry, dict) and entry.get("digest") == want["digest"] and index < n_shards:
             done[index] = entry["result"]

@@ -177,7 +177,7 @@ def _load_resumable(path, header) -> dict:
         return {}
     try:
         old = json.loads(p.read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise SketchsimError(f"cannot resume from {path}: {exc}") from None
     if not isinstance(old, dict) or not isinstance(old.get("protocols", []), list):
         raise SketchsimError(

@@ -7,6 +7,11 @@ reports the error on the witness family; only the training data, the token
 encoding and the optimizer change.  ``const per query`` is the squared error of
 the best head that ignores the context and answers one number per query token:
 a trained head near it has learned the family's query statistics, not Min-IP.
+
+``--screen-maps m:pool:triples`` instead compares the nonnegative parametric
+feature maps on a validation split drawn from the OOD *train* pool only
+(:func:`~sketchsim.experiments.suites.ood_validation`): how the map of the OOD
+transition runs is chosen without looking at the test pool.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split, random_triples, witness_split
 from sketchsim.experiments.train import fit, loss_fn, metrics
 
-__all__ = ["Variant", "VARIANTS", "run_variant", "per_query_baseline", "main"]
+__all__ = ["Variant", "VARIANTS", "run_variant", "per_query_baseline", "screen_maps", "main"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,85 @@ def _beta(head) -> float:
     return inner.log_beta.exp().item()
 
 
+def screen_maps(
+    scale: str,
+    ranks: tuple[int, ...],
+    seeds: int,
+    steps: int = 1000,
+    lr: float = 0.01,
+    stop_below: float = 0.25,
+    maps: tuple[str, ...] | None = None,
+    progress=None,
+) -> list[dict]:
+    """Validation accuracy of kernel heads per nonnegative parametric map and rank.
+
+    Every head is trained with the OOD protocol (the sweep's ``RunSpec``) on
+    triples of one half of the train pool's tokens and scored on triples of the
+    other half (:func:`~sketchsim.experiments.suites.ood_validation`).
+    """
+    from sketchsim.experiments.feature_maps import REGISTRY
+    from sketchsim.experiments.suites import ood_validation, parse_scales
+    from sketchsim.experiments.sweep import RunSpec, train_one
+
+    ((m, pool, triples),) = parse_scales(scale)
+    if maps is None:
+        maps = tuple(n for n, c in REGISTRY.items() if c.nonnegative and not c.reads_ids)
+    rows = []
+    for seed in range(seeds):
+        fit_split, val_split = ood_validation(m, pool, triples, seed)
+        for fmap in maps:
+            for r in ranks:
+                spec = RunSpec(
+                    "ood-validation", scale, "kernel", fmap, r, seed, steps=steps, lr=lr,
+                    stop_below=stop_below, train_on="pool",
+                )  # fmt: skip
+                run = train_one(spec, fit_split, None, val_split, "cpu")
+                rows.append(
+                    {
+                        "feature_map": fmap,
+                        "rank": r,
+                        "seed": seed,
+                        "validation_accuracy": run.test_accuracy,
+                        "train_sequence_error": run.train_sequence_error,
+                        "steps": run.steps,
+                        "seconds": run.seconds,
+                    }
+                )
+                if progress:
+                    progress(rows[-1])
+    return rows
+
+
+def _screen_main(args) -> None:
+    ranks = tuple(int(v) for v in args.ranks.split(","))
+    print(f"validation split of the train pool of {args.screen_maps} ({args.seeds} seed(s))")
+    rows = screen_maps(
+        args.screen_maps,
+        ranks,
+        args.seeds,
+        steps=args.steps,
+        progress=lambda row: print(
+            f"  {row['feature_map']} r={row['rank']} seed {row['seed']}: "
+            f"{row['validation_accuracy']:.3f} ({row['seconds']:.0f} s)",
+            flush=True,
+        ),
+    )
+    print("| map | " + " | ".join(f"r = {r}" for r in ranks) + " |")
+    print("|---|" + "---|" * len(ranks))
+    for fmap in dict.fromkeys(row["feature_map"] for row in rows):
+        cells = []
+        for r in ranks:
+            accs = [
+                x["validation_accuracy"] for x in rows if (x["feature_map"], x["rank"]) == (fmap, r)
+            ]
+            cells.append(f"{np.mean(accs):.3f}")
+        print(f"| {fmap} | " + " | ".join(cells) + " |")
+    if args.json:
+        from sketchsim.results import write_json_atomic
+
+        write_json_atomic(args.json, {"rows": rows, "args": vars(args)})
+
+
 def main(argv=None) -> None:
     from sketchsim.certify import build_witness
     from sketchsim.codes import hadamard_code
@@ -106,9 +190,14 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--triples", type=int, default=4000)
+    ap.add_argument("--screen-maps", metavar="M:POOL:TRIPLES")
+    ap.add_argument("--ranks", default="16,64", help="with --screen-maps")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.screen_maps:
+        _screen_main(args)
+        return
     family = build_witness(hadamard_code(24), "hadamard", 12)
     base = per_query_baseline(witness_split(family))
     rows = []

@@ -13,7 +13,14 @@ import numpy as np
 from sketchsim.errors import SketchsimError
 from sketchsim.minip import minip_targets
 
-__all__ = ["Split", "witness_split", "random_triples", "ood_splits", "parse_scales"]
+__all__ = [
+    "Split",
+    "witness_split",
+    "random_triples",
+    "ood_splits",
+    "ood_validation",
+    "parse_scales",
+]
 
 #: Largest token width, pool size and triple count an OOD scale accepts.
 MAX_OOD_M = 62
@@ -107,6 +114,23 @@ def _distinct_tokens(m: int, count: int, rng) -> np.ndarray:
     return np.stack(vecs)
 
 
+def _ood_pools(m: int, pool: int, seed: int):
+    """The train and test pools of :func:`ood_splits` and the generator it goes on with."""
+    rng = np.random.default_rng([seed, m, pool])
+    if 2 * pool > 2**m:
+        raise SketchsimError(f"m = {m} has fewer than {2 * pool} distinct tokens")
+    if m > MAX_OOD_M:
+        raise SketchsimError(f"OOD suites support m <= {MAX_OOD_M}")
+    vecs = _distinct_tokens(m, 2 * pool, rng)
+    return vecs[:pool], vecs[pool:], rng
+
+
+def _triples_from(tokens: np.ndarray, triples: int, rng) -> Split:
+    idx = rng.integers(0, len(tokens), size=(triples, 3))
+    picked = tokens[idx]
+    return Split(picked, minip_targets(picked).astype(np.float32), None)
+
+
 def ood_splits(m: int, pool: int, triples: int, seed: int) -> tuple[Split, Split]:
     """Disjoint train and test sets of ``triples`` length-3 inputs each.
 
@@ -115,15 +139,21 @@ def ood_splits(m: int, pool: int, triples: int, seed: int) -> tuple[Split, Split
     [0.2, 0.8]), so test inputs share no token with training inputs; every
     position is scored.
     """
-    rng = np.random.default_rng([seed, m, pool])
-    if 2 * pool > 2**m:
-        raise SketchsimError(f"m = {m} has fewer than {2 * pool} distinct tokens")
-    if m > MAX_OOD_M:
-        raise SketchsimError(f"OOD suites support m <= {MAX_OOD_M}")
-    vecs = _distinct_tokens(m, 2 * pool, rng)
-    out = []
-    for half in (vecs[:pool], vecs[pool:]):
-        idx = rng.integers(0, pool, size=(triples, 3))
-        tokens = half[idx]
-        out.append(Split(tokens, minip_targets(tokens).astype(np.float32), None))
-    return out[0], out[1]
+    train_pool, test_pool, rng = _ood_pools(m, pool, seed)
+    return _triples_from(train_pool, triples, rng), _triples_from(test_pool, triples, rng)
+
+
+def ood_validation(m: int, pool: int, triples: int, seed: int) -> tuple[Split, Split]:
+    """A validation pair drawn from the *train* pool of :func:`ood_splits` only.
+
+    The train pool's tokens are split in two disjoint halves (a random half to
+    fit on, the other to validate on) and ``triples`` inputs drawn from each:
+    choices made on it (a feature map, a learning rate) never see the test pool.
+    """
+    train_pool, _, _ = _ood_pools(m, pool, seed)
+    if pool < 6:
+        raise SketchsimError(f"a validation split needs a pool of at least 6 tokens, got {pool}")
+    rng = np.random.default_rng([seed, m, pool, 1])
+    order = rng.permutation(pool)
+    fit_half, val_half = train_pool[order[: pool // 2]], train_pool[order[pool // 2 :]]
+    return _triples_from(fit_half, triples, rng), _triples_from(val_half, triples, rng)

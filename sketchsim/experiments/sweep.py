@@ -218,7 +218,7 @@ def load_runs(path: str | Path) -> dict[str, dict]:
     """
     try:
         old = json.loads(Path(path).read_text())
-    except ValueError:
+    except (ValueError, RecursionError):
         raise SketchsimError(f"cannot resume from {path}: not JSON") from None
     except OSError as exc:
         raise SketchsimError(f"cannot resume from {path}: {exc.strerror}") from None

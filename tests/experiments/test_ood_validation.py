@@ -1,0 +1,42 @@
+"""The OOD validation split (inside the train pool) and the feature-map screen that uses it."""
+
+import numpy as np
+import pytest
+
+from sketchsim.errors import SketchsimError
+from sketchsim.experiments.suites import ood_splits, ood_validation
+
+
+def _tokens(split):
+    return {t.tobytes() for t in split.tokens.reshape(-1, split.tokens.shape[-1])}
+
+
+@pytest.mark.parametrize(("m", "pool", "triples", "seed"), [(8, 64, 300, 0), (6, 12, 50, 3)])
+def test_validation_never_sees_the_test_pool(m, pool, triples, seed):
+    train, test = ood_splits(m, pool, triples, seed)
+    fit, val = ood_validation(m, pool, triples, seed)
+    assert not _tokens(fit) & _tokens(val)  # disjoint halves
+    assert not (_tokens(fit) | _tokens(val)) & _tokens(test)  # the test pool stays unseen
+    assert len(_tokens(fit)) <= pool // 2 and len(_tokens(val)) <= pool - pool // 2
+    assert fit.tokens.shape == val.tokens.shape == (triples, 3, m)
+    # targets are Min-IP of the drawn triples, every position scored
+    t = fit.tokens.astype(int)
+    want = np.einsum("bim,bjm->bij", t, t).min(-1)
+    assert np.array_equal(fit.targets, want) and fit.scored is None
+    again = ood_validation(m, pool, triples, seed)
+    assert np.array_equal(again[0].tokens, fit.tokens)
+
+
+def test_a_tiny_pool_has_no_validation_split():
+    with pytest.raises(SketchsimError, match="at least 6 tokens"):
+        ood_validation(4, 4, 10, 0)
+
+
+def test_the_screen_scores_every_nonnegative_parametric_map():
+    pytest.importorskip("torch", reason="the torch extra is not installed")
+    from sketchsim.experiments.ablation import screen_maps
+
+    rows = screen_maps("5:12:40", (2,), 1, steps=3)
+    maps = [r["feature_map"] for r in rows]
+    assert maps == ["mlp", "elu1", "relu", "relu2", "favor", "hedgehog", "expmap"]
+    assert all(0 <= r["validation_accuracy"] <= 1 and r["steps"] <= 3 for r in rows)
