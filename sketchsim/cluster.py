@@ -139,7 +139,7 @@ def _open_state(state_dir: Path, key: dict, n_shards: int) -> dict[int, object]:
     if manifest.exists():
         try:
             have = json.loads(manifest.read_text())
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise SketchsimError(
                 f"state directory {state_dir}: unreadable manifest ({exc})"
             ) from None

@@ -178,3 +178,30 @@ def test_frontier_resume_after_the_plugin_changed_measures_again(tmp_path):
     assert res.exit_code == 0, res.output
     cell = json.loads(out.read_text())["cells"][0]
     assert cell["found"] is False and cell["value"] is None
+
+
+# ------------------------------------------- other commands' resume files (one-line fixes)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("transcript", "--q", "2", "--s", "1", "--protocol", "block-counts", "--quiet"),
+        ("sweep", "--ranks", "1", "--seeds", "1", "--steps", "1", "--model", "kernel"),
+    ],
+)
+def test_deeply_nested_resume_file_is_one_line(tmp_path, argv):
+    """Was: RecursionError traceback from json.loads."""
+    path = tmp_path / "deep.json"
+    path.write_text(DEEP)
+    res = run(*argv, "--json", path, "--resume")
+    assert_error_line(res, "deep.json")
+
+
+def test_cluster_state_with_a_deeply_nested_manifest_is_one_line(tmp_path):
+    from sketchsim.cluster import _open_state
+    from sketchsim.errors import SketchsimError
+
+    (tmp_path / "manifest.json").write_text(DEEP)
+    with pytest.raises(SketchsimError, match="unreadable manifest"):
+        _open_state(tmp_path, {"k": 1}, 2)
