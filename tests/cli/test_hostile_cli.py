@@ -1,0 +1,20 @@
+"""Hostile numbers found by the issue-9 hunt beyond its examples: one line, exit 2."""
+
+import pytest
+from click.testing import CliRunner
+from cliutil import assert_error_line
+
+from sketchsim.cli import main
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("lr", ["1e300", "1e39", "3e38"])
+def test_sweep_learning_rate_beyond_float32_is_refused(lr):
+    """Was: RuntimeError 'value cannot be converted to type float without overflow' from
+    torch's Adam step (lr / bias correction does not fit a float32 scalar)."""
+    res = run("sweep", "--ranks", "1", "--seeds", "1", "--steps", "1", "--model", "kernel",
+              "--lr", lr)  # fmt: skip
+    assert_error_line(res, "--lr must list finite numbers in (0, 1e6]")
