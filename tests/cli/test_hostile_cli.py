@@ -18,3 +18,15 @@ def test_sweep_learning_rate_beyond_float32_is_refused(lr):
     res = run("sweep", "--ranks", "1", "--seeds", "1", "--steps", "1", "--model", "kernel",
               "--lr", lr)  # fmt: skip
     assert_error_line(res, "--lr must list finite numbers in (0, 1e6]")
+
+
+def test_verify_softmax_underflow_is_one_line_without_numpy_warnings():
+    """Was: a NumPy 'invalid value encountered in divide' RuntimeWarning before the error."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # whatever the test runner's filters say
+        res = run("verify", "--m", "2", "--n", "2", "--construction", "softmax",
+                  "--beta", "2000", "--quiet")  # fmt: skip
+    assert_error_line(res, "all kernel weights are zero")
+    assert not [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
