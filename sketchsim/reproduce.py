@@ -82,11 +82,17 @@ class Row:
 
 
 def reproduce(
-    out: Path, quick: bool, log=print, device: str = "auto", settings: Settings | None = None
+    out: Path,
+    quick: bool,
+    log=print,
+    device: str = "auto",
+    settings: Settings | None = None,
+    client=None,
 ) -> list[Row]:
     """Run everything into ``out``; returns the table rows.
 
-    The sweeps resume from their JSON files in ``out`` (same settings only).
+    The sweeps resume from their JSON files in ``out`` (same settings only);
+    with a Dask ``client`` their training runs are cluster tasks.
     """
     out.mkdir(parents=True, exist_ok=True)
     cfg = settings or Settings.of(quick)
@@ -95,7 +101,7 @@ def reproduce(
     rows += _constructions(out, log)
     family, cert_rows, bound = _certificate(out, log)
     rows += cert_rows
-    rows += _sweeps(out, cfg, family, bound, log, device)
+    rows += _sweeps(out, cfg, family, bound, log, device, client)
     rows += _transcripts(out, cfg, log)
     rows += _bound(out, cfg, log)
     seconds = time.perf_counter() - start
@@ -165,7 +171,7 @@ def _certificate(out, log):
     )
 
 
-def _sweeps(out, cfg, family, bound, log, device):
+def _sweeps(out, cfg, family, bound, log, device, client=None):
     try:
         import torch
     except ImportError:
@@ -216,7 +222,15 @@ def _sweeps(out, cfg, family, bound, log, device):
     }
     context = {"family_sha256": family.sha256(), "random_triples": cfg.triples}
     rows_w = run_sweep(
-        specs, witness_data, out / "sweep_witness.json", header, device, True, None, context
+        specs,
+        witness_data,
+        out / "sweep_witness.json",
+        header,
+        device,
+        True,
+        None,
+        context,
+        client=client,
     )
     seq = summarize(rows_w, "sequence_error")
     mx = summarize(rows_w, "max_abs_error")
@@ -263,7 +277,9 @@ def _sweeps(out, cfg, family, bound, log, device):
         "seeds": cfg.ood_seeds,
         **oproto,
     }
-    rows_o = run_sweep(specs, data, out / "sweep_ood.json", header, device, True, None, {})
+    rows_o = run_sweep(
+        specs, data, out / "sweep_ood.json", header, device, True, None, {}, client=client
+    )
     acc = summarize(rows_o, "test_accuracy")
     plot_sweep(acc, out / "sweep_ood.png", "test exact-sequence accuracy", "ood suite")
     trans = transition(acc, 0.95)

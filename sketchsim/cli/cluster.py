@@ -6,7 +6,7 @@ import click
 
 from sketchsim.cli.paths import OutputPath
 
-__all__ = ["cluster_options"]
+__all__ = ["cluster_option", "cluster_options"]
 
 
 def _parse(ctx, param, value):
@@ -15,6 +15,18 @@ def _parse(ctx, param, value):
     from sketchsim.cluster import parse_cluster
 
     return parse_cluster(value)
+
+
+def cluster_option(func):
+    """Add ``--cluster local:N|tcp://HOST:PORT`` (parsed to a ``ClusterSpec``) to a command."""
+    return click.option(
+        "--cluster",
+        "cluster",
+        callback=_parse,
+        metavar="local:N|tcp://HOST:PORT",
+        help="Run on a Dask cluster: N local worker processes, or a running scheduler "
+        "(needs the cluster extra).",
+    )(func)
 
 
 def cluster_options(func):
@@ -26,11 +38,4 @@ def cluster_options(func):
         help="With --cluster: keep finished shards here to resume a killed run "
         "(default: next to --json).",
     )(func)
-    return click.option(
-        "--cluster",
-        "cluster",
-        callback=_parse,
-        metavar="local:N|tcp://HOST:PORT",
-        help="Run on a Dask cluster: N local worker processes, or a running scheduler "
-        "(needs the cluster extra).",
-    )(func)
+    return cluster_option(func)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import click
 from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.results import write_json_atomic
@@ -146,6 +149,7 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> i
 @click.option("--plot", "plot_path", type=OutputPath((".png",)), help="PNG of error vs r.")
 @click.option("--resume", is_flag=True, help="Skip runs already in --json.")
 @click.option("--allow-large", is_flag=True, help="Go past the size limits.")
+@cluster_option
 def sweep(
     suite,
     family,
@@ -171,6 +175,7 @@ def sweep(
     plot_path,
     resume,
     allow_large,
+    cluster,
 ):
     """Train heads over feature ranks and seeds; compare with the certified bound."""
     import math
@@ -187,6 +192,7 @@ def sweep(
     _bounded(steps, "--steps", 1, config.SWEEP_MAX_STEPS, allow_large)
     _bounded(heads, "--heads", 1, 64, allow_large)
     _bounded(threads, "--threads", 1, 256, False)
+    _one_thread_on_cluster(cluster, threads)
     _bounded(triples, "--triples", 3, 1_000_000, False)
     if not (math.isfinite(eps) and 0 <= eps <= 1):
         raise SketchsimError(f"--eps must be a finite number in [0, 1], got {eps}")
@@ -238,9 +244,43 @@ def sweep(
             "accuracy": accuracy if suite == "ood" else None,
         }
     )
-    with render.progress_bar(f"sweep {suite}", len(specs)) as update:
-        rows = run_sweep(specs, data, json_path, header, device, resume, update, context)
+    with _cluster_client(cluster, device) as client:
+        with render.progress_bar(f"sweep {suite}", len(specs)) as update:
+            rows = run_sweep(
+                specs, data, json_path, header, device, resume, update, context, client=client
+            )
     _render(suite, rows, bound, accuracy, json_path, plot_path, header)
+
+
+def _one_thread_on_cluster(cluster, threads):
+    if cluster is not None and threads != 1:
+        raise SketchsimError(
+            "--threads sets the in-process torch threads; with --cluster every run uses one "
+            "torch thread per worker (start more workers instead)"
+        )
+
+
+@contextmanager
+def _cluster_client(cluster, device):
+    """A Dask client for ``--cluster`` (None without it); says where the runs go."""
+    if cluster is None:
+        yield None
+        return
+    from sketchsim.cluster import connect
+    from sketchsim.experiments.sweep import task_resources
+
+    def note(msg):
+        render.err_console.print(f"[dim]{msg}[/dim]")
+
+    with connect(cluster, log=note) as client:
+        if task_resources(client, device):
+            note("each training run requests the worker resource GPU=1")
+        elif device == "cuda":
+            note(
+                "no worker advertises a GPU resource (dask worker --resources GPU=1): "
+                "runs share the workers' GPUs"
+            )
+        yield client
 
 
 def _maps(text, suite):
@@ -493,21 +533,28 @@ def _render(suite, rows, bound, accuracy, json_path, plot_path, header):
     show_default=True,
     help="Torch CPU threads for the training runs (1 suits these tiny models).",
 )
-def reproduce(quick, out_dir, device, threads):
-    """Run the whole story and put the paper's numbers beside ours."""
+@cluster_option
+def reproduce(quick, out_dir, device, threads, cluster):
+    """Run the whole story and put the paper's numbers beside ours.
+
+    With --cluster the training runs of both sweeps are cluster tasks.
+    """
     from dataclasses import replace
     from pathlib import Path
 
     from sketchsim.reproduce import Settings
     from sketchsim.reproduce import reproduce as run
 
-    rows = run(
-        Path(out_dir),
-        quick,
-        log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"),
-        device=device,
-        settings=replace(Settings.of(quick), threads=threads),
-    )
+    _one_thread_on_cluster(cluster, threads)
+    with _cluster_client(cluster, device) as client:
+        rows = run(
+            Path(out_dir),
+            quick,
+            log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"),
+            device=device,
+            settings=replace(Settings.of(quick), threads=threads),
+            client=client,
+        )
     table = Table(title="paper vs measured", caption=f"report: {Path(out_dir) / 'report.md'}")
     for col in ("claim", "paper", "measured", "agrees"):
         table.add_column(col)

@@ -5,6 +5,8 @@ is keyed by everything that determines it (its :class:`RunSpec`, which holds
 the model, map, rank, seed, heads and the whole training protocol, plus the
 sweep's context: suite data hash and code version); with ``resume`` the runs
 of the file whose key matches are reused after validation, the others are run.
+With a Dask client every run is one cluster task, and each is written to the
+file as it completes (docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ __all__ = [
     "Run",
     "RunSpec",
     "train_one",
+    "train_task",
+    "task_resources",
     "run_sweep",
     "load_runs",
     "summarize",
@@ -257,12 +261,32 @@ def run_sweep(
     resume: bool = False,
     progress: Callable[[int, int], None] | None = None,
     context: dict | None = None,
+    client=None,
+    retries: int = 2,
 ) -> list[dict]:
     """Run every spec (reusing finished ones on resume), saving after each run.
 
     ``data(spec)`` returns ``(train, evaluate, test)`` splits; ``context``
     holds what the specs do not (hash of the suite's data, code version) and is
-    part of every run's key.
+    part of every run's key.  The file is rewritten atomically after every
+    finished run and holds every finished run (resumed ones included), in spec
+    order; the last write marks it ``complete``.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        Run on a Dask cluster: one task per run, written to ``path`` as it
+        completes (see :func:`sketchsim.cluster.connect`).  Each task trains
+        with one torch thread, so its numbers are the in-process run's (CPU).
+        Runs request the worker resource ``GPU=1`` when ``device`` is not
+        ``cpu`` and the cluster's workers advertise GPUs (:func:`task_resources`).
+    retries : int
+        With ``client``: Dask retries a run whose task failed this many times.
+
+    Returns
+    -------
+    list of dict
+        One row per spec, in spec order.
     """
     import sketchsim
 
@@ -271,21 +295,110 @@ def run_sweep(
     done: dict[str, dict] = {}
     if resume and path and Path(path).exists():
         done = load_runs(path)
-    rows = []
-    for k, spec in enumerate(specs):
-        key = spec.key(context)
-        if key in done:
-            rows.append(done[key])
-        else:
-            train, evaluate, test = data(spec)
-            rows.append(asdict(train_one(spec, train, evaluate, test, device)))
-            if path:
-                write_json_atomic(path, _payload(header, context, rows, False))
-        if progress:
-            progress(k + 1, len(specs))
-    if path:
-        write_json_atomic(path, _payload(header, context, rows, True))
+    rows: list[dict | None] = [done.get(spec.key(context)) for spec in specs]
+
+    def save(complete: bool) -> None:
+        if path:
+            finished = [r for r in rows if r is not None]
+            write_json_atomic(path, _payload(header, context, finished, complete))
+
+    if client is None:
+        for k, spec in enumerate(specs):
+            if rows[k] is None:
+                train, evaluate, test = data(spec)
+                rows[k] = asdict(train_one(spec, train, evaluate, test, device))
+                save(False)
+            if progress:
+                progress(k + 1, len(specs))
+    else:
+        _run_on_cluster(client, specs, data, rows, device, save, progress, retries)
+    save(True)
     return rows
+
+
+def train_task(
+    spec: RunSpec,
+    train: Split,
+    evaluate: Split | None,
+    test: Split | None,
+    device: str,
+) -> dict:
+    """One run as a cluster task: :func:`train_one` on one torch thread, as a JSON row.
+
+    Dask runs one task per worker thread, so the cluster's parallelism is its
+    workers; one torch thread per task also makes a CPU run bit-for-bit the
+    in-process run with one thread.
+    """
+    torch.set_num_threads(1)
+    return asdict(train_one(spec, train, evaluate, test, device))
+
+
+def task_resources(client, device: str) -> dict | None:
+    """Worker resources each training requests on ``client``'s cluster.
+
+    ``{"GPU": 1}`` (each training gets a GPU of its own) when ``device`` is not
+    ``cpu`` and some worker advertises a ``GPU`` resource (``dask worker
+    --resources GPU=1``); otherwise None: the runs go to any worker (on
+    ``cuda``, workers without the resource share their GPUs).
+    """
+    if device == "cpu":
+        return None
+    workers = client.scheduler_info().get("workers", {}).values()
+    if any((w.get("resources") or {}).get("GPU", 0) >= 1 for w in workers):
+        return {"GPU": 1}
+    return None
+
+
+def _hold(split: Split) -> Split:
+    return split
+
+
+def _run_on_cluster(client, specs, data, rows, device, save, progress, retries) -> None:
+    """Submit every unfinished run; store each row and save as it completes."""
+    from distributed import KilledWorker, as_completed
+
+    resources = task_resources(client, device)
+    # each distinct split goes to the cluster once, as a task rather than scattered data:
+    # a task's result lost with its worker is recomputed, scattered data would be lost
+    shared: dict[int, tuple] = {}
+
+    def on_cluster(split):
+        if split is None:
+            return None
+        if id(split) not in shared:
+            shared[id(split)] = (split, client.submit(_hold, split, pure=False))
+        return shared[id(split)][1]
+
+    futures = {}
+    for k, spec in enumerate(specs):
+        if rows[k] is None:
+            splits = [on_cluster(s) for s in data(spec)]
+            fut = client.submit(
+                train_task,
+                spec,
+                *splits,
+                device,
+                pure=False,
+                retries=retries,
+                resources=resources,
+            )
+            futures[fut] = k
+    finished = len(specs) - len(futures)
+    if progress:
+        progress(finished, len(specs))
+    for fut in as_completed(futures):
+        k = futures[fut]
+        try:
+            rows[k] = fut.result()
+        except KilledWorker:
+            raise SketchsimError(
+                f"run {specs[k].model} r = {specs[k].rank}, seed {specs[k].seed} "
+                "killed every worker that tried it"
+            ) from None
+        save(False)  # on disk before the next run is awaited
+        finished += 1
+        if progress:
+            progress(finished, len(specs))
 
 
 def _group_key(spec: dict) -> tuple:
