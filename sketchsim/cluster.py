@@ -22,7 +22,14 @@ from pathlib import Path
 from sketchsim.errors import SketchsimError
 from sketchsim.results import write_json_atomic
 
-__all__ = ["ClusterSpec", "parse_cluster", "connect", "run_shards", "INSTALL_HINT"]
+__all__ = [
+    "ClusterSpec",
+    "parse_cluster",
+    "connect",
+    "run_shards",
+    "worker_threads",
+    "INSTALL_HINT",
+]
 
 INSTALL_HINT = "pip install 'sketchsim[cluster]'"
 
@@ -126,6 +133,12 @@ def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iter
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def worker_threads(client) -> int:
+    """Worker threads of the cluster behind ``client`` (at least 1): its parallelism."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    return max(1, sum(int(w.get("nthreads", 1)) for w in workers))
 
 
 def _key_digest(key: dict) -> str:

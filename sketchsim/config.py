@@ -65,3 +65,21 @@ ENTROPY_CONFIDENCE = 0.95
 
 #: Bits are compared with the bound up to this rounding tolerance.
 BITS_TOLERANCE = 1e-9
+
+#: ``transcript --cluster``: exhaustive mode is accepted up to this many inputs
+#: (the single-process limit stays :data:`TRANSCRIPT_EXHAUSTIVE_MAX`).
+CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX = 1 << 32
+
+#: ``transcript --cluster``: about this many inputs per reduce bucket (fingerprint
+#: prefix); a reduce task holds 24 bytes per input of its bucket (40 when sampled).
+CLUSTER_TRANSCRIPT_BUCKET_INPUTS = 1 << 24
+
+#: ``transcript --cluster``: up to this many inputs the client receives the group
+#: sizes in fingerprint order (at most 4 bytes per group) and computes the
+#: transcript entropy with the very sum the single process uses, bit for bit;
+#: above it, from the merged histogram of group sizes (equal up to rounding).
+CLUSTER_TRANSCRIPT_ORDERED_MAX = 1 << 26
+
+#: Transcript throughput per core (inputs/s, a built-in protocol on F(8, 7)),
+#: for time estimates only; protocols differ by an order of magnitude.
+TRANSCRIPT_RATE_PER_CORE = 2.0e5

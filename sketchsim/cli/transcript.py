@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import click
 from rich.table import Table
 
 from sketchsim import config
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.familyopts import build_family, check_support, choose_inputs, render_header
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
@@ -66,8 +69,9 @@ def _answers_text(values) -> str:
     "(see `sketchsim families`).",
 )
 @click.option("--verbose", is_flag=True, help="Per-layer declared, used and entry-entropy bits.")
+@cluster_option
 def transcript(
-    q, s, specs, samples, exhaustive, seed, json_path, resume, quiet, family_spec, verbose
+    q, s, specs, samples, exhaustive, seed, json_path, resume, quiet, family_spec, verbose, cluster
 ):
     """Measure transcript bits of sketch protocols against the bound q*log2(s+1)."""
 
@@ -80,57 +84,135 @@ def transcript(
     found = discover()
     resolved = [(spec, resolve(spec, found)) for spec in (specs or default_specs)]
     check_support(resolved, family)
-    mode, T = choose_inputs(family, exhaustive, samples)
-    header = {
-        "q": q,
-        "s": s,
-        "m": family.m,
-        "n_tokens": family.n_tokens,
-        "bound_bits": family.bound_bits,
-        "mode": mode,
-        "inputs": int(T.shape[0]),
-        "seed": seed,
-        "family": family.name,
-        "family_params": family.options(),
-    }
-    params = {
-        "q": q,
-        "s": s,
-        "samples": samples,
-        "mode": mode,
-        "seed": seed,
-        "family": family_spec,
-        "protocols": [spec for spec, _ in resolved],
-    }
-    done = {}
-    if resume and json_path:
-        done = _load_resumable(json_path, header)
-    render_header(family, mode, T.shape[0], seed)
-    results = []
-    for spec, r in resolved:
-        key = _resume_key(r.protocol.name, r.params, r.identity)
-        if key in done:
-            results.append(done[key])
-            if not quiet:
-                render.err_console.print(f"[dim]{spec}: resumed from {json_path}[/dim]")
-            continue
-        with render.progress_bar(spec, T.shape[0], not quiet) as update:
-            rep = measure(family, T, r.protocol, r.params, r.source, progress=update)
-        rep.spec = spec
-        if not quiet:  # one line per protocol, also when stderr is not a terminal
-            render.err_console.print(
-                f"[dim]{spec}: {T.shape[0]:,} inputs in {rep.seconds:.1f} s[/dim]"
+    with ExitStack() as stack:
+        if cluster is None:
+            mode, T = choose_inputs(family, exhaustive, samples)
+            n_inputs = int(T.shape[0])
+
+            def run(spec, r, update):
+                rep = measure(family, T, r.protocol, r.params, r.source, progress=update)
+                return rep, None
+
+            units, extra = n_inputs, {}
+        else:
+            mode, n_inputs, run, units, extra = _cluster_runner(
+                stack, cluster, family, family_spec, exhaustive, samples, len(resolved)
             )
-        # identity: the protocol's source (file hash, module version), so that resume
-        # never reports another protocol's results under the same name
-        results.append({**rep.to_dict(), "identity": r.identity})
-        if json_path:
-            payload = {**header, "protocols": results, "complete": False}
-            write_json_atomic(json_path, result_payload("transcript", params, payload))
+        header = {
+            "q": q,
+            "s": s,
+            "m": family.m,
+            "n_tokens": family.n_tokens,
+            "bound_bits": family.bound_bits,
+            "mode": mode,
+            "inputs": n_inputs,
+            "seed": seed,
+            "family": family.name,
+            "family_params": family.options(),
+        }
+        params = {
+            "q": q,
+            "s": s,
+            "samples": samples,
+            "mode": mode,
+            "seed": seed,
+            "family": family_spec,
+            "protocols": [spec for spec, _ in resolved],
+        }
+        done = {}
+        if resume and json_path:
+            done = _load_resumable(json_path, header)
+        render_header(family, mode, n_inputs, seed)
+        results = []
+        for spec, r in resolved:
+            key = _resume_key(r.protocol.name, r.params, r.identity)
+            if key in done:
+                results.append(done[key])
+                if not quiet:
+                    render.err_console.print(f"[dim]{spec}: resumed from {json_path}[/dim]")
+                continue
+            with render.progress_bar(spec, units, not quiet) as update:
+                rep, stats = run(spec, r, update)
+            rep.spec = spec
+            if not quiet:  # one line per protocol, also when stderr is not a terminal
+                render.err_console.print(
+                    f"[dim]{spec}: {n_inputs:,} inputs in {rep.seconds:.1f} s[/dim]"
+                )
+            # identity: the protocol's source (file hash, module version), so that resume
+            # never reports another protocol's results under the same name
+            entry = {**rep.to_dict(), "identity": r.identity}
+            if stats is not None:
+                entry["cluster"] = stats
+            results.append(entry)
+            if json_path:
+                payload = {**header, "protocols": results, "complete": False, **extra}
+                write_json_atomic(json_path, result_payload("transcript", params, payload))
     _render_transcript(family, mode, results, verbose)
     if json_path:
-        payload = {**header, "protocols": results, "complete": True}
+        payload = {**header, "protocols": results, "complete": True, **extra}
         write_json_atomic(json_path, result_payload("transcript", params, payload))
+
+
+def _cluster_runner(stack, cluster, family, family_spec, exhaustive, samples, n_protocols):
+    """Connect to the cluster (kept open by ``stack``) and say what the run will cost.
+
+    Returns ``(mode, inputs, run, progress units, extra JSON fields)`` where
+    ``run(spec, resolved, update)`` measures one protocol on the cluster.
+    """
+    from sketchsim.cluster import connect, worker_threads
+    from sketchsim.cluster_transcript import estimate, measure_on_cluster, plan_cluster_inputs
+    from sketchsim.transcript import InputLimitError
+    from sketchsim.verify import _duration
+
+    try:
+        mode, n_inputs = plan_cluster_inputs(family, exhaustive, samples)
+    except InputLimitError as exc:
+        raise SketchsimError(f"{exc}; {_limit_hint(exc)}") from None
+    client = stack.enter_context(
+        connect(cluster, log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"))
+    )
+    workers = worker_threads(client) if cluster.kind != "local" else cluster.workers
+    est = estimate(n_inputs, n_protocols, workers, mode)
+    render.err_console.print(
+        f"[dim]{n_inputs:,} {mode} inputs x {n_protocols} protocols on {workers} worker "
+        f"threads: {est['map_tasks']:,} map tasks x {est['buckets']:,} buckets; per protocol "
+        f"{_size(est['shuffle_bytes'])} shuffled, {_size(est['reduce_bytes'])} per reduce task; "
+        f"about {_duration(est['seconds'])} (at {config.TRANSCRIPT_RATE_PER_CORE:,.0f} "
+        "inputs/s per worker; protocols differ)[/dim]"
+    )
+    answers = family.sample_answers(n_inputs) if mode == "sampled" else None
+    cut = estimate(n_inputs, 1, workers, mode)
+
+    def run(spec, r, update):
+        return measure_on_cluster(
+            client,
+            family,
+            family_spec,
+            spec,
+            r,
+            mode,
+            n_inputs,
+            answers=answers,
+            workers=workers,
+            progress=update,
+        )
+
+    extra = {"cluster": {"address": cluster.describe(), "worker_threads": workers}}
+    return mode, n_inputs, run, cut["map_tasks"] + cut["buckets"], extra
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"
+
+
+def _limit_hint(exc) -> str:
+    if exc.kind == "exhaustive":
+        return "sample instead: use --samples N (without --exhaustive)"
+    return "use fewer --samples, or set SKETCHSIM_MAX_MEMORY_GB to raise the limit"
 
 
 # Fields of a resumed protocol entry that the table reads, with their JSON types.

@@ -1,0 +1,677 @@
+"""``transcript`` on a Dask cluster: a map-shuffle-reduce over fingerprint prefixes.
+
+The single-process path (:func:`sketchsim.transcript.measure`) holds every
+input's 128-bit transcript fingerprint and sorts them all to group inputs by
+transcript.  Here that array is never built in one place:
+
+- **map** (one task per shard of input indices): run the protocol on the shard,
+  exactly as :func:`~sketchsim.transcript.measure` does chunk by chunk, and
+  return a small *summary* (correct inputs, the first wrong input, per-entry
+  value counts) plus ``P`` *pieces*: the shard's ``(fingerprint, index)``
+  pairs split by the top ``log2 P`` bits of the fingerprint's first word
+  (sampled mode adds a 128-bit hash of each input's answer vector).
+- **shuffle**: Dask moves piece ``b`` of every map task to reduce task ``b``
+  (each piece is its own future, cut on the worker that made it).
+- **reduce** (one task per bucket): sort the bucket by fingerprint, count its
+  groups, their sizes, and its first collision candidates (an input whose
+  answers differ from those of the first input with the same fingerprint).
+
+Every group lies in one bucket, and buckets are ranges of fingerprints, so
+concatenating the buckets' groups gives the single process's groups in its
+order.  The client merges only small results (sums, minima, histograms), so
+the report is the single process's report: the transcript entropy is
+computed by the same sum over the group sizes in fingerprint order up to
+``CLUSTER_TRANSCRIPT_ORDERED_MAX`` inputs, and from the merged histogram of
+group sizes above it.  The first collision candidate is re-checked on exact
+transcripts, as in the single process.
+
+Workers compile the protocol's engine once per process: the prepared family,
+protocol and engine are kept in a module-level dict on the worker
+(:data:`_PREPARED`), and the first task on each worker reports how long that
+took.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sketchsim import config
+from sketchsim.errors import PluginError, SketchsimError
+
+__all__ = [
+    "TranscriptJob",
+    "ClusterLayout",
+    "answers_range",
+    "plan_cluster_inputs",
+    "layout",
+    "transcript_map",
+    "transcript_reduce",
+    "measure_on_cluster",
+]
+
+#: Collision candidates kept per bucket and verified at most (as the single process).
+CANDIDATES = 8
+
+_G1 = 0x9E3779B97F4A7C15  # position keys of the answer hash
+_G2 = 0xD1B54A32D192ED03
+_MASK = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class TranscriptJob:
+    """What a worker needs to rebuild the family, the protocol and its engine.
+
+    Specs are passed as text (file plug-ins with absolute paths) and resolved on
+    the worker; ``identity`` is the client's protocol source identity, checked
+    there, so a worker never measures another version of a plug-in.
+    """
+
+    family_spec: str
+    q: int
+    s: int
+    seed: int
+    protocol_spec: str
+    identity: str
+    mode: str
+    inputs: int
+    buckets: int
+
+    def cache_key(self) -> tuple:
+        return (self.family_spec, self.q, self.s, self.seed, self.protocol_spec, self.identity)
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """How one protocol's run is cut: ``shards`` (lo, hi) ranges and ``buckets`` reducers."""
+
+    shards: list = field(repr=False)
+    buckets: int
+    shard_inputs: int
+
+    @property
+    def map_tasks(self) -> int:
+        return len(self.shards)
+
+
+def portable_spec(spec: str) -> str:
+    """``spec`` with a relative ``path/file.py`` head made absolute (workers may run elsewhere)."""
+    head, sep, rest = spec.partition(":")
+    if head.strip().endswith(".py"):
+        return str(Path(head.strip()).resolve()) + sep + rest
+    return spec
+
+
+def answers_range(family, lo: int, hi: int) -> np.ndarray:
+    """Rows ``lo .. hi-1`` of ``family.all_answers()`` (mixed-radix order), built alone."""
+    idx = np.arange(lo, hi, dtype=np.int64)
+    out = np.empty((hi - lo, family.q), dtype=family.answer_dtype)
+    base, power = family.s + 1, 1
+    for col in range(family.q - 1, -1, -1):
+        out[:, col] = (idx // power) % base
+        power *= base
+    return out
+
+
+def answer_hashes(T: np.ndarray) -> np.ndarray:
+    """A 128-bit hash (B, 2) uint64 of each answer vector (sampled mode's shuffle key).
+
+    Equal answers give equal hashes; different answers give equal hashes with
+    probability about 2^-128 (then a collision candidate would be missed).
+    """
+    B, q = T.shape
+    h = np.zeros((B, 2), dtype=np.uint64)
+    for col in range(q):
+        v = T[:, col].astype(np.uint64)
+        k1 = np.uint64(((col + 1) * _G1) & _MASK)
+        k2 = np.uint64(((col + 1) * _G2) & _MASK)
+        x = v + k1
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        y = v ^ k2
+        y = (y ^ (y >> np.uint64(33))) * np.uint64(0xFF51AFD7ED558CCD)
+        y = (y ^ (y >> np.uint64(33))) * np.uint64(0xC4CEB9FE1A85EC53)
+        h[:, 0] += x ^ (x >> np.uint64(31))
+        h[:, 1] += y ^ (y >> np.uint64(33))
+    return h
+
+
+def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[str, int]:
+    """``(mode, inputs)`` for a cluster run, limits checked before anything is allocated.
+
+    The mode is chosen as in :func:`sketchsim.transcript.plan_inputs` (so a run
+    with and without a cluster measures the same inputs); exhaustive mode is
+    accepted up to ``CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX`` inputs.  In sampled
+    mode the client draws the answer vectors (as the single process does) and
+    holds them, so they must fit the memory limit.
+
+    Raises
+    ------
+    InputLimitError
+    """
+    from sketchsim.transcript import EXHAUSTIVE_AUTO, InputLimitError, max_bytes
+
+    limit_n = config.CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX
+    if exhaustive is None:
+        exhaustive = family.log2_size <= math.log2(EXHAUSTIVE_AUTO)
+    if exhaustive:
+        if family.log2_size > math.log2(limit_n) + 1e-9:
+            raise InputLimitError(
+                f"exhaustive {family.describe()} has (s+1)^q = {family.size_text()} inputs, "
+                f"above the cluster limit 2^{limit_n.bit_length() - 1}",
+                "exhaustive",
+                2.0 ** min(family.log2_size, 1023.0),
+                limit_n,
+            )
+        return "exhaustive", int(family.size)
+    if samples < 1:
+        raise SketchsimError(f"the number of samples must be >= 1, got {samples}")
+    per = family.q * np.dtype(family.answer_dtype).itemsize
+    need, limit = float(samples) * per, max_bytes()
+    if need > limit:
+        raise InputLimitError(
+            f"{samples:,} sampled inputs of {family.describe()} need about "
+            f"{need / 2**30:.3g} GiB of answers on the client ({per} bytes each), above the "
+            f"memory limit {limit / 2**30:.3g} GiB",
+            "memory",
+            need,
+            limit,
+        )
+    return "sampled", int(samples)
+
+
+def layout(inputs: int, workers: int) -> ClusterLayout:
+    """Shards of at most ``CLUSTER_SHARD_INPUTS`` inputs (about 4 per worker thread) and a
+    power-of-two number of buckets (at least one per worker thread, about
+    ``CLUSTER_TRANSCRIPT_BUCKET_INPUTS`` inputs each)."""
+    workers = max(1, workers)
+    span = max(1, min(config.CLUSTER_SHARD_INPUTS, -(-inputs // (4 * workers))))
+    shards = [(lo, min(inputs, lo + span)) for lo in range(0, inputs, span)]
+    want = max(workers, -(-inputs // config.CLUSTER_TRANSCRIPT_BUCKET_INPUTS))
+    buckets = 1 << max(0, (want - 1).bit_length())
+    return ClusterLayout(shards, buckets, span)
+
+
+# ---------------------------------------------------------------------------
+# Worker side
+# ---------------------------------------------------------------------------
+
+#: Per worker process: job key -> (family, protocol, plan, engine).  The engine
+#: compiles (or loads from numba's cache) once per process, not once per task.
+_PREPARED: dict = {}
+
+
+def _prepare(job: TranscriptJob):
+    """``(family, engine, seconds)``: built on the first task of this process, then reused."""
+    key = job.cache_key()
+    if key in _PREPARED:
+        family, engine = _PREPARED[key]
+        return family, engine, 0.0
+    t0 = time.perf_counter()
+    from sketchsim.families import resolve_family
+    from sketchsim.plugins import resolve
+    from sketchsim.sketch.engine import Engine
+    from sketchsim.transcript import check_family
+
+    ftype, fparams, _ = resolve_family(job.family_spec)
+    family = ftype.make(job.q, job.s, job.seed, fparams)
+    r = resolve(job.protocol_spec)
+    if r.identity != job.identity:
+        raise PluginError(
+            f"protocol {job.protocol_spec} on worker {_worker_name()} differs from the "
+            f"client's ({r.identity[:20]} != {job.identity[:20]}): install the same version"
+        )
+    check_family(r.protocol, family)
+    ctx = family.context()
+    plan = r.protocol.plan(ctx, r.params)
+    engine = Engine(plan, ctx, r.protocol.name)
+    if hasattr(engine, "threads"):
+        engine.threads = 1  # Dask runs one task per worker thread: no nested threads
+    # Compile (or load) the token builder and the engine loop now, through a second
+    # engine on one input: both engines share the process's compiled loop, and the
+    # contract check of ``engine`` still runs on its first real batch.
+    first = answers_range(family, 0, 1)
+    Engine(plan, ctx, r.protocol.name).run(family.tokens(first), store=True)
+    _PREPARED[key] = (family, engine)
+    return family, engine, time.perf_counter() - t0
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return f"pid {os.getpid()}"
+
+
+def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | None = None):
+    """Run the protocol on inputs ``lo .. hi-1``: ``(summary, piece_0, ..., piece_{P-1})``.
+
+    ``answers`` are the inputs' answer vectors in sampled mode (None: exhaustive,
+    rows of the enumeration).  The summary holds the correct count, the first
+    wrong input (global index), the per-entry value counts and the worker's
+    start-up seconds (nonzero on its first task only); piece ``b`` holds the
+    fingerprints (k, 2) uint64 and global indices (k,) int64 of the inputs whose
+    fingerprint prefix is ``b``, in index order, plus their answer hashes (k, 2)
+    in sampled mode (else None).
+    """
+    from sketchsim.sketch.measure import EntryCounts
+
+    t0 = time.perf_counter()
+    family, engine, setup = _prepare(job)
+    T = answers_range(family, lo, hi) if answers is None else answers
+    B = hi - lo
+    fingerprints = np.zeros((B, 2), dtype=np.uint64)
+    n_correct = 0
+    counts = EntryCounts(engine.total_len)
+    first_failure = None
+    step = family.chunk_size()
+    sub = max(1, config.TRANSCRIPT_STORE_BYTES // (8 * max(engine.total_len, 1)))
+    buffer = np.empty((min(step, B), family.n_tokens, family.words), dtype=np.uint64)
+    for a0 in range(0, B, step):
+        a1 = min(B, a0 + step)
+        tokens = family.tokens(T[a0:a1], out=buffer)
+        for a in range(0, a1 - a0, sub):
+            b = min(a1 - a0, a + sub)
+            res = engine.run(tokens[a:b], store=True)
+            fingerprints[a0 + a : a0 + b] = res.fingerprints
+            counts.add(res.transcripts)
+            ok = (res.answers == T[a0 + a : a0 + b]).all(axis=1)
+            n_correct += int(ok.sum())
+            if first_failure is None and not ok.all():
+                i = int(np.argmin(ok))
+                pos = int(np.argmax(res.answers[i] != T[a0 + a + i]))
+                first_failure = {
+                    "input": lo + a0 + a + i,
+                    "position": pos + 1,
+                    "target": int(T[a0 + a + i, pos]),
+                    "answer": int(res.answers[i, pos]),
+                }
+    hashes = answer_hashes(T) if job.mode == "sampled" else None
+    bits = job.buckets.bit_length() - 1
+    bucket = fingerprints[:, 0] >> np.uint64(64 - bits) if bits else np.zeros(B, np.uint64)
+    order = np.argsort(bucket, kind="stable")  # stable: index order inside each piece
+    edges = np.searchsorted(bucket[order], np.arange(job.buckets + 1, dtype=np.uint64))
+    pieces = []
+    for b in range(job.buckets):
+        sel = order[edges[b] : edges[b + 1]]
+        pieces.append(
+            (
+                fingerprints[sel],
+                sel.astype(np.int64) + lo,
+                hashes[sel] if hashes is not None else None,
+            )
+        )
+    summary = {
+        "inputs": B,
+        "correct": n_correct,
+        "first_failure": first_failure,
+        "n_entries": counts.n_entries,
+        "entry": counts.entry,
+        "value": counts.value,
+        "count": counts.count,
+        "worker": _worker_name(),
+        "setup_seconds": setup,
+        "seconds": time.perf_counter() - t0,
+    }
+    return (summary, *pieces)
+
+
+def _smallest_uint(values: np.ndarray) -> np.ndarray:
+    top = int(values.max()) if values.size else 0
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max:
+            return values.astype(dt)
+    return values.astype(np.uint64)
+
+
+def transcript_reduce(ordered: bool, *pieces):
+    """Group one bucket's inputs by fingerprint.
+
+    ``pieces`` come from :func:`transcript_map` in shard order (so indices are
+    ascending inside equal fingerprints after a stable sort).  Returns the
+    bucket's input and group counts, the histogram of group sizes, the group
+    sizes in fingerprint order when ``ordered``, and up to :data:`CANDIDATES`
+    collision candidates ``(first input of the group, input)`` with the
+    smallest second index.
+    """
+    fp = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros((0, 2), np.uint64)
+    idx = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    hashed = bool(pieces) and pieces[0][2] is not None
+    n = idx.shape[0]
+    empty = {
+        "inputs": 0,
+        "distinct": 0,
+        "size_values": np.zeros(0, np.int64),
+        "size_counts": np.zeros(0, np.int64),
+        "sizes": np.zeros(0, np.uint8) if ordered else None,
+        "candidates": [],
+    }
+    if n == 0:
+        return empty
+    order = np.lexsort((fp[:, 1], fp[:, 0]))  # stable: ties keep index order
+    fp, idx = fp[order], idx[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (fp[1:] != fp[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
+    sizes = np.diff(np.append(starts, n))
+    if hashed:
+        ah = np.concatenate([p[2] for p in pieces])[order]
+        differ = (ah != np.repeat(ah[starts], sizes, axis=0)).any(axis=1)
+    else:  # exhaustive: every input has its own answer vector
+        differ = ~new
+    cand = np.flatnonzero(differ)
+    cand = cand[np.argsort(idx[cand], kind="stable")[:CANDIDATES]]
+    group_of = np.cumsum(new) - 1
+    first = idx[starts]
+    values, mult = np.unique(sizes, return_counts=True)
+    return {
+        "inputs": int(n),
+        "distinct": int(starts.size),
+        "size_values": values.astype(np.int64),
+        "size_counts": mult.astype(np.int64),
+        "sizes": _smallest_uint(sizes) if ordered else None,
+        "candidates": [(int(first[group_of[c]]), int(idx[c])) for c in cand],
+    }
+
+
+# ---------------------------------------------------------------------------
+# Client side
+# ---------------------------------------------------------------------------
+
+
+class _EntryMerge:
+    """Sums per-entry value counts from the map tasks (sorted, unique (entry, value) pairs)."""
+
+    def __init__(self):
+        self.n = 0
+        self.parts: list = []
+        self.pending = 0
+
+    def add(self, s: dict) -> None:
+        self.n += s["inputs"]
+        self.parts.append((s["entry"], s["value"], s["count"]))
+        self.pending += s["entry"].size
+        if len(self.parts) > 1 and self.pending > 1 << 22:
+            self.parts = [self._merged()]
+            self.pending = self.parts[0][0].size
+
+    def _merged(self):
+        entry = np.concatenate([p[0] for p in self.parts]).astype(np.int64)
+        value = np.concatenate([p[1] for p in self.parts]).astype(np.int64)
+        count = np.concatenate([p[2] for p in self.parts]).astype(np.int64)
+        if entry.size == 0:
+            return entry, value, count
+        order = np.lexsort((value, entry))
+        entry, value, count = entry[order], value[order], count[order]
+        new = np.ones(entry.size, dtype=bool)
+        new[1:] = (entry[1:] != entry[:-1]) | (value[1:] != value[:-1])
+        first = np.flatnonzero(new)
+        return entry[first], value[first], np.add.reduceat(count, first)
+
+    def counts(self, n_entries: int):
+        from sketchsim.sketch.measure import EntryCounts
+
+        out = EntryCounts(n_entries)
+        out.n = self.n
+        out.entry, out.value, out.count = self._merged()
+        return out
+
+
+def _entropy_from_histogram(values, counts, total: int, distinct: int) -> float:
+    """``log2 N - (1/N) sum_groups c log2 c``, summed exactly over the size histogram."""
+    if total == 0:
+        return 0.0
+    s = math.fsum(float(k) * c * math.log2(c) for c, k in zip(values, counts, strict=True) if c)
+    h = math.log2(total) - s / total
+    return max(0.0, min(h, math.log2(distinct) if distinct else 0.0))
+
+
+def _certificate(family, plan, ctx, name, candidates, answers_of) -> dict | None:
+    """The first candidate whose exact transcripts agree (as ``_certify_collision``)."""
+    from sketchsim.sketch.engine import Engine
+
+    engine = None
+    for i, j in candidates[:CANDIDATES]:
+        Ta, Tb = answers_of(i), answers_of(j)
+        if np.array_equal(Ta, Tb):
+            continue  # an answer-hash collision: not a candidate
+        engine = engine or Engine(plan, ctx, name)
+        res = engine.run(family.tokens(np.stack([Ta, Tb])), store=True)
+        if not np.array_equal(res.transcripts[0], res.transcripts[1]):
+            continue  # a 128-bit fingerprint collision: not a certificate
+        pos = int(np.argmax(Ta != Tb))
+        return {
+            "inputs": [i, j],
+            "answers_a": Ta.tolist(),
+            "answers_b": Tb.tolist(),
+            "position": pos + 1,
+            "protocol_answer": int(res.answers[0, pos]),
+            "transcript_entries": int(res.transcripts.shape[1]),
+            "verified": True,
+        }
+    return None
+
+
+def _wrap_failure(exc: BaseException) -> SketchsimError:
+    if isinstance(exc, SketchsimError):
+        return exc
+    return SketchsimError(f"cluster task failed: {type(exc).__name__}: {exc}")
+
+
+def measure_on_cluster(
+    client,
+    family,
+    family_spec: str,
+    spec: str,
+    resolved,
+    mode: str,
+    inputs: int,
+    answers: np.ndarray | None = None,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    retries: int = 2,
+):
+    """:func:`sketchsim.transcript.measure` with the inputs sharded over a Dask cluster.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    family : Family
+        The client's family (built from ``family_spec``; workers rebuild it).
+    family_spec, spec : str
+        The ``--family`` and ``--protocol`` specs.
+    resolved : sketchsim.plugins.Resolved
+        ``spec`` resolved on the client.
+    mode : {"exhaustive", "sampled"}
+    inputs : int
+        Number of inputs (``(s+1)^q`` when exhaustive).
+    answers : numpy.ndarray, optional
+        Sampled mode: the answer vectors, shape (inputs, q).
+    workers : int
+        Worker threads (sizes the shards and buckets).
+    progress : callable, optional
+        ``progress(done, total)`` in tasks (map, then reduce).
+    retries : int
+        Dask retries a failed task this many times (a dead worker's tasks are
+        rescheduled by Dask in any case).
+
+    Returns
+    -------
+    (ProtocolReport, dict)
+        The report, identical to the single process's (``seconds`` aside), and
+        cluster statistics (tasks, buckets, bytes shuffled, worker start-up).
+    """
+    from distributed import as_completed
+
+    from sketchsim.sketch.engine import Engine
+    from sketchsim.sketch.measure import entropy_bits, entry_bits
+    from sketchsim.transcript import ProtocolReport, _layer_info, check_family
+
+    if mode == "sampled" and (answers is None or answers.shape[0] != inputs):
+        raise SketchsimError("sampled mode needs the answer vectors of every input")
+    protocol, params = resolved.protocol, resolved.params
+    check_family(protocol, family)
+    ctx = family.context()
+    plan = protocol.plan(ctx, params)
+    shape = Engine(plan, ctx, protocol.name, python=True)  # layout only: nothing compiles
+    start = time.perf_counter()
+    cut = layout(inputs, workers)
+    job = TranscriptJob(
+        portable_spec(family_spec),
+        family.q,
+        family.s,
+        family.seed,
+        portable_spec(spec),
+        resolved.identity,
+        mode,
+        inputs,
+        cut.buckets,
+    )
+    ordered = inputs <= config.CLUSTER_TRANSCRIPT_ORDERED_MAX
+    total_tasks = cut.map_tasks + cut.buckets
+    done = 0
+    if progress is not None:
+        progress(done, total_tasks)
+    futures = []
+    try:
+        maps = [
+            client.submit(
+                transcript_map,
+                job,
+                lo,
+                hi,
+                None if answers is None else answers[lo:hi],
+                pure=False,
+                retries=retries,
+            )
+            for lo, hi in cut.shards
+        ]
+        summaries = [client.submit(operator.getitem, m, 0, pure=False) for m in maps]
+        pieces = [
+            [client.submit(operator.getitem, m, 1 + b, pure=False) for m in maps]
+            for b in range(cut.buckets)
+        ]
+        del maps  # the map outputs are released once cut into pieces
+        reduces = [
+            client.submit(transcript_reduce, ordered, *pieces[b], pure=False, retries=retries)
+            for b in range(cut.buckets)
+        ]
+        del pieces
+        futures = summaries + reduces
+        kinds = {f.key: k for k, fs in (("map", summaries), ("reduce", reduces)) for f in fs}
+        bucket_of = {f.key: b for b, f in enumerate(reduces)}
+        entries = _EntryMerge()
+        n_correct, failures, startup = 0, [], {}
+        map_seconds = 0.0
+        buckets: list = [None] * cut.buckets
+        for fut in as_completed(futures):
+            value = fut.result()
+            if kinds[fut.key] == "map":
+                entries.add(value)
+                n_correct += value["correct"]
+                map_seconds += value["seconds"]
+                if value["first_failure"] is not None:
+                    failures.append(value["first_failure"])
+                if value["setup_seconds"] > 0:
+                    startup[value["worker"]] = max(
+                        startup.get(value["worker"], 0.0), value["setup_seconds"]
+                    )
+            else:
+                buckets[bucket_of[fut.key]] = value
+            fut.release()
+            done += 1
+            if progress is not None:
+                progress(done, total_tasks)
+    except (KeyboardInterrupt, SketchsimError):
+        client.cancel(futures)
+        raise
+    except Exception as exc:
+        client.cancel(futures)
+        raise _wrap_failure(exc) from None
+    del futures, summaries, reduces
+
+    B = inputs
+    distinct = sum(b["distinct"] for b in buckets)
+    if ordered:
+        ent = entropy_bits(np.concatenate([b["sizes"] for b in buckets]))
+    else:
+        hist: dict[int, int] = {}
+        for b in buckets:
+            for c, k in zip(b["size_values"].tolist(), b["size_counts"].tolist(), strict=True):
+                hist[c] = hist.get(c, 0) + k
+        ent = _entropy_from_histogram(list(hist), list(hist.values()), B, distinct)
+    candidates = sorted((c for b in buckets for c in b["candidates"]), key=lambda p: p[1])
+
+    def answers_of(i: int) -> np.ndarray:
+        return answers[i] if answers is not None else answers_range(family, i, i + 1)[0]
+
+    collision = _certificate(family, plan, ctx, protocol.name, candidates, answers_of)
+    exact = family.log2_size <= 62 and B == family.size
+    counts = entries.counts(shape.total_len)
+    layers = _layer_info(plan, ctx.n_tokens)
+    conf = config.ENTROPY_CONFIDENCE
+    for info, (lo_e, hi_e) in zip(layers, shape.layers[:, 4:6], strict=True):
+        info.update(entry_bits(counts, int(lo_e), int(hi_e), exact, conf).to_dict())
+    total = entry_bits(counts, exact=exact, confidence=conf)
+    from sketchsim.sketch.channels import declared_bits
+
+    declared = declared_bits(plan.layers, ctx.n_tokens)
+    tol = config.BITS_TOLERANCE
+    report = ProtocolReport(
+        name=protocol.name,
+        params=dict(params),
+        source=resolved.source,
+        engine="jit" if plan.jitted else "python (slow)",
+        layers=layers,
+        declared_bits=declared,
+        distinct_transcripts=distinct,
+        log2_distinct=math.log2(distinct) if distinct else 0.0,
+        entropy_bits=ent,
+        correct_fraction=n_correct / B if B else 1.0,
+        meets_bound=declared >= family.bound_bits - tol,
+        wrong_inputs=int(B - n_correct),
+        collision=collision,
+        first_failure=min(failures, key=lambda f: f["input"]) if failures else None,
+        seconds=time.perf_counter() - start,
+        used_bits=total.used_bits,
+        entry_entropy_bits=total.entry_entropy,
+        entry_entropy_plugin_bits=total.plugin_entropy,
+        entry_entropy_ci=[total.ci_low, total.ci_high],
+        undersampled_entries=total.undersampled_entries,
+        entry_entropy_below_bound=total.ci_high < family.bound_bits - tol,
+        capped=not exact,
+        family=family.name,
+    )
+    per_input = 24 + (16 if mode == "sampled" else 0)
+    stats = {
+        "map_tasks": cut.map_tasks,
+        "shard_inputs": cut.shard_inputs,
+        "buckets": cut.buckets,
+        "shuffle_bytes": B * per_input,
+        "entropy_from": "ordered group sizes" if ordered else "group-size histogram",
+        "map_task_seconds": map_seconds,
+        "worker_startup_seconds": {w: round(s, 4) for w, s in sorted(startup.items())},
+    }
+    return report, stats
+
+
+def estimate(inputs: int, protocols: int, workers: int, mode: str) -> dict:
+    """Rough wall time, bytes shuffled and client bytes of a cluster transcript run."""
+    cut = layout(inputs, workers)
+    per_input = 24 + (16 if mode == "sampled" else 0)
+    return {
+        "seconds": inputs * protocols / (config.TRANSCRIPT_RATE_PER_CORE * max(workers, 1)),
+        "shuffle_bytes": inputs * per_input,
+        "map_tasks": cut.map_tasks,
+        "buckets": cut.buckets,
+        "reduce_bytes": -(-inputs // cut.buckets) * per_input,
+    }

@@ -1,0 +1,313 @@
+"""``transcript`` on a Dask cluster: the same report as one process, robust to worker death."""
+
+import json
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from sketchsim import config
+from sketchsim.cluster_transcript import (
+    _entropy_from_histogram,
+    answers_range,
+    layout,
+    measure_on_cluster,
+    plan_cluster_inputs,
+    transcript_reduce,
+)
+from sketchsim.errors import SketchsimError
+from sketchsim.plugins import resolve
+from sketchsim.sketch.family import HardFamily
+from sketchsim.sketch.measure import entropy_bits, find_collision_candidates, group_transcripts
+from sketchsim.transcript import InputLimitError, measure
+
+pytest.importorskip("distributed")  # the cluster extra is part of dev: CI runs these
+
+
+@pytest.fixture(scope="module")
+def client():
+    from sketchsim.cluster import connect, parse_cluster
+
+    with connect(parse_cluster("local:2")) as c:
+        yield c
+
+
+@pytest.fixture
+def small_shards(monkeypatch):
+    """Many map tasks and buckets even for tiny families (layout runs on the client)."""
+    monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 7)
+    monkeypatch.setattr(config, "CLUSTER_TRANSCRIPT_BUCKET_INPUTS", 16)
+
+
+def _same(one, many):
+    one, many = one.to_dict(), many.to_dict()
+    one.pop("seconds"), many.pop("seconds")
+    assert json.dumps(one, sort_keys=True) == json.dumps(many, sort_keys=True)
+
+
+# --- pieces, without a cluster ------------------------------------------------------
+
+
+@pytest.mark.parametrize("q, s", [(3, 3), (5, 1), (2, 300), (1, 7)])
+def test_answers_range_is_a_slice_of_the_enumeration(q, s):
+    fam = HardFamily(q, s)
+    T = fam.all_answers()
+    for lo, hi in [(0, 1), (0, T.shape[0]), (T.shape[0] // 3, T.shape[0] - 1)]:
+        got = answers_range(fam, lo, hi)
+        assert got.dtype == T.dtype
+        np.testing.assert_array_equal(got, T[lo:hi])
+
+
+def _pieces(fp, idx, hashes, buckets, shards):
+    """Cut (fp, idx) like transcript_map: per shard, per fingerprint prefix, index order."""
+    bits = buckets.bit_length() - 1
+    out = [[] for _ in range(buckets)]
+    for lo, hi in shards:
+        pre = fp[lo:hi, 0] >> np.uint64(64 - bits) if bits else np.zeros(hi - lo, np.uint64)
+        for b in range(buckets):
+            sel = np.flatnonzero(pre == b) + lo
+            out[b].append((fp[sel], idx[sel], None if hashes is None else hashes[sel]))
+    return out
+
+
+@pytest.mark.parametrize("hashed", [False, True])
+@pytest.mark.parametrize("buckets", [1, 2, 8])
+def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets):
+    rng = np.random.default_rng(buckets + 10 * hashed)
+    B = 500
+    # few distinct transcripts (so groups and collisions exist), spread over the prefixes
+    table = rng.integers(0, 2**63, size=(40, 2), dtype=np.uint64) * np.uint64(2)
+    fp = table[rng.integers(0, 40, size=B)]
+    idx = np.arange(B, dtype=np.int64)
+    T = rng.integers(0, 2, size=(B, 3)).astype(np.uint8)  # answers repeat (sampled mode)
+    if not hashed:
+        T = np.stack([idx // 100, (idx // 10) % 10, idx % 10], axis=1)  # all distinct
+    from sketchsim.cluster_transcript import answer_hashes
+
+    hashes = answer_hashes(T) if hashed else None
+    shards = [(lo, min(B, lo + 64)) for lo in range(0, B, 64)]
+    parts = [transcript_reduce(True, *p) for p in _pieces(fp, idx, hashes, buckets, shards)]
+    _, counts = group_transcripts(fp)
+    inverse, _ = group_transcripts(fp)
+    assert sum(p["inputs"] for p in parts) == B
+    assert sum(p["distinct"] for p in parts) == counts.size
+    sizes = np.concatenate([p["sizes"] for p in parts])
+    np.testing.assert_array_equal(sizes, counts)  # fingerprint order, bucket after bucket
+    assert entropy_bits(sizes) == entropy_bits(counts)
+    cands = sorted((c for p in parts for c in p["candidates"]), key=lambda c: c[1])[:8]
+    assert cands == find_collision_candidates(inverse, T)
+    hist = {}
+    for p in parts:
+        for c, k in zip(p["size_values"], p["size_counts"], strict=True):
+            hist[int(c)] = hist.get(int(c), 0) + int(k)
+    h = _entropy_from_histogram(list(hist), list(hist.values()), B, counts.size)
+    assert h == pytest.approx(entropy_bits(counts), rel=1e-12, abs=1e-12)
+
+
+def test_reduce_of_an_empty_bucket():
+    got = transcript_reduce(True, (np.zeros((0, 2), np.uint64), np.zeros(0, np.int64), None))
+    assert got["inputs"] == got["distinct"] == 0 and got["candidates"] == []
+
+
+def test_histogram_entropy_edge_cases():
+    assert _entropy_from_histogram([1], [8], 8, 8) == 3.0  # all distinct
+    assert _entropy_from_histogram([8], [1], 8, 1) == 0.0  # one group
+    assert _entropy_from_histogram([], [], 0, 0) == 0.0
+
+
+def test_cluster_limits():
+    big = HardFamily(30, 1)  # 2^30 inputs: refused by one process, accepted by a cluster
+    assert plan_cluster_inputs(big, True, 10) == ("exhaustive", 1 << 30)
+    assert plan_cluster_inputs(HardFamily(4, 3), None, 10) == ("exhaustive", 256)
+    assert plan_cluster_inputs(HardFamily(30, 3), None, 10) == ("sampled", 10)
+    with pytest.raises(InputLimitError, match="above the cluster limit 2\\^32"):
+        plan_cluster_inputs(HardFamily(33, 1), True, 10)
+    with pytest.raises(InputLimitError, match="memory limit"):
+        plan_cluster_inputs(HardFamily(64, 7), False, 10**12)
+
+
+def test_layout_covers_every_input_once():
+    for n, w in [(1, 1), (64, 2), (1000, 3), (1 << 24, 2), (1 << 32, 64)]:
+        cut = layout(n, w)
+        assert cut.shards[0][0] == 0 and cut.shards[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(cut.shards, cut.shards[1:], strict=False))
+        assert cut.buckets >= w and cut.buckets & (cut.buckets - 1) == 0
+        assert cut.shard_inputs <= config.CLUSTER_SHARD_INPUTS
+    assert layout(1 << 32, 64).map_tasks * layout(1 << 32, 64).buckets <= 1 << 16
+
+
+# --- on a LocalCluster of 2 processes ---------------------------------------------
+
+
+@pytest.mark.slow  # numba compiles each protocol in the client and in both workers
+@pytest.mark.parametrize("spec", ["block-counts", "clipped-counts", "kernel:bits=6"])
+def test_exhaustive_on_cluster_equals_single_process(client, small_shards, spec):
+    fam = HardFamily(3, 3, seed=2)
+    r = resolve(spec)
+    one = measure(fam, fam.all_answers(), r.protocol, r.params, r.source)
+    many, stats = measure_on_cluster(client, fam, "hard", spec, r, "exhaustive", 64, workers=2)
+    _same(one, many)
+    assert stats["map_tasks"] == 10 and stats["buckets"] == 4
+    # the engine is built once per worker process, not once per task
+    assert len(stats["worker_startup_seconds"]) <= 2 < stats["map_tasks"]
+    if spec == "clipped-counts":  # under the bound: a certificate, the same one
+        assert many.collision and many.collision["verified"]
+
+
+@pytest.mark.slow
+def test_sampled_on_cluster_equals_single_process(client, small_shards):
+    fam = HardFamily(6, 3, seed=1)
+    T = fam.sample_answers(300)  # answers repeat: collision candidates compare answers
+    for spec in ("clipped-counts", "kernel:bits=6"):
+        r = resolve(spec)
+        one = measure(fam, T, r.protocol, r.params, r.source)
+        many, _ = measure_on_cluster(
+            client, fam, "hard", spec, r, "sampled", 300, answers=T, workers=2
+        )
+        _same(one, many)
+    assert one.capped
+
+
+def test_histogram_entropy_above_the_ordered_limit(client, small_shards, monkeypatch):
+    monkeypatch.setattr(config, "CLUSTER_TRANSCRIPT_ORDERED_MAX", 10)
+    fam = HardFamily(3, 3)
+    r = resolve("clipped-counts")
+    one = measure(fam, fam.all_answers(), r.protocol, r.params, r.source).to_dict()
+    many, stats = measure_on_cluster(
+        client, fam, "hard", "clipped-counts", r, "exhaustive", 64, workers=2
+    )
+    many = many.to_dict()
+    assert stats["entropy_from"] == "group-size histogram"
+    assert many.pop("entropy_bits") == pytest.approx(one.pop("entropy_bits"), rel=1e-12)
+    one.pop("seconds"), many.pop("seconds")
+    assert one == many
+
+
+_DYING = """
+import os
+
+from sketchsim.sketch.family import FamilyType, HardFamily
+
+MARKER = {marker!r}
+
+
+class Dying(HardFamily):
+    def tokens(self, T, out=None):
+        if T.shape[0] > 1 and not os.path.exists(MARKER):
+            try:
+                from distributed import get_worker
+
+                get_worker()
+            except (ImportError, ValueError):
+                pass  # not on a worker: never dies
+            else:
+                open(MARKER, "w").close()
+                os._exit(1)  # this worker process dies mid-task
+        return super().tokens(T, out=out)
+
+
+DYING = FamilyType("dying", "kills its first worker", lambda q, s, seed, p: Dying(q, s, seed))
+"""
+
+
+def test_worker_killed_mid_task_does_not_change_the_result(client, small_shards, tmp_path):
+    from sketchsim.families import resolve_family
+
+    marker = tmp_path / "died"
+    path = tmp_path / "dying.py"
+    path.write_text(_DYING.format(marker=str(marker)))
+    ftype, fparams, _ = resolve_family(f"{path}:DYING")
+    fam = ftype.make(3, 3, 0, fparams)
+    r = resolve("clipped-counts")
+    one = measure(fam, fam.all_answers(), r.protocol, r.params, r.source)
+    assert not marker.exists()  # one process: not a worker
+    many, _ = measure_on_cluster(
+        client, fam, f"{path}:DYING", "clipped-counts", r, "exhaustive", 64, workers=2
+    )
+    assert marker.exists()  # a worker died and its tasks ran again
+    _same(one, many)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it (later tests count workers)
+
+
+# --- the command --------------------------------------------------------------------
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from sketchsim.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def _comparable(path):
+    data = json.loads(path.read_text())
+    for key in ("argv", "cluster"):
+        data.pop(key, None)
+    for p in data["protocols"]:
+        p.pop("seconds"), p.pop("cluster", None)
+    return data
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mode", [["--exhaustive", "--q", "4", "--s", "2"], ["--samples", "400", "--q", "5"]]
+)
+def test_cli_same_json_with_and_without_cluster(client, tmp_path, mode):
+    one, many = tmp_path / "one.json", tmp_path / "many.json"
+    base = ["transcript", *mode, "--protocol", "block-counts", "--protocol", "clipped-counts"]
+    res = _cli(*base, "--json", str(one), "--quiet")
+    assert res.exit_code == 0, res.output
+    address = client.scheduler.address  # the warm workers of this module's cluster
+    res = _cli(*base, "--json", str(many), "--quiet", "--cluster", address)
+    assert res.exit_code == 0, res.output
+    assert "map tasks" in res.output and "dashboard" in res.output  # the estimate, the link
+    data = json.loads(many.read_text())
+    assert data["cluster"] == {"address": address, "worker_threads": 2}
+    assert data["protocols"][0]["cluster"]["map_tasks"] >= 1
+    assert _comparable(one) == _comparable(many)
+
+
+def test_cli_cluster_without_the_extra_says_how_to_install(monkeypatch):
+    from cliutil import assert_error_line
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    res = _cli("transcript", "--q", "2", "--s", "2", "--protocol", "raw", "--cluster", "local:1")
+    assert_error_line(res, "sketchsim[cluster]", only_line=False)
+
+
+def test_cli_cluster_bad_values_are_one_line():
+    from cliutil import assert_error_line
+
+    t0 = time.perf_counter()
+    res = _cli("transcript", "--q", "2", "--s", "2", "--cluster", "tcp://127.0.0.1:9")
+    assert_error_line(res, "cannot reach", only_line=False)
+    assert time.perf_counter() - t0 < 20
+    assert_error_line(_cli("transcript", "--cluster", "local:x"), "--cluster")
+
+
+def test_cli_exhaustive_limit_rises_only_with_a_cluster(monkeypatch):
+    from cliutil import assert_error_line
+
+    monkeypatch.setattr(config, "CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX", 1 << 26)
+    # 2^25 inputs: above the single-process limit, not refused with a cluster
+    assert_error_line(
+        _cli("transcript", "--q", "25", "--s", "1", "--exhaustive"), "above the limit 2^24"
+    )
+    assert_error_line(
+        _cli("transcript", "--q", "27", "--s", "1", "--exhaustive", "--cluster", "local:1"),
+        "above the cluster limit 2^26",
+        only_line=False,
+    )
+
+
+def test_errors_on_workers_are_one_line(client, small_shards, tmp_path):
+    from plugin_files import write_plugin
+
+    path = write_plugin(tmp_path, emit_body="out[0] = 99")  # outside the alphabet 0..s
+    spec = f"{path}:t"
+    r = resolve(spec)
+    fam = HardFamily(3, 3)
+    with pytest.raises(SketchsimError, match="outside its declared alphabet"):
+        measure_on_cluster(client, fam, "hard", spec, r, "exhaustive", 64, workers=2)
