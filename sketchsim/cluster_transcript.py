@@ -252,23 +252,22 @@ def _worker_name() -> str:
         return f"pid {os.getpid()}"
 
 
-def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | None = None):
-    """Run the protocol on inputs ``lo .. hi-1``: ``(summary, piece_0, ..., piece_{P-1})``.
+def _run_range(family, engine, T: np.ndarray):
+    """Fingerprints, correct count, entry counts and first failure (local index) of ``T``.
 
-    ``answers`` are the inputs' answer vectors in sampled mode (None: exhaustive,
-    rows of the enumeration).  The summary holds the correct count, the first
-    wrong input (global index), the per-entry value counts and the worker's
-    start-up seconds (nonzero on its first task only); piece ``b`` holds the
-    fingerprints (k, 2) uint64 and global indices (k,) int64 of the inputs whose
-    fingerprint prefix is ``b``, in index order, plus their answer hashes (k, 2)
-    in sampled mode (else None).
+    The single process's own loop (``sketchsim.transcript._run_all``) where it
+    exists, so both paths run the same code; else the chunked loop of
+    :func:`sketchsim.transcript.measure`.
     """
+    from sketchsim import transcript
+
+    run_all = getattr(transcript, "_run_all", None)
+    if run_all is not None:
+        fingerprints, correct, counts, first_failure = run_all(family, engine, T, None)
+        return fingerprints, int(correct.sum()), counts, first_failure
     from sketchsim.sketch.measure import EntryCounts
 
-    t0 = time.perf_counter()
-    family, engine, setup = _prepare(job)
-    T = answers_range(family, lo, hi) if answers is None else answers
-    B = hi - lo
+    B = T.shape[0]
     fingerprints = np.zeros((B, 2), dtype=np.uint64)
     n_correct = 0
     counts = EntryCounts(engine.total_len)
@@ -290,11 +289,32 @@ def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | N
                 i = int(np.argmin(ok))
                 pos = int(np.argmax(res.answers[i] != T[a0 + a + i]))
                 first_failure = {
-                    "input": lo + a0 + a + i,
+                    "input": a0 + a + i,
                     "position": pos + 1,
                     "target": int(T[a0 + a + i, pos]),
                     "answer": int(res.answers[i, pos]),
                 }
+    return fingerprints, n_correct, counts, first_failure
+
+
+def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | None = None):
+    """Run the protocol on inputs ``lo .. hi-1``: ``(summary, piece_0, ..., piece_{P-1})``.
+
+    ``answers`` are the inputs' answer vectors in sampled mode (None: exhaustive,
+    rows of the enumeration).  The summary holds the correct count, the first
+    wrong input (global index), the per-entry value counts and the worker's
+    start-up seconds (nonzero on its first task only); piece ``b`` holds the
+    fingerprints (k, 2) uint64 and global indices (k,) int64 of the inputs whose
+    fingerprint prefix is ``b``, in index order, plus their answer hashes (k, 2)
+    in sampled mode (else None).
+    """
+    t0 = time.perf_counter()
+    family, engine, setup = _prepare(job)
+    T = answers_range(family, lo, hi) if answers is None else answers
+    B = hi - lo
+    fingerprints, n_correct, counts, first_failure = _run_range(family, engine, T)
+    if first_failure is not None:
+        first_failure = {**first_failure, "input": lo + first_failure["input"]}
     hashes = answer_hashes(T) if job.mode == "sampled" else None
     bits = job.buckets.bit_length() - 1
     bucket = fingerprints[:, 0] >> np.uint64(64 - bits) if bits else np.zeros(B, np.uint64)

@@ -192,19 +192,26 @@ from sketchsim.sketch.family import FamilyType, HardFamily
 MARKER = {marker!r}
 
 
+def _maybe_die(rows):
+    if rows > 1 and not os.path.exists(MARKER):
+        try:
+            from distributed import get_worker
+
+            get_worker()
+        except (ImportError, ValueError):
+            return  # not on a worker: never dies
+        open(MARKER, "w").close()
+        os._exit(1)  # this worker process dies mid-task
+
+
 class Dying(HardFamily):
     def tokens(self, T, out=None):
-        if T.shape[0] > 1 and not os.path.exists(MARKER):
-            try:
-                from distributed import get_worker
-
-                get_worker()
-            except (ImportError, ValueError):
-                pass  # not on a worker: never dies
-            else:
-                open(MARKER, "w").close()
-                os._exit(1)  # this worker process dies mid-task
+        _maybe_die(T.shape[0])
         return super().tokens(T, out=out)
+
+    def variable_tokens(self, T, out=None):  # where the family builds only data tokens
+        _maybe_die(T.shape[0])
+        return super().variable_tokens(T, out=out)
 
 
 DYING = FamilyType("dying", "kills its first worker", lambda q, s, seed, p: Dying(q, s, seed))
