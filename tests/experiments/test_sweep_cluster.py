@@ -62,7 +62,7 @@ def _sweep_args(family, out, *extra):
 def test_cli_sweep_gives_the_same_json_with_and_without_cluster(address, tiny_path, tmp_path):
     # kernel runs train on the family, softmax on random triples scored on the family:
     # both kinds of data travel to the workers
-    grid = ["--ranks", "1,8", "--seeds", "2", "--steps", "60"]
+    grid = ["--ranks", "1,8", "--seeds", "1", "--steps", "60", "--triples", "60"]
     one, many = tmp_path / "one.json", tmp_path / "many.json"
     res = CliRunner().invoke(main, _sweep_args(tiny_path, one, *grid))
     assert res.exit_code == 0, res.output
@@ -70,7 +70,7 @@ def test_cli_sweep_gives_the_same_json_with_and_without_cluster(address, tiny_pa
     assert res.exit_code == 0, res.output
     assert "dashboard" in res.output and "/status" in res.output
     a, b = json.loads(one.read_text()), json.loads(many.read_text())
-    assert b["complete"] and len(b["runs"]) == 6
+    assert b["complete"] and len(b["runs"]) == 3
     assert {r["trained_on"] for r in b["runs"]} == {"family", "random"}
     # bit-for-bit: the same float32 training on one torch thread, in another process
     assert _without_timings(a) == _without_timings(b)
@@ -156,6 +156,22 @@ def test_cluster_runs_use_one_torch_thread(command, tmp_path):
     args = ["--out", str(tmp_path / "r")] if command == "reproduce" else ["--seeds", "1"]
     res = CliRunner().invoke(main, [command, *args, "--threads", "2", "--cluster", "local:1"])
     assert_error_line(res, "one torch thread per worker")
+
+
+@pytest.mark.slow
+def test_reproduce_sweeps_on_a_cluster_match_in_process(client, tmp_path):
+    from sketchsim.reproduce import Settings, reproduce
+
+    tiny = Settings(
+        seeds=1, steps=5, ranks=(1, 9), scales="4:6:20", ood_seeds=1, ood_steps=5,
+        ood_ranks=(1,), samples=200, bound_to=8, triples=50, softmax_seeds=1,
+    )  # fmt: skip
+    for name, c in (("one", None), ("many", client)):
+        reproduce(tmp_path / name, True, log=lambda m: None, device="cpu", settings=tiny, client=c)
+    for sweep in ("sweep_witness.json", "sweep_ood.json"):
+        a = _without_timings(json.loads((tmp_path / "one" / sweep).read_text()))
+        b = _without_timings(json.loads((tmp_path / "many" / sweep).read_text()))
+        assert a == b and b["complete"]
 
 
 @pytest.mark.slow
