@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -28,11 +30,13 @@ from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.engine import Engine
 from sketchsim.sketch.family import Family
 from sketchsim.sketch.measure import (
-    EntryCounts,
+    EntryTally,
     entropy_bits,
     entry_bits,
+    entry_ranges,
     find_collision_candidates,
     group_transcripts,
+    match_answers,
 )
 from sketchsim.sketch.protocol import Protocol
 
@@ -255,34 +259,7 @@ def measure(
     B = T.shape[0]
     if exact is None:
         exact = family.log2_size <= 62 and B == family.size
-    fingerprints = np.zeros((B, 2), dtype=np.uint64)
-    correct = np.zeros(B, dtype=bool)
-    counts = EntryCounts(engine.total_len)
-    first_failure = None
-    step = family.chunk_size()
-    sub = max(1, config.TRANSCRIPT_STORE_BYTES // (8 * max(engine.total_len, 1)))
-    buffer = np.empty((min(step, B), family.n_tokens, family.words), dtype=np.uint64)
-    for lo in range(0, B, step):
-        hi = min(B, lo + step)
-        tokens = family.tokens(T[lo:hi], out=buffer)
-        for a in range(0, hi - lo, sub):
-            b = min(hi - lo, a + sub)
-            res = engine.run(tokens[a:b], store=True)
-            fingerprints[lo + a : lo + b] = res.fingerprints
-            counts.add(res.transcripts)
-            ok = (res.answers == T[lo + a : lo + b]).all(axis=1)
-            correct[lo + a : lo + b] = ok
-            if first_failure is None and not ok.all():
-                i = int(np.argmin(ok))
-                pos = int(np.argmax(res.answers[i] != T[lo + a + i]))
-                first_failure = {
-                    "input": lo + a + i,
-                    "position": pos + 1,
-                    "target": int(T[lo + a + i, pos]),
-                    "answer": int(res.answers[i, pos]),
-                }
-        if progress is not None:
-            progress(hi, B)
+    fingerprints, correct, counts, first_failure = _run_all(family, engine, T, progress)
     inverse, group_counts = group_transcripts(fingerprints)
     distinct = int(group_counts.size)
     declared = declared_bits(plan.layers, ctx.n_tokens)
@@ -318,6 +295,107 @@ def measure(
         capped=not exact,
         family=family.name,
     )
+
+
+#: Bytes per worker batch of transcripts (kept in the core's cache while counted).
+_BATCH_BYTES = 1 << 20
+
+
+def _run_all(family: Family, engine: Engine, T: np.ndarray, progress):
+    """Run the engine over all inputs: fingerprints, correctness, entry counts, first failure.
+
+    Inputs go in chunks (one progress step each) split between the engine's
+    threads; each thread builds the per-input tokens of a small batch (the
+    family's fixed tokens are shared, not copied per input), runs the compiled
+    loop, counts the transcript entries and checks the answers, all without the
+    GIL where the family's tokens allow it.  Results do not depend on the split.
+    """
+    B = T.shape[0]
+    T = np.ascontiguousarray(T)
+    fingerprints = np.zeros((B, 2), dtype=np.uint64)
+    correct = np.zeros(B, dtype=bool)
+    ranges = entry_ranges(engine.layers, engine.speak)
+    fixed = np.ascontiguousarray(family.fixed_tokens(), dtype=np.uint64)
+    n_var = family.n_tokens - fixed.shape[0]
+    per_input = 8 * (max(engine.total_len, 1) + n_var * family.words + family.q)
+    batch = int(min(4096, max(16, _BATCH_BYTES // per_input)))
+    # the plain-Python engine holds the GIL and checks its contract on its first run
+    threads = max(1, min(engine.threads, -(-B // batch))) if engine.jitted else 1
+    step = max(threads * batch, min(B, 1 << 15), family.chunk_size())
+    if B:  # the plug-in contract, on a sample of the first chunk
+        engine.validate(family.variable_tokens(T[: min(B, family.chunk_size())]), fixed)
+    lock = None if family.tokens_thread_safe else threading.Lock()
+    workers = [_Worker(family, engine, T, fixed, ranges, batch, lock) for _ in range(threads)]
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    try:
+        for lo in range(0, B, step):
+            hi = min(B, lo + step)
+            bounds = np.linspace(lo, hi, threads + 1).astype(np.int64)
+            parts = list(zip(workers, bounds[:-1], bounds[1:], strict=True))
+            if pool is None:
+                for w, a, b in parts:
+                    w.run(int(a), int(b), fingerprints, correct)
+            else:
+                jobs = [
+                    pool.submit(w.run, int(a), int(b), fingerprints, correct) for w, a, b in parts
+                ]
+                for job in jobs:
+                    job.result()
+            if progress is not None:
+                progress(hi, B)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    tally = workers[0].tally
+    for w in workers[1:]:
+        tally.merge(w.tally)
+    fails = [w.first_failure for w in workers if w.first_failure is not None]
+    first_failure = min(fails, key=lambda f: f["input"]) if fails else None
+    return fingerprints, correct, tally.result(), first_failure
+
+
+class _Worker:
+    """One thread's share of :func:`_run_all`: buffers, entry tally, first failure."""
+
+    def __init__(self, family, engine, T, fixed, ranges, batch, lock):
+        self.family, self.engine, self.T, self.fixed = family, engine, T, fixed
+        self.batch, self.lock = batch, lock
+        self.tally = EntryTally(ranges)
+        self.outputs = engine.new_outputs(batch, True)
+        self.first_failure = None
+        n_var = family.n_tokens - fixed.shape[0]
+        self.buffer = np.empty((batch, n_var, family.words), dtype=np.uint64)
+
+    def run(self, lo: int, hi: int, fingerprints: np.ndarray, correct: np.ndarray) -> None:
+        family, engine, T = self.family, self.engine, self.T
+        tr, fp, ans, _ = self.outputs
+        for a in range(lo, hi, self.batch):
+            b = min(hi, a + self.batch)
+            rows = b - a
+            if self.lock is None:
+                tokens = family.variable_tokens(T[a:b], out=self.buffer)
+            else:
+                with self.lock:
+                    tokens = family.variable_tokens(T[a:b], out=self.buffer)
+            if engine.jitted:
+                engine.run_into(tokens, self.fixed, True, self.outputs)
+                transcripts, answers = tr, ans
+                fingerprints[a:b] = fp[:rows]
+            else:
+                res = engine.run(tokens, store=True, fixed=self.fixed)
+                transcripts = np.ascontiguousarray(res.transcripts, dtype=np.int64)
+                answers, fingerprints[a:b] = res.answers, res.fingerprints
+            self.tally.add(transcripts, rows)
+            wrong = match_answers(answers, T, a, rows, correct)
+            if wrong >= 0 and self.first_failure is None:
+                i = a + wrong
+                pos = int(np.argmax(answers[wrong] != T[i]))
+                self.first_failure = {
+                    "input": i,
+                    "position": pos + 1,
+                    "target": int(T[i, pos]),
+                    "answer": int(answers[wrong, pos]),
+                }
 
 
 def _certify_collision(family, engine, T, inverse) -> dict | None:

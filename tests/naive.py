@@ -248,3 +248,48 @@ def build_graph(family, positional: bool = True):
     first_of_query[1:] = node_query[nodes_by][1:] != node_query[nodes_by][:-1]
     diag = nodes_by[first_of_query]
     return node_query, node_token, node_overlap, src[by], dst[by], egap[by], diag, U
+
+
+def hard_data_token(T: np.ndarray, perm: np.ndarray, m: int) -> np.ndarray:
+    """The data token of F(q, s) as 0/1 bytes (B, m): ``t_i`` ones at ``perm[i, :t_i]``."""
+    X = np.zeros((T.shape[0], m), dtype=np.uint8)
+    for b in range(T.shape[0]):
+        for i in range(T.shape[1]):
+            for r in range(int(T[b, i])):
+                X[b, perm[i, r]] = 1
+    return X
+
+
+def entry_value_counts(transcripts) -> list[dict]:
+    """Per entry, a dict value -> count (the obvious way)."""
+    from collections import Counter
+
+    tr = np.asarray(transcripts, dtype=np.int64)
+    return [dict(Counter(tr[:, e].tolist())) for e in range(tr.shape[1])]
+
+
+def transcript_measures(family, engine, T):
+    """What ``measure`` derives from the engine, the straightforward way.
+
+    One engine run on the whole, materialised inputs; groups by ``np.unique``;
+    entry counts by ``Counter``; correctness and the first failure row by row.
+    Returns ``(fingerprint groups, counts per group, entry counts, correct, first_failure)``.
+    """
+    res = engine.run(family.tokens(T), store=True)
+    _, inverse, group_counts = np.unique(
+        res.fingerprints, axis=0, return_inverse=True, return_counts=True
+    )
+    pairs = zip(res.answers, T.astype(np.int64), strict=True)
+    correct = np.array([np.array_equal(a, t) for a, t in pairs])
+    first = None
+    for i, ok in enumerate(correct):
+        if not ok:
+            pos = int(np.argmax(res.answers[i] != T[i]))
+            first = {
+                "input": i,
+                "position": pos + 1,
+                "target": int(T[i, pos]),
+                "answer": int(res.answers[i, pos]),
+            }
+            break
+    return inverse.reshape(-1), group_counts, entry_value_counts(res.transcripts), correct, first

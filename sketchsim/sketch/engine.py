@@ -40,7 +40,7 @@ from sketchsim.sketch.contract import (
 from sketchsim.sketch.engine_cache import cached_loop as _cached_loop
 from sketchsim.sketch.protocol import Context, Plan
 
-__all__ = ["RunResult", "Engine"]
+__all__ = ["RunResult", "Engine", "full_tokens"]
 
 _M1 = 0xBF58476D1CE4E5B9  # splitmix64 finalizer
 _M2 = 0x94D049BB133111EB
@@ -119,11 +119,14 @@ def _unowned(a):
     return carray(_data_pointer(a), a.shape)
 
 
-def _one_input(b, tokens, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk):
+def _one_input(b, tokens, fixed, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk):
     # Inner loops run over unsigned indices: numba then emits no negative-index
     # wraparound, and LLVM vectorises them (about 4x on the sum channel).
+    # Token ``pos`` is ``fixed[pos]`` (shared by every input) below ``nf``, else
+    # ``tokens[b, pos - nf]``.
     transcripts, fingerprints, answers, errors = outputs
-    N = tokens.shape[1]
+    nf = fixed.shape[0]
+    N = nf + tokens.shape[1]
     h1 = np.uint64(_SEED1)
     h2 = np.uint64(_SEED2)
     for lay in range(layers.shape[0]):
@@ -138,7 +141,8 @@ def _one_input(b, tokens, ctx, aux, layers, speak, queries, store, outputs, stat
                 continue
             for c in range(uk):
                 sym[c] = 0
-            _emit(lay, pos, tokens[b, pos], ctx, state[pos], aux, sym)
+            bits = fixed[pos] if pos < nf else tokens[b, pos - nf]
+            _emit(lay, pos, bits, ctx, state[pos], aux, sym)
             # the largest symbol as unsigned: a negative one shows as huge
             worst = np.uint64(0)
             if chan == 0:
@@ -175,7 +179,8 @@ def _one_input(b, tokens, ctx, aux, layers, speak, queries, store, outputs, stat
             h1, h2 = _fold(h1, h2, e, sk[e])
         layer_sketch = sk[lo:hi]
         for pos in range(N):
-            _update(lay, pos, tokens[b, pos], ctx, state[pos], layer_sketch, aux)
+            bits = fixed[pos] if pos < nf else tokens[b, pos - nf]
+            _update(lay, pos, bits, ctx, state[pos], layer_sketch, aux)
     fingerprints[b, 0] = h1
     fingerprints[b, 1] = h2
     if store:
@@ -183,27 +188,29 @@ def _one_input(b, tokens, ctx, aux, layers, speak, queries, store, outputs, stat
             transcripts[b, e] = sk[e]
     for i in range(queries.shape[0]):
         p = queries[i]
-        answers[b, i] = _answer(p, tokens[b, p], ctx, state[p], aux)
+        bits = fixed[p] if p < nf else tokens[b, p - nf]
+        answers[b, i] = _answer(p, bits, ctx, state[p], aux)
 
 
-def _loop(lo, hi, tokens, ctx, aux, layers, speak, sizes, queries, store, outputs):
+def _loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, outputs):
     state_size, kmax, total_len = sizes[0], sizes[1], sizes[2]
-    state_mem = np.zeros((tokens.shape[1], state_size), dtype=np.int64)
+    state_mem = np.zeros((fixed.shape[0] + tokens.shape[1], state_size), dtype=np.int64)
     sym_mem = np.zeros(max(1, kmax), dtype=np.int64)
     sk_mem = np.zeros(max(1, total_len), dtype=np.int64)
     # Views of these carry no reference count (they outlive the loop): the per-call
     # views tokens[b, pos], state[pos] cost no atomic increments and decrements.
     tk = _unowned(tokens)
+    fx = _unowned(fixed)
     state = _unowned(state_mem)
     sym = _unowned(sym_mem)
     sk = _unowned(sk_mem)
     for b in range(lo, hi):
         state[:, :] = 0
-        _one_input_jit(b, tk, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk)
+        _one_input_jit(b, tk, fx, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk)
     # Numba frees a variable after its last use: without this use the owners of
     # the unowned views above were freed before the loop (a use-after-free that
     # crashed once the buffers were large enough to be unmapped on free).
-    return state_mem.shape[0] + sym_mem.shape[0] + sk_mem.shape[0]
+    return state_mem.shape[0] + sym_mem.shape[0] + sk_mem.shape[0] + tokens.size + fixed.size
 
 
 _LOOPS: dict = {}
@@ -286,10 +293,23 @@ class Engine:
                 funcs = tuple(checked_copy(f) for f in funcs)
             self._loop = _jitted_loop(*funcs, cache=plan.builtin)
 
-    def run(self, tokens: np.ndarray, store: bool = False) -> RunResult:
+    def run(
+        self, tokens: np.ndarray, store: bool = False, fixed: np.ndarray | None = None
+    ) -> RunResult:
         """Run the protocol on packed tokens (B, n_tokens, words).
 
         The first call checks the plug-in contract on a sample of ``tokens``.
+
+        Parameters
+        ----------
+        tokens : numpy.ndarray, uint64
+            (B, n_tokens, words); with ``fixed``, only the tokens after the fixed
+            ones: (B, n_tokens - n_fixed, words).
+        store : bool
+            Keep the exact transcripts.
+        fixed : numpy.ndarray, optional
+            (n_fixed, words): the leading tokens every input shares (a family's
+            :meth:`~sketchsim.sketch.family.Family.fixed_tokens`), not repeated per input.
 
         Raises
         ------
@@ -297,29 +317,76 @@ class Engine:
             One line naming the protocol when it breaks its contract or fails.
         """
         tokens = np.ascontiguousarray(tokens)
+        fixed = self._fixed(tokens, fixed)
         if not self.jitted:
-            fp, ans, tr = run_checked(self, tokens, store, python=self.python)
+            full = full_tokens(fixed, tokens)
+            fp, ans, tr = run_checked(self, full, store, python=self.python)
             if not self._validated:
-                idx = sample_indices(tokens.shape[0])
-                fp2, ans2, _ = run_checked(self, tokens[idx], False, python=self.python)
+                idx = sample_indices(full.shape[0])
+                fp2, ans2, _ = run_checked(self, full[idx], False, python=self.python)
                 self._same(idx, (fp[idx], ans[idx]), (fp2, ans2))
                 self._validated = True
             return RunResult(fp, ans, tr)
         if not self._validated:
-            self._validate(tokens)
-        return self._run_jitted(tokens, store)
+            self._validate(tokens, fixed)
+        return self._run_jitted(tokens, store, fixed)
 
-    def _validate(self, tokens: np.ndarray) -> None:
+    def validate(self, tokens: np.ndarray, fixed: np.ndarray | None = None) -> None:
+        """Check the plug-in contract on a sample of ``tokens`` unless done (see :meth:`run`).
+
+        The plain-Python engine checks it on its first :meth:`run` instead.
+        """
+        if self.jitted and not self._validated:
+            tokens = np.ascontiguousarray(tokens)
+            self._validate(tokens, self._fixed(tokens, fixed))
+
+    def run_into(self, tokens: np.ndarray, fixed: np.ndarray, store: bool, outputs) -> None:
+        """Run a validated jitted engine on the calling thread, into preallocated outputs.
+
+        ``outputs`` is :meth:`new_outputs` (at least ``B`` rows); ``tokens`` and
+        ``fixed`` as in :meth:`run`.  For callers that run batches on their own
+        threads (``measure``); the first batch must have gone through :meth:`run`.
+
+        Raises
+        ------
+        ProtocolError
+            As :meth:`run`.
+        """
+        B = tokens.shape[0]
+        tr, fp, ans, err = outputs
+        args = self._args(tokens, fixed, store, outputs)
+        self._call(0, B, args)
+        self._check_errors(err[:B])
+
+    def new_outputs(self, B: int, store: bool):
+        """``(transcripts, fingerprints, answers, errors)`` buffers for ``B`` inputs."""
+        return (
+            np.zeros((B if store else 1, max(self.total_len, 1)), dtype=np.int64),
+            np.zeros((B, 2), dtype=np.uint64),
+            np.zeros((B, self.ctx.q), dtype=np.int64),
+            np.zeros((B, 5), dtype=np.int64),
+        )
+
+    def _fixed(self, tokens: np.ndarray, fixed) -> np.ndarray:
+        if fixed is None:
+            return np.zeros((0, tokens.shape[2]), dtype=np.uint64)
+        fixed = np.ascontiguousarray(fixed, dtype=np.uint64)
+        if fixed.ndim != 2 or fixed.shape[1] != tokens.shape[2]:
+            raise ValueError(f"fixed tokens of shape {fixed.shape} do not match {tokens.shape}")
+        return fixed
+
+    def _validate(self, tokens: np.ndarray, fixed: np.ndarray) -> None:
         """Guarded first pass on a sample, then the compiled engine twice: all must agree."""
         idx = sample_indices(tokens.shape[0])
         sample = tokens[idx]
         runs = []
         if not self.plan.builtin:
+            full = full_tokens(fixed, sample)
             for _ in range(2):
-                fp, ans, _ = run_checked(self, sample, False)
+                fp, ans, _ = run_checked(self, full, False)
                 runs.append((fp, ans))
         for _ in range(2):
-            res = self._run_jitted(sample, False)
+            res = self._run_jitted(sample, False, fixed)
             runs.append((res.fingerprints, res.answers))
         for other in runs[1:]:
             self._same(idx, runs[0], other)
@@ -335,14 +402,10 @@ class Engine:
                     f"must be functions of their arguments only)"
                 )
 
-    def _run_jitted(self, tokens: np.ndarray, store: bool) -> RunResult:
-        B = tokens.shape[0]
-        fp = np.zeros((B, 2), dtype=np.uint64)
-        ans = np.zeros((B, self.ctx.q), dtype=np.int64)
-        err = np.zeros((B, 5), dtype=np.int64)
-        tr = np.zeros((B if store else 1, max(self.total_len, 1)), dtype=np.int64)
-        args = (
+    def _args(self, tokens, fixed, store, outputs) -> tuple:
+        return (
             tokens,
+            fixed,
             self.ctx.array(),
             self.plan.aux,
             self.layers,
@@ -350,21 +413,13 @@ class Engine:
             self.sizes,
             self.queries,
             store,
-            (tr, fp, ans, err),
+            outputs,
         )
-        threads = min(self.threads, max(1, B // 64))
-        bounds = np.linspace(0, B, threads + 1).astype(int)
+
+    def _call(self, lo: int, hi: int, args) -> None:
+        """The compiled loop over inputs ``lo..hi-1``; compile and run errors as one line."""
         try:
-            if threads == 1:
-                self._loop(0, B, *args)
-            else:
-                with ThreadPoolExecutor(threads) as pool:
-                    jobs = [
-                        pool.submit(self._loop, int(lo), int(hi), *args)
-                        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
-                    ]
-                    for job in jobs:
-                        job.result()
+            self._loop(lo, hi, *args)
         except (KeyboardInterrupt, SketchsimError):
             raise
         except Exception as exc:
@@ -372,6 +427,8 @@ class Engine:
 
             what = "cannot be compiled into the engine" if isinstance(exc, NumbaError) else "failed"
             raise ProtocolError(f"protocol {self.name} {what}: {brief(exc)}") from None
+
+    def _check_errors(self, err: np.ndarray) -> None:
         if err[:, 0].any():
             b = int(np.argmax(err[:, 0]))
             lay, pos, v, c = (int(x) for x in err[b, 1:])
@@ -379,4 +436,34 @@ class Engine:
                 f"protocol {self.name}: layer {lay + 1}, token {pos + 1}, slot {c + 1} emitted "
                 f"symbol {v} outside its declared alphabet 0..{self.layers[lay, 2] - 1}"
             )
+
+    def _run_jitted(self, tokens: np.ndarray, store: bool, fixed: np.ndarray) -> RunResult:
+        B = tokens.shape[0]
+        outputs = self.new_outputs(B, store)
+        tr, fp, ans, err = outputs
+        args = self._args(tokens, fixed, store, outputs)
+        threads = min(self.threads, max(1, B // 64))
+        bounds = np.linspace(0, B, threads + 1).astype(int)
+        if threads == 1:
+            self._call(0, B, args)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                jobs = [
+                    pool.submit(self._call, int(lo), int(hi), args)
+                    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+                ]
+                for job in jobs:
+                    job.result()
+        self._check_errors(err)
         return RunResult(fp, ans, tr[:, : self.total_len] if store else None)
+
+
+def full_tokens(fixed: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """The whole inputs (B, n_fixed + n, words) from shared ``fixed`` and per-input ``tokens``."""
+    if fixed.shape[0] == 0:
+        return tokens
+    B = tokens.shape[0]
+    out = np.empty((B, fixed.shape[0] + tokens.shape[1], tokens.shape[2]), dtype=np.uint64)
+    out[:, : fixed.shape[0]] = fixed
+    out[:, fixed.shape[0] :] = tokens
+    return out

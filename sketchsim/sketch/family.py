@@ -59,6 +59,9 @@ class Family:
     q: int
     s: int
     seed: int
+    #: :meth:`variable_tokens` may run on several threads at once (no numba
+    #: ``parallel`` kernel inside); otherwise callers take turns.
+    tokens_thread_safe = False
 
     @property
     def m(self) -> int:  # pragma: no cover - abstract
@@ -137,6 +140,31 @@ class Family:
         """Packed tokens (B, n_tokens, words) of the inputs with answer vectors ``T``."""
         raise NotImplementedError  # pragma: no cover - abstract
 
+    @property
+    def n_fixed(self) -> int:
+        """Leading tokens (positions ``0..n_fixed-1``) that are the same in every input."""
+        return 0
+
+    def fixed_tokens(self) -> np.ndarray:
+        """The tokens every input shares, packed: shape (n_fixed, words)."""
+        return self.tokens(self.sample_answers(1))[0, : self.n_fixed].copy()
+
+    def variable_tokens(self, T: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Packed tokens ``n_fixed..`` of the inputs ``T``: (B, n_tokens - n_fixed, words).
+
+        With :meth:`fixed_tokens` in front, the same inputs as :meth:`tokens`;
+        the engine runs on the two without building the shared ones per input.
+        ``out``, when given, is a buffer with at least ``B`` rows that is reused.
+        """
+        if self.n_fixed == 0:
+            return self.tokens(T, out=out)
+        rest = self.tokens(T)[:, self.n_fixed :]
+        if out is None:
+            return np.ascontiguousarray(rest)
+        out = out[: rest.shape[0]]
+        out[...] = rest
+        return out
+
     def reference_answers(self, tokens: np.ndarray) -> np.ndarray:
         """The answers (B, q) computed from the tokens alone, by the family's definition.
 
@@ -162,6 +190,37 @@ def _build_tokens(T, qwords, perm, out):
                 out[b, q, bit >> 6] |= np.uint64(1) << np.uint64(bit & 63)
 
 
+#: Largest table of per-block prefix masks (bytes) :class:`HardFamily` precomputes.
+_MASK_TABLE_BYTES = 1 << 22
+
+
+@njit(nogil=True, cache=True)
+def _build_data_masked(T, masks, first_word, block_lo, block_hi, out):
+    """The data token of each input from prefix masks; serial, for worker threads.
+
+    ``masks[i, t, k]`` is word ``first_word[i] + k`` of the first ``t`` bits of
+    block ``i``; word ``w`` of the token ORs the blocks ``block_lo[w]..block_hi[w]-1``.
+    """
+    for b in range(T.shape[0]):
+        for w in range(out.shape[2]):
+            acc = np.uint64(0)
+            for i in range(block_lo[w], block_hi[w]):
+                acc |= masks[i, T[b, i], w - first_word[i]]
+            out[b, 0, w] = acc
+
+
+@njit(nogil=True, cache=True)
+def _build_data_tokens(T, perm, out):
+    """The data token of each input (position ``q``) alone, bit by bit; serial."""
+    B, q = T.shape
+    for b in range(B):
+        out[b, 0, :] = 0
+        for i in range(q):
+            for r in range(T[b, i]):
+                bit = perm[i, r]
+                out[b, 0, bit >> 6] |= np.uint64(1) << np.uint64(bit & 63)
+
+
 @dataclass
 class HardFamily(Family):
     """F(q, s) with a seeded choice of which bits inside each block are set.
@@ -179,7 +238,9 @@ class HardFamily(Family):
     seed: int = 0
     perm: np.ndarray = field(init=False, repr=False)
     query_words: np.ndarray = field(init=False, repr=False)
+    _masks: tuple | None = field(init=False, repr=False, compare=False)
     name = "hard"
+    tokens_thread_safe = True
 
     def __post_init__(self):
         if self.q < 1:
@@ -201,6 +262,25 @@ class HardFamily(Family):
             Q[i, i * self.s : (i + 1) * self.s] = 1
         Q[:, self.q * self.s :] = 1
         self.query_words = pack_bits(Q)
+        self._masks = self._prefix_masks()
+
+    def _prefix_masks(self):
+        """Tables for :func:`_build_data_masked`, or None when they would be too large."""
+        q, s, W = self.q, self.s, self.words
+        first = (np.arange(q, dtype=np.int64) * s) >> 6
+        last = ((np.arange(q, dtype=np.int64) + 1) * s - 1) >> 6
+        span = int((last - first).max()) + 1
+        if q * (s + 1) * span * 8 > _MASK_TABLE_BYTES:
+            return None
+        masks = np.zeros((q, s + 1, span), dtype=np.uint64)
+        for i in range(q):
+            for t in range(1, s + 1):
+                bit = int(self.perm[i, t - 1])
+                masks[i, t:, (bit >> 6) - first[i]] |= np.uint64(1 << (bit & 63))
+        words = np.arange(W)
+        block_lo = np.searchsorted(last, words, side="left").astype(np.int64)
+        block_hi = np.searchsorted(first, words, side="right").astype(np.int64)
+        return masks, first, block_lo, block_hi
 
     @property
     def m(self) -> int:
@@ -222,6 +302,25 @@ class HardFamily(Family):
         shape = (T.shape[0], self.n_tokens, self.words)
         out = np.empty(shape, dtype=np.uint64) if out is None else out[: T.shape[0]]
         _build_tokens(T, self.query_words, self.perm, out)
+        return out
+
+    @property
+    def n_fixed(self) -> int:
+        return self.q
+
+    def fixed_tokens(self) -> np.ndarray:
+        """The ``q`` query tokens, (q, words): the same in every input."""
+        return self.query_words
+
+    def variable_tokens(self, T: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The data tokens (B, 1, words) of the inputs with answer vectors ``T``."""
+        T = np.ascontiguousarray(T, dtype=np.int64 if self.s > 255 else np.uint8)
+        shape = (T.shape[0], 1, self.words)
+        out = np.empty(shape, dtype=np.uint64) if out is None else out[: T.shape[0]]
+        if self._masks is None:
+            _build_data_tokens(T, self.perm, out)
+        else:
+            _build_data_masked(T, *self._masks, out)
         return out
 
     def reference_answers(self, tokens: np.ndarray) -> np.ndarray:

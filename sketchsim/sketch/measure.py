@@ -12,14 +12,18 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 __all__ = [
     "group_transcripts",
     "entropy_bits",
     "find_collision_candidates",
     "EntryCounts",
+    "EntryTally",
     "EntryBits",
     "entry_bits",
+    "entry_ranges",
+    "match_answers",
 ]
 
 
@@ -36,10 +40,20 @@ def group_transcripts(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     B = fingerprints.shape[0]
     if B == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.lexsort((fingerprints[:, 1], fingerprints[:, 0]))
+    # Sort by the first hash alone (one vectorised argsort); inputs with equal first
+    # hashes and different second ones (a 64-bit collision) fall back to lexsort.
+    # Group ids are ranks of distinct (h1, h2) pairs, so the order among equal
+    # pairs does not matter: the result is the lexsort's.
+    order = np.argsort(fingerprints[:, 0])
     fp = fingerprints[order]
     new = np.ones(B, dtype=bool)
-    new[1:] = (fp[1:] != fp[:-1]).any(axis=1)
+    same1 = fp[1:, 0] == fp[:-1, 0]
+    if (same1 & (fp[1:, 1] != fp[:-1, 1])).any():
+        order = np.lexsort((fingerprints[:, 1], fingerprints[:, 0]))
+        fp = fingerprints[order]
+        new[1:] = (fp[1:] != fp[:-1]).any(axis=1)
+    else:
+        new[1:] = ~same1
     group_sorted = np.cumsum(new) - 1
     inverse = np.empty(B, dtype=np.int64)
     inverse[order] = group_sorted
@@ -110,18 +124,24 @@ class EntryCounts:
         tr = np.asarray(transcripts, dtype=np.int64)
         if tr.ndim != 2 or tr.shape[1] != self.n_entries:
             raise ValueError(f"expected transcripts of shape (B, {self.n_entries}), got {tr.shape}")
-        B, E = tr.shape
-        self.n += B
+        self.n += tr.shape[0]
+        self._add_columns(tr, None)
+
+    def _add_columns(self, tr: np.ndarray, cols: np.ndarray | None) -> None:
+        """Count columns ``cols`` of ``tr`` (all when None) as their entries; ``n`` unchanged."""
+        st = tr.T if cols is None else tr[:, cols].T
+        E, B = st.shape
         if B == 0 or E == 0:
             return
-        st = np.ascontiguousarray(tr.T)  # (E, B), rows contiguous: sorted in place
+        st = np.ascontiguousarray(st)  # (E, B), rows contiguous: sorted in place
         st.sort(axis=1)
         new = np.empty((E, B), dtype=bool)
         new[:, 0] = True
         new[:, 1:] = st[:, 1:] != st[:, :-1]
         start = np.flatnonzero(new)
         runs = np.diff(np.append(start, E * B))
-        self._merge(start // B, st.reshape(-1)[start], runs)
+        entry = start // B
+        self._merge(entry if cols is None else np.asarray(cols)[entry], st.reshape(-1)[start], runs)
 
     def _merge(self, entry, value, count) -> None:
         entry = np.concatenate([self.entry, entry])
@@ -134,6 +154,160 @@ class EntryCounts:
         first = np.flatnonzero(new)
         self.entry, self.value = entry[first], value[first]
         self.count = np.add.reduceat(count, first) if first.size else count[:0]
+
+
+#: Entries with at most this many possible values are counted in a dense table.
+DENSE_VALUES = 1 << 12
+#: At most this many dense counters per tally (8 bytes each).
+DENSE_TOTAL = 1 << 22
+
+
+def entry_ranges(layers: np.ndarray, speak: np.ndarray) -> np.ndarray:
+    """How many values each transcript entry can take, from the engine's layer table.
+
+    ``layers`` rows are ``[channel code, k, a, levels, first entry, end entry]`` and
+    ``speak[lay]`` marks the layer's speakers (see :mod:`sketchsim.sketch.engine`).
+    The engine stops on any symbol outside ``0..a-1``, so a ``sum`` entry lies in
+    ``0..n(a-1)`` (``0..levels-1`` when clipped), a ``histogram`` entry in
+    ``0..n``, a ``concat`` entry in ``0..a-1`` (channels: THEORY section 5).
+    Ranges above ``2^62`` are given as ``2^62``.
+    """
+    from sketchsim.sketch.channels import CHANNEL_CODE
+
+    total = int(layers[:, 5].max()) if layers.shape[0] else 0
+    out = np.zeros(total, dtype=np.int64)
+    for lay in range(layers.shape[0]):
+        chan, k, a, levels, lo, hi = (int(x) for x in layers[lay])
+        n = int(speak[lay].sum())
+        if chan == CHANNEL_CODE["sum"]:
+            size = levels if levels > 0 else n * (a - 1) + 1
+        elif chan == CHANNEL_CODE["histogram"]:
+            size = n + 1
+        else:
+            size = a
+        out[lo:hi] = min(size, 1 << 62)
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _count_dense(tr, rows, cols, sizes, offsets, hist):
+    """Add rows ``0..rows-1`` of columns ``cols`` to ``hist``.
+
+    Returns False, with ``hist`` as it was, when a value lies outside ``0..sizes[j]-1``.
+    """
+    for r in range(rows):
+        for j in range(cols.shape[0]):
+            v = tr[r, cols[j]]
+            if np.uint64(v) >= np.uint64(sizes[j]):  # undo the rows counted so far
+                for r2 in range(r + 1):
+                    for j2 in range(cols.shape[0] if r2 < r else j):
+                        hist[offsets[j2] + tr[r2, cols[j2]]] -= 1
+                return False
+            hist[offsets[j] + v] += 1
+    return True
+
+
+class EntryTally:
+    """:class:`EntryCounts` for the engine's own transcripts, one per worker thread.
+
+    Entries with at most :data:`DENSE_VALUES` possible values (``ranges``, from
+    :func:`entry_ranges`) are counted in a dense table by a jitted loop that
+    releases the GIL; the others, and any batch with a value outside its range,
+    go to a sparse :class:`EntryCounts`.  :meth:`result` gives the same counts as
+    :meth:`EntryCounts.add` on every batch.
+    """
+
+    def __init__(self, ranges: np.ndarray):
+        ranges = np.asarray(ranges, dtype=np.int64)
+        self.n_entries = ranges.size
+        dense = (ranges > 0) & (ranges <= DENSE_VALUES)
+        cols = np.flatnonzero(dense)
+        keep = np.cumsum(ranges[cols]) <= DENSE_TOTAL
+        self.cols = cols[keep].astype(np.int64)
+        self.sizes = ranges[self.cols]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        self.hist = np.zeros(int(self.sizes.sum()), dtype=np.int64)
+        sparse = np.ones(self.n_entries, dtype=bool)
+        sparse[self.cols] = False
+        self.sparse_cols = np.flatnonzero(sparse)
+        self.rest = EntryCounts(self.n_entries)
+
+    def add(self, tr: np.ndarray, rows: int) -> None:
+        """Count rows ``0..rows-1`` of C-contiguous int64 transcripts ``tr``."""
+        self.rest.n += rows
+        if rows == 0:
+            return
+        if not _count_dense(tr, rows, self.cols, self.sizes, self.offsets, self.hist):
+            self.rest._add_columns(tr[:rows], None)
+        elif self.sparse_cols.size:
+            self.rest._add_columns(tr[:rows], self.sparse_cols)
+
+    def merge(self, other: EntryTally) -> None:
+        """Add another tally of the same entries into this one."""
+        self.hist += other.hist
+        self.rest.n += other.rest.n
+        self.rest._merge(other.rest.entry, other.rest.value, other.rest.count)
+
+    def result(self) -> EntryCounts:
+        """The counts as an :class:`EntryCounts`."""
+        out = EntryCounts(self.n_entries)
+        out.n = self.rest.n
+        out.entry, out.value, out.count = self.rest.entry, self.rest.value, self.rest.count
+        nz = np.flatnonzero(self.hist)
+        if nz.size:
+            j = np.searchsorted(self.offsets, nz, side="right") - 1
+            out._merge(self.cols[j], nz - self.offsets[j], self.hist[nz])
+        return out
+
+
+@njit(nogil=True, cache=True)
+def _match_rows(answers, T, lo, rows, correct):
+    """``correct[lo + r] = (answers[r] == T[lo + r])`` for ``r < rows``; first wrong ``r`` or -1."""
+    first = -1
+    for r in range(rows):
+        ok = True
+        for i in range(T.shape[1]):
+            if answers[r, i] != np.int64(T[lo + r, i]):
+                ok = False
+                break
+        correct[lo + r] = ok
+        if not ok and first < 0:
+            first = r
+    return first
+
+
+def match_answers(answers: np.ndarray, T: np.ndarray, lo: int, rows: int, correct: np.ndarray):
+    """Mark which of inputs ``lo..lo+rows-1`` got every answer right (in ``correct``).
+
+    ``answers`` holds the engine's answers of those inputs in its first ``rows``
+    rows, ``T`` the true answer vectors of all inputs.  Returns the offset of the
+    first wrong input, or -1.  Releases the GIL.
+    """
+    return int(_match_rows(answers, T, lo, rows, correct))
+
+
+@njit(cache=True)
+def _entr(p):
+    """``-p ln p`` elementwise (libm ``log``, as ``scipy.special.entr``); ``p > 0``."""
+    out = np.empty_like(p)
+    for i in range(p.shape[0]):
+        out[i] = -p[i] * np.log(p[i])
+    return out
+
+
+#: Two-sided normal quantiles ``norm.ppf(0.5 + c / 2)`` of common confidences, so that
+#: sampled runs do not import ``scipy.stats`` (the tests compare them with SciPy).
+NORMAL_QUANTILES = {0.9: 1.6448536269514722, 0.95: 1.959963984540054, 0.99: 2.5758293035489004}
+
+
+def normal_quantile(confidence: float) -> float:
+    """``scipy.stats.norm.ppf(0.5 + confidence / 2)``, from a table where it can."""
+    z = NORMAL_QUANTILES.get(confidence)
+    if z is None:
+        from scipy.stats import norm
+
+        z = float(norm.ppf(0.5 + confidence / 2))
+    return z
 
 
 @dataclass(frozen=True)
@@ -179,9 +353,6 @@ def entry_bits(
     a zero-width interval.  An entry is *undersampled* when ``K_e > n / 10``:
     there the correction is unreliable.
     """
-    from scipy.special import entr
-    from scipy.stats import norm
-
     hi = counts.n_entries if hi is None else hi
     n = counts.n
     sel = (counts.entry >= lo) & (counts.entry < hi)
@@ -191,7 +362,7 @@ def entry_bits(
         return EntryBits(0.0, 0.0, 0.0, 0.0, 0.0, 0)
     p = counts.count[sel] / n
     distinct = np.bincount(entry, minlength=width)
-    h = np.bincount(entry, weights=entr(p), minlength=width) / math.log(2)
+    h = np.bincount(entry, weights=_entr(p), minlength=width) / math.log(2)
     used = float(np.log2(np.maximum(distinct, 1)).sum())
     plugin = float(h.sum())
     if exact:
@@ -203,6 +374,6 @@ def entry_bits(
     chi2 = np.maximum(distinct - 1, 0) / (2 * n * n * math.log(2) ** 2)
     se = np.sqrt(np.maximum(second - h * h, 0.0) / n + chi2)
     corrected = plugin + float(np.maximum(distinct - 1, 0).sum()) / (2 * n * math.log(2))
-    half = float(norm.ppf(0.5 + confidence / 2) * se.sum())
+    half = float(normal_quantile(confidence) * se.sum())
     under = int((distinct > n / 10).sum())
     return EntryBits(used, corrected, plugin, corrected - half, corrected + half, under)
