@@ -10,6 +10,10 @@ VERIFY_CHUNK = 1 << 20
 #: Largest ``m * N`` the exhaustive verifier accepts (2**26 inputs).
 VERIFY_MAX_BITS = 26
 
+#: Most layers a protocol plan may declare (each layer is one pass over every token
+#: of every input: 10^4 layers took 36 s at q = 3, 10^7 would take hours).
+PLAN_MAX_LAYERS = 10_000
+
 #: Largest ``m`` for the 2**m one-hot feature construction.
 ONEHOT_MAX_M = 20
 
