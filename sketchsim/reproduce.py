@@ -16,6 +16,9 @@ from sketchsim.results import write_json_atomic
 
 __all__ = ["Row", "Settings", "reproduce"]
 
+#: Test exact-sequence accuracy (mean over seeds) that marks the OOD transition.
+OOD_ACCURACY = 0.95
+
 
 @dataclass
 class Settings:
@@ -23,7 +26,12 @@ class Settings:
 
     One training protocol for every model of a sweep: Adam at ``lr``, ``pm1``
     token encoding, squared error, at most ``steps`` full-batch steps, stop
-    when exact on the training set.
+    when exact on the training set (OOD: when every training error is below
+    ``ood_stop_below``).  The OOD kernel heads use ``ood_maps``: ``elu1``, the
+    map picked on a validation split of the train pool
+    (``python -m sketchsim.experiments.ablation --screen-maps``), never on the
+    test pool.  The transition is the smallest rank whose mean test accuracy
+    over ``ood_seeds`` seeds reaches :data:`OOD_ACCURACY`.
     """
 
     seeds: int
@@ -38,7 +46,7 @@ class Settings:
     lr: float = 0.03
     triples: int = 4000
     softmax_seeds: int = 3
-    ood_maps: tuple[str, ...] = ("favor",)
+    ood_maps: tuple[str, ...] = ("elu1",)
     ood_lr: float = 0.01
     ood_stop_below: float = 0.25
     threads: int = 1
@@ -50,10 +58,10 @@ class Settings:
                 seeds=1,
                 steps=2000,
                 ranks=(1, 4, 8, 12, 16, 32),
-                scales="8:64:1000,12:256:1000,16:1024:1000",
+                scales="8:64:1000,10:128:1000,12:256:1000",
                 ood_seeds=1,
                 ood_steps=1000,
-                ood_ranks=(4, 32),
+                ood_ranks=(4, 16, 64),
                 samples=20_000,
                 bound_to=20,
                 softmax_seeds=1,
@@ -62,10 +70,10 @@ class Settings:
             seeds=3,
             steps=2000,
             ranks=(1, 2, 4, *range(8, 17), 32, 64),
-            scales="8:64:1000,10:128:1000,12:256:1000",
+            scales="8:64:2000,10:128:2000,12:256:2000",
             ood_seeds=2,
             ood_steps=1000,
-            ood_ranks=(4, 16, 64, 256, 1024),
+            ood_ranks=(4, 8, 16, 32, 64, 128),
             samples=100_000,
             bound_to=28,
         )
@@ -282,7 +290,7 @@ def _sweeps(out, cfg, family, bound, log, device, client=None):
     )
     acc = summarize(rows_o, "test_accuracy")
     plot_sweep(acc, out / "sweep_ood.png", "test exact-sequence accuracy", "ood suite")
-    trans = transition(acc, 0.95)
+    trans = transition(acc, OOD_ACCURACY)
     soft_acc = [a for a in acc if a["model"] == "softmax"]
     write_json_atomic(
         out / "summary.json",
@@ -320,12 +328,7 @@ def _sweeps(out, cfg, family, bound, log, device, client=None):
             f"{cfg.triples:,} random triples, never on the family)",
             _yes(bool(soft) and max(soft_err) == 0.0),
         ),
-        Row(
-            "OOD transition point (smallest r with test accuracy >= 0.95)",
-            "r = " + " -> ".join(map(str, PAPER["ood_transition_ranks"])) + " as scale grows",
-            ", ".join(f"{k}: {v if v is not None else 'none'}" for k, v in trans.items()),
-            "yes" if grows else "NO (see docs/results.md)",
-        ),
+        _ood_transition_row(acc, cfg, grows),
         Row(
             "dense softmax on the OOD suite",
             "exact on every seed",
@@ -333,6 +336,36 @@ def _sweeps(out, cfg, family, bound, log, device, client=None):
             _yes(all(a["min"] >= 0.99 for a in soft_acc)),
         ),
     ]
+
+
+def _ood_transition_row(acc: list[dict], cfg, grows: list[str]) -> Row:
+    """The OOD transition per map and scale: the smallest rank whose seed-mean test
+    accuracy reaches ``OOD_ACCURACY``, with that mean (or the best mean when none does)."""
+    from sketchsim.experiments.suites import parse_scales
+
+    parts = []
+    names = [f"{m}:{p}:{t}" for m, p, t in parse_scales(cfg.scales)]
+    for fmap in cfg.ood_maps:
+        cells = []
+        for scale in names:
+            curve = sorted(
+                (a for a in acc if a["scale"] == scale and a["feature_map"] == fmap),
+                key=lambda a: a["rank"],
+            )
+            hit = next((a for a in curve if a["mean"] >= OOD_ACCURACY), None)
+            if hit is not None:
+                cells.append(f"{scale}: r = {hit['rank']} ({hit['mean']:.3f})")
+            elif curve:
+                top = max(curve, key=lambda a: a["mean"])
+                cells.append(f"{scale}: none (best {top['mean']:.3f} at r = {top['rank']})")
+        ranks = f"{min(cfg.ood_ranks)}-{max(cfg.ood_ranks)}"
+        parts.append(f"{fmap} (mean of {cfg.ood_seeds} seed(s), r = {ranks}): " + "; ".join(cells))
+    return Row(
+        f"OOD transition point (smallest r with mean test accuracy >= {OOD_ACCURACY})",
+        "r = " + " -> ".join(map(str, PAPER["ood_transition_ranks"])) + " as scale grows",
+        " / ".join(parts),
+        f"yes ({', '.join(grows)}): grows with the scale" if grows else "NO (see docs/results.md)",
+    )
 
 
 def _transcripts(out, cfg, log):
