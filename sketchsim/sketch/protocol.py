@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sketchsim import config
 from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.channels import CHANNELS
 from sketchsim.specs import parse_int
@@ -64,6 +65,14 @@ class Param:
     def __post_init__(self):
         if self.type not in _TYPES:
             raise PluginError(f"parameter {self.name}: unknown type {self.type!r}")
+        if not _has_type(self.default, self.type):
+            raise PluginError(
+                f"parameter {self.name}: default {self.default!r} is not of type {self.type}"
+            )
+        if self.minimum is not None and self.default < self.minimum:
+            raise PluginError(
+                f"parameter {self.name}: default {self.default} is below its minimum {self.minimum}"
+            )
 
     def describe(self) -> str:
         kind = "|".join(map(str, self.choices)) if self.choices else self.type
@@ -100,6 +109,17 @@ class Param:
             )
         if self.minimum is not None and value < self.minimum:
             raise error(f"{owner}: {self.name} must be >= {self.minimum}, got {value}")
+
+
+def _has_type(value, kind: str) -> bool:
+    """Whether ``value`` is a valid value of a parameter of type ``kind``."""
+    if kind == "int":
+        return _is_int(value)
+    if kind == "float":
+        return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    if kind == "bool":
+        return isinstance(value, bool | np.bool_)
+    return isinstance(value, str)
 
 
 def resolve_params(params, given: dict[str, str], owner: str, error: type[SketchsimError]) -> dict:
@@ -217,6 +237,30 @@ class Protocol:
     #: its suite): their jitted functions skip the bounds-checked first pass.
     builtin: bool = field(default=False, compare=False, repr=False)
 
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise PluginError(f"a protocol's name must be a non-empty string, got {self.name!r}")
+        for what, kinds, word in (
+            ("params", Param, "Param objects"),
+            ("families", str, "names"),
+            ("monotone", str, "names"),
+        ):
+            value = getattr(self, what)
+            if isinstance(value, str) or not isinstance(value, tuple | list):
+                raise PluginError(
+                    f"protocol {self.name}: {what} must be a tuple of {word}, got {value!r:.60}"
+                )
+            bad = [v for v in value if not isinstance(v, kinds)]
+            if bad:
+                raise PluginError(
+                    f"protocol {self.name}: {what} must be {word}, got {bad[0]!r:.60}"
+                )
+            object.__setattr__(self, what, tuple(value))  # frozen: store the tuple once
+        names = [p.name for p in self.params]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise PluginError(f"protocol {self.name} declares parameter {twice[0]!r} twice")
+
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}
 
@@ -236,7 +280,9 @@ class Protocol:
             plan = self.setup(ctx, params)
         except PluginError as exc:
             raise PluginError(_named(self.name, str(exc))) from None
-        except Exception as exc:  # a plug-in bug: one line naming the plug-in
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a plug-in bug (SystemExit too): one line naming it
             raise PluginError(
                 f"protocol {self.name}: setup failed: {type(exc).__name__}: {exc}"
             ) from None
@@ -259,6 +305,11 @@ def _check_plan(plan: Plan, name: str) -> None:
         isinstance(L, Layer) for L in plan.layers
     ):
         raise PluginError(f"protocol {name}: Plan.layers must be a list of Layer")
+    if len(plan.layers) > config.PLAN_MAX_LAYERS:
+        raise PluginError(
+            f"protocol {name}: its plan has {len(plan.layers):,} layers, above the limit "
+            f"{config.PLAN_MAX_LAYERS:,} (each layer is one pass over every token of every input)"
+        )
     if not _is_int(plan.state_size) or plan.state_size < 1:
         raise PluginError(
             f"protocol {name}: Plan.state_size must be an integer >= 1, got {plan.state_size!r}"
