@@ -1,21 +1,103 @@
-"""The ``sketchsim`` click group and its error contract: one line on stderr, exit 2."""
+"""The ``sketchsim`` click group and its error contract: one line on stderr, exit 2.
+
+Commands are loaded lazily: :data:`COMMANDS` names the module under
+``sketchsim.cli`` that defines each one, and ``sketchsim --help`` prints their
+one-line help from :data:`SHORT_HELP` without importing any of them (nor rich,
+NumPy or numba); ``tests/cli/test_cli.py`` checks both tables against the
+commands the modules define.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 import sketchsim
-from sketchsim.cli import render
-from sketchsim.cli.paths import CheckedCommand
 from sketchsim.errors import SketchsimError
+
+#: Command name -> module of ``sketchsim.cli`` that registers it on :data:`main`.
+COMMANDS = {
+    "bound": "certify",
+    "certify": "certify",
+    "codes": "certify",
+    "families": "frontier",
+    "frontier": "frontier",
+    "minrank": "minrank",
+    "protocols": "transcript",
+    "reproduce": "experiments",
+    "sweep": "experiments",
+    "transcript": "transcript",
+    "verify": "verify",
+    "witness": "certify",
+}
+
+#: The first paragraph of each command's help, for the command list of ``--help``.
+SHORT_HELP = {
+    "bound": "Best certified rank bound per m, its growth, the 2^m endpoint and softmax "
+    "temperatures.",
+    "certify": "Certified lower bound on the feature rank r for a length-3 family file.",
+    "codes": "Build a constant-weight code and print its size, weight and minimum distance.",
+    "families": "List every input family found: built-ins, installed plug-ins.",
+    "frontier": "Smallest parameter value correct on every input, per (q, s), against the bound.",
+    "minrank": "Bracket the smallest feature rank of one table head on all of ({0,1}^m)^3.",
+    "protocols": "List every protocol found: built-ins, installed plug-ins.",
+    "reproduce": "Run the whole story and put the paper's numbers beside ours.",
+    "sweep": "Train heads over feature ranks and seeds; compare with the certified bound.",
+    "transcript": "Measure transcript bits of sketch protocols against the bound q*log2(s+1).",
+    "verify": "Check a construction on every one of the 2^(m*n) inputs.",
+    "witness": "Build a length-3 witness family from a code and certify it.",
+}
+
+
+def load_all_commands() -> None:
+    """Import every command module (registers all commands on :data:`main`)."""
+    for module in sorted(set(COMMANDS.values())):
+        importlib.import_module(f"sketchsim.cli.{module}")
 
 
 class SketchsimGroup(click.Group):
     """A click group whose errors are one line on stderr with exit code 2."""
 
-    command_class = CheckedCommand
+    @property
+    def command_class(self):  # commands check their output paths (imported when defined)
+        from sketchsim.cli.paths import CheckedCommand
+
+        return CheckedCommand
+
+    def list_commands(self, ctx):
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands:
+            if cmd_name in COMMANDS:
+                importlib.import_module(f"sketchsim.cli.{COMMANDS[cmd_name]}")
+            else:  # a command added to a module but not to COMMANDS yet
+                load_all_commands()
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx, formatter):
+        """The command list; commands not loaded yet are described from SHORT_HELP."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            cmd = self.commands.get(name)
+            if cmd is None and name not in SHORT_HELP:
+                cmd = self.get_command(ctx, name)
+            if cmd is not None and cmd.hidden:
+                continue
+            if cmd is not None:
+                text = cmd.get_short_help_str(limit)
+            else:
+                text = click.utils.make_default_short_help(SHORT_HELP[name], limit)
+            rows.append((name, text))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, **extra):
         extra.pop("standalone_mode", None)
@@ -24,6 +106,8 @@ class SketchsimGroup(click.Group):
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
+            from sketchsim.cli import render
+
             render.err_console.print("aborted")
             sys.exit(1)
         except click.ClickException as exc:
