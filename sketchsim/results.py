@@ -81,7 +81,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    # the temporary name does not grow with the target's: a name at the file
+    # system's limit must still be writable
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".sketchsim-", suffix=suffix)
     os.close(fd)
     tmp = Path(name)
     try:

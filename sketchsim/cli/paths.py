@@ -67,6 +67,9 @@ class OutputPath(click.ParamType):
         if not text.strip() or "\x00" in text:
             self.fail(f"{text!r} is not a usable path", param, ctx)
         path = Path(text).expanduser()
+        longest = _name_max(path.parent if str(path.parent) else Path("."))
+        if any(len(os.fsencode(part)) > longest for part in path.parts):
+            self.fail(f"{text}: a file name is longer than the {longest} bytes allowed", param, ctx)
         if self.directory:
             if path.exists() and not path.is_dir():
                 self.fail(f"{text} exists and is not a directory", param, ctx)
@@ -74,6 +77,8 @@ class OutputPath(click.ParamType):
         else:
             if path.is_dir():
                 self.fail(f"{text} is a directory", param, ctx)
+            if path.exists() and not path.is_file():  # a FIFO, a device node: never replace it
+                self.fail(f"{text} exists and is not a regular file", param, ctx)
             if self.suffixes and path.suffix.lower() not in self.suffixes:
                 accepted = ", ".join(self.suffixes)
                 self.fail(f"{text}: unsupported file type (use {accepted})", param, ctx)
@@ -81,7 +86,22 @@ class OutputPath(click.ParamType):
         why = probe_writable(folder)
         if why:
             self.fail(f"cannot write {text}: {why}", param, ctx)
+        longest = _name_max(folder)
+        if len(os.fsencode(path.name)) > longest:
+            self.fail(
+                f"{text}: the file name is longer than the {longest} bytes allowed", param, ctx
+            )
         return text
+
+
+def _name_max(folder: Path) -> int:
+    """Longest file name (bytes) the file system of ``folder`` accepts."""
+    try:
+        while not folder.exists() and folder.parent != folder:
+            folder = folder.parent
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
 
 
 def _named_files(value) -> list[str]:

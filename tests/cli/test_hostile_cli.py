@@ -30,3 +30,45 @@ def test_verify_softmax_underflow_is_one_line_without_numpy_warnings():
                   "--beta", "2000", "--quiet")  # fmt: skip
     assert_error_line(res, "all kernel weights are zero")
     assert not [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.fixture
+def family_file(tmp_path):
+    from sketchsim.certify import build_witness, save_family
+    from sketchsim.codes import hadamard_code
+
+    return save_family(build_witness(hadamard_code(8), "hadamard", 4), tmp_path / "w.npz")
+
+
+def test_json_name_at_the_file_system_limit_is_written(tmp_path, family_file):
+    """Was: the temporary name (target name + 13 characters) failed after the work."""
+    out = tmp_path / ("a" * 250 + ".json")  # 255 bytes: the usual NAME_MAX
+    res = run("certify", family_file, "--json", out)
+    assert res.exit_code == 0, res.output
+    assert out.is_file() and [p.name for p in tmp_path.iterdir()] != []
+
+
+def test_json_name_over_the_limit_is_refused_before_work(tmp_path, family_file):
+    """Was: 'File name too long' after the certificate was computed and printed."""
+    res = run("certify", family_file, "--json", tmp_path / ("a" * 300 + ".json"))
+    assert_error_line(res, "a file name is longer than the 255 bytes allowed")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_json_naming_a_special_file_is_refused(tmp_path, family_file, kind):
+    """Was: a named pipe or a device node was replaced by a regular file."""
+    import os
+    import stat
+
+    target = tmp_path / "special.json"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        try:
+            os.mknod(target, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("creating a device node needs root")
+    res = run("certify", family_file, "--json", target)
+    assert_error_line(res, "is not a regular file")
+    mode = target.lstat().st_mode
+    assert stat.S_ISFIFO(mode) if kind == "fifo" else stat.S_ISCHR(mode)
