@@ -28,7 +28,7 @@ from sketchsim import config
 from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.engine import Engine
-from sketchsim.sketch.family import Family
+from sketchsim.sketch.family import Family, check_variable_tokens
 from sketchsim.sketch.measure import (
     EntryTally,
     entropy_bits,
@@ -323,7 +323,9 @@ def _run_all(family: Family, engine: Engine, T: np.ndarray, progress):
     threads = max(1, min(engine.threads, -(-B // batch))) if engine.jitted else 1
     step = max(threads * batch, min(B, 1 << 15), family.chunk_size())
     if B:  # the plug-in contract, on a sample of the first chunk
-        engine.validate(family.variable_tokens(T[: min(B, family.chunk_size())]), fixed)
+        first = T[: min(B, family.chunk_size())]
+        tokens = check_variable_tokens(family, family.variable_tokens(first), len(first))
+        engine.validate(tokens, fixed)
     lock = None if family.tokens_thread_safe else threading.Lock()
     workers = [_Worker(family, engine, T, fixed, ranges, batch, lock) for _ in range(threads)]
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
@@ -377,6 +379,7 @@ class _Worker:
             else:
                 with self.lock:
                     tokens = family.variable_tokens(T[a:b], out=self.buffer)
+            check_variable_tokens(family, tokens, rows)
             if engine.jitted:
                 engine.run_into(tokens, self.fixed, True, self.outputs)
                 transcripts, answers = tr, ans

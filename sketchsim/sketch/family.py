@@ -35,6 +35,7 @@ __all__ = [
     "HARD",
     "MAX_BYTES_PER_INPUT",
     "answer_dtype",
+    "check_variable_tokens",
 ]
 
 MAX_BYTES_PER_INPUT = 1 << 26
@@ -364,13 +365,44 @@ class FamilyType:
             fam = self.build(q, s, seed, params)
         except FamilyError:
             raise
-        except Exception as exc:  # a plug-in bug: one line naming the family
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a plug-in bug (SystemExit too): one line naming it
             raise FamilyError(
                 f"family {self.name}: build failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            ) from None
         if not isinstance(fam, Family):
             raise FamilyError(f"family {self.name}: build must return a sketchsim Family")
+        for what in ("q", "s", "m", "n_tokens"):
+            value = getattr(fam, what)
+            if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
+                raise FamilyError(
+                    f"family {self.name}: {what} must be an integer >= 1, got {value!r}"
+                )
         return fam
+
+
+def check_variable_tokens(family: Family, tokens, rows: int) -> np.ndarray:
+    """``tokens`` when they are what :meth:`Family.variable_tokens` promises for ``rows`` inputs.
+
+    A plug-in family's tokens go to the compiled engine unchecked otherwise: a
+    wrong shape reads the wrong memory, and the report would describe inputs the
+    family never defined.
+
+    Raises
+    ------
+    FamilyError
+        Not a uint64 array of shape ``(rows, n_tokens - n_fixed, words)``.
+    """
+    name = f"family {family.name}: variable_tokens returned"
+    if not isinstance(tokens, np.ndarray):
+        raise FamilyError(f"{name} {type(tokens).__name__}, not a uint64 array")
+    if tokens.dtype != np.uint64:
+        raise FamilyError(f"{name} {tokens.dtype} tokens; packed tokens are uint64")
+    want = (rows, family.n_tokens - family.n_fixed, family.words)
+    if tokens.shape != want:
+        raise FamilyError(f"{name} shape {tokens.shape} for {rows} inputs; expected {want}")
+    return tokens
 
 
 HARD = FamilyType(
