@@ -31,12 +31,15 @@ import time
 import numpy as np
 from numba import njit
 
-from sketchsim.bits import popcount64
-from sketchsim.plugins import resolve_spec
-from sketchsim.sketch import HardFamily, Layer, Plan, Protocol
-from sketchsim.sketch.engine import Engine
-from sketchsim.sketch.tokens import field
-from sketchsim.transcript import measure
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ratios import report  # noqa: E402
+
+from sketchsim.bits import popcount64  # noqa: E402
+from sketchsim.plugins import resolve_spec  # noqa: E402
+from sketchsim.sketch import HardFamily, Layer, Plan, Protocol  # noqa: E402
+from sketchsim.sketch.engine import Engine  # noqa: E402
+from sketchsim.sketch.tokens import field  # noqa: E402
+from sketchsim.transcript import measure  # noqa: E402
 
 # ---- the raw plan before issue 11 (the peer for raw's speed-up) ---------------------------
 
@@ -143,8 +146,14 @@ def main_job(repeat: int) -> None:
         env = {**os.environ, "NUMBA_CACHE_DIR": tmp + "/numba", "SKETCHSIM_CACHE_DIR": tmp}
         for label in ["cold"] + ["warm"] * repeat:
             t = time.perf_counter()
+            before = os.times()
             subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
-            print(f"  main job ({label}): {time.perf_counter() - t:.1f} s", flush=True)
+            cpu = os.times().children_user + os.times().children_system
+            cpu -= before.children_user + before.children_system
+            print(
+                f"  main job ({label}): {time.perf_counter() - t:.1f} s wall, {cpu:.1f} s CPU",
+                flush=True,
+            )
 
 
 def main():
@@ -158,6 +167,7 @@ def main():
     fam = HardFamily(64, 7, seed=0)
     T = fam.sample_answers(n)
     tokens = fam.tokens(T)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"F(64, 7): m = {fam.m}, N = {fam.n_tokens}, {n:,} inputs, min of {args.repeat}")
 
     print("block-counts")
@@ -173,6 +183,10 @@ def main():
     row("NumPy end to end (the peer)", n / t_np)
     row("sketchsim engine (tokens prebuilt)", n / t_engine, "NumPy", n / t_np)
     row("sketchsim measure() end to end", n / t_e2e, "NumPy", n / t_np)
+    rows = [
+        ("block-counts measure() F(64,7)", t_e2e, "NumPy end to end", t_np),
+        ("block-counts engine, tokens prebuilt", t_engine, "NumPy end to end", t_np),
+    ]
 
     print("raw")
     n_slow = min(n, 2_000 if args.quick else 5_000)
@@ -188,6 +202,8 @@ def main():
     row(f"NumPy dense Min-IP ({n_slow:,} inputs)", n_slow / t_numpy)
     row("raw now", n / t_raw, "raw before", n_slow / t_before)
     print(f"  {'':<59} {(n / t_raw) / (n_slow / t_numpy):>16.1f}x NumPy")
+    rows.append(("raw engine (per input)", t_raw / n, "raw before issue 11", t_before / n_slow))
+    rows.append(("raw engine (per input)", t_raw / n, "NumPy dense Min-IP", t_numpy / n_slow))
 
     print("kernel (identity values, r = 1, 8 bits)")
     n_py = min(n, 20 if args.quick else 50)
@@ -198,6 +214,9 @@ def main():
     t_jit = best_of(lambda: jit.run(tokens), args.repeat)
     row(f"Python reference engine ({n_py} inputs)", n_py / t_py)
     row("jitted engine", n / t_jit, "Python", n_py / t_py)
+    rows.append(("kernel engine (per input)", t_jit / n, "plain-Python engine", t_py / n_py))
+    print("ratios (same run)")
+    report("bench_engine", rows)
 
     if args.main_job:
         print("sketchsim transcript --q 64 --s 7 (fresh processes)")

@@ -24,6 +24,7 @@ __all__ = [
     "entry_bits",
     "entry_ranges",
     "match_answers",
+    "value_runs",
 ]
 
 
@@ -71,26 +72,43 @@ def entropy_bits(counts: np.ndarray) -> float:
     return max(0.0, min(h, math.log2(len(p))))  # clamp rounding noise to the true range
 
 
+@njit(cache=True)
+def _collision_pairs(inverse, n_groups, answers, limit):
+    """First input of each group, then the first ``limit`` inputs whose answers differ from it."""
+    B = inverse.shape[0]
+    first = np.full(n_groups, -1, dtype=np.int64)
+    for j in range(B):
+        if first[inverse[j]] < 0:
+            first[inverse[j]] = j
+    out = np.zeros((limit, 2), dtype=np.int64)
+    k = 0
+    for j in range(B):
+        if k >= limit:
+            break
+        r = first[inverse[j]]
+        if r == j:
+            continue
+        for c in range(answers.shape[1]):
+            if answers[j, c] != answers[r, c]:
+                out[k, 0] = r
+                out[k, 1] = j
+                k += 1
+                break
+    return out[:k]
+
+
 def find_collision_candidates(inverse: np.ndarray, answers: np.ndarray, limit: int = 8):
     """Pairs ``(i, j)`` with the same transcript group and different true answers.
 
     ``i`` is the first input of its group; at most ``limit`` pairs, earliest first.
     """
     B = inverse.shape[0]
-    if B == 0:
+    if B == 0 or limit <= 0:
         return []
-    first = np.full(inverse.max() + 1, B, dtype=np.int64)
-    np.minimum.at(first, inverse, np.arange(B))
-    rep = first[inverse]
-    out = []
-    step = 1 << 18  # chunks: no (B, q) temporaries
-    for lo in range(0, B, step):
-        hi = min(B, lo + step)
-        differ = np.flatnonzero((answers[lo:hi] != answers[rep[lo:hi]]).any(axis=1))
-        out += [(int(rep[lo + j]), int(lo + j)) for j in differ[: limit - len(out)]]
-        if len(out) >= limit:
-            break
-    return out
+    inverse = np.ascontiguousarray(inverse, dtype=np.int64)
+    answers = np.ascontiguousarray(answers).reshape(B, -1)
+    pairs = _collision_pairs(inverse, int(inverse.max()) + 1, answers, int(limit))
+    return [(int(i), int(j)) for i, j in pairs]
 
 
 # ---------------------------------------------------------------------------
@@ -103,6 +121,26 @@ def find_collision_candidates(inverse: np.ndarray, answers: np.ndarray, limit: i
 # distribution, and entry entropy, unlike the joint entropy, is estimable from
 # a sample: each entry takes few values even when transcripts never repeat.
 # ---------------------------------------------------------------------------
+
+
+def value_runs(tr: np.ndarray, cols: np.ndarray | None = None):
+    """``(entry, value, count)`` of columns ``cols`` of ``tr`` (all when None), or None.
+
+    Sorted by entry, then value; one sort per column.
+    """
+    st = tr.T if cols is None else tr[:, cols].T
+    E, B = st.shape
+    if B == 0 or E == 0:
+        return None
+    st = np.ascontiguousarray(st)  # (E, B), rows contiguous: sorted in place
+    st.sort(axis=1)
+    new = np.empty((E, B), dtype=bool)
+    new[:, 0] = True
+    new[:, 1:] = st[:, 1:] != st[:, :-1]
+    start = np.flatnonzero(new)
+    runs = np.diff(np.append(start, E * B))
+    entry = start // B
+    return (entry if cols is None else np.asarray(cols)[entry]), st.reshape(-1)[start], runs
 
 
 class EntryCounts:
@@ -129,19 +167,9 @@ class EntryCounts:
 
     def _add_columns(self, tr: np.ndarray, cols: np.ndarray | None) -> None:
         """Count columns ``cols`` of ``tr`` (all when None) as their entries; ``n`` unchanged."""
-        st = tr.T if cols is None else tr[:, cols].T
-        E, B = st.shape
-        if B == 0 or E == 0:
-            return
-        st = np.ascontiguousarray(st)  # (E, B), rows contiguous: sorted in place
-        st.sort(axis=1)
-        new = np.empty((E, B), dtype=bool)
-        new[:, 0] = True
-        new[:, 1:] = st[:, 1:] != st[:, :-1]
-        start = np.flatnonzero(new)
-        runs = np.diff(np.append(start, E * B))
-        entry = start // B
-        self._merge(entry if cols is None else np.asarray(cols)[entry], st.reshape(-1)[start], runs)
+        triples = value_runs(tr, cols)
+        if triples is not None:
+            self._merge(*triples)
 
     def _merge(self, entry, value, count) -> None:
         entry = np.concatenate([self.entry, entry])
@@ -214,10 +242,12 @@ class EntryTally:
     :func:`entry_ranges`) are counted in a dense table by a jitted loop that
     releases the GIL; the others, and any batch with a value outside its range,
     go to a sparse :class:`EntryCounts`.  :meth:`result` gives the same counts as
-    :meth:`EntryCounts.add` on every batch.
+    :meth:`EntryCounts.add` on every batch.  Sparse columns are gathered over
+    batches (up to ``pending_bytes``) and sorted together, and their counts are
+    merged once, in :meth:`result`.
     """
 
-    def __init__(self, ranges: np.ndarray):
+    def __init__(self, ranges: np.ndarray, pending_bytes: int = 1 << 25):
         ranges = np.asarray(ranges, dtype=np.int64)
         self.n_entries = ranges.size
         dense = (ranges > 0) & (ranges <= DENSE_VALUES)
@@ -230,33 +260,55 @@ class EntryTally:
         sparse = np.ones(self.n_entries, dtype=bool)
         sparse[self.cols] = False
         self.sparse_cols = np.flatnonzero(sparse)
-        self.rest = EntryCounts(self.n_entries)
+        self.n = 0
+        self.parts: list[tuple] = []  # (entry, value, count) triples, merged in result()
+        self.pending: list[np.ndarray] = []  # sparse columns of recent batches
+        self.pending_rows = 0
+        self.pending_max = max(1, pending_bytes // (8 * max(self.sparse_cols.size, 1)))
 
     def add(self, tr: np.ndarray, rows: int) -> None:
         """Count rows ``0..rows-1`` of C-contiguous int64 transcripts ``tr``."""
-        self.rest.n += rows
+        self.n += rows
         if rows == 0:
             return
         if not _count_dense(tr, rows, self.cols, self.sizes, self.offsets, self.hist):
-            self.rest._add_columns(tr[:rows], None)
+            self._keep(value_runs(tr[:rows]))
         elif self.sparse_cols.size:
-            self.rest._add_columns(tr[:rows], self.sparse_cols)
+            self.pending.append(tr[:rows, self.sparse_cols])
+            self.pending_rows += rows
+            if self.pending_rows >= self.pending_max:
+                self._flush()
+
+    def _keep(self, triples) -> None:
+        if triples is not None:
+            self.parts.append(triples)
+
+    def _flush(self) -> None:
+        if self.pending:
+            block = np.concatenate(self.pending)
+            entry, value, count = value_runs(block)
+            self._keep((self.sparse_cols[entry], value, count))
+        self.pending, self.pending_rows = [], 0
 
     def merge(self, other: EntryTally) -> None:
         """Add another tally of the same entries into this one."""
+        other._flush()
         self.hist += other.hist
-        self.rest.n += other.rest.n
-        self.rest._merge(other.rest.entry, other.rest.value, other.rest.count)
+        self.n += other.n
+        self.parts += other.parts
 
     def result(self) -> EntryCounts:
         """The counts as an :class:`EntryCounts`."""
+        self._flush()
         out = EntryCounts(self.n_entries)
-        out.n = self.rest.n
-        out.entry, out.value, out.count = self.rest.entry, self.rest.value, self.rest.count
+        out.n = self.n
+        parts = list(self.parts)
         nz = np.flatnonzero(self.hist)
         if nz.size:
             j = np.searchsorted(self.offsets, nz, side="right") - 1
-            out._merge(self.cols[j], nz - self.offsets[j], self.hist[nz])
+            parts.append((self.cols[j], nz - self.offsets[j], self.hist[nz]))
+        if parts:
+            out._merge(*(np.concatenate([p[k] for p in parts]) for k in range(3)))
         return out
 
 

@@ -92,7 +92,7 @@ def test_entry_tally_matches_counter(rows, batches, ranges, seed):
     """Dense and sparse entries, out-of-range batches falling back, merged tallies."""
     rng = np.random.default_rng(seed)
     ranges = np.array(ranges, dtype=np.int64)
-    tallies = [EntryTally(ranges), EntryTally(ranges)]
+    tallies = [EntryTally(ranges), EntryTally(ranges, pending_bytes=8 * 40)]  # flushes often
     all_rows = []
     for k in range(batches):
         tr = rng.integers(0, ranges, (rows, ranges.size))
