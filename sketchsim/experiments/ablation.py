@@ -177,9 +177,20 @@ def _screen_main(args) -> None:
             cells.append(f"{np.mean(accs):.3f}")
         print(f"| {fmap} | " + " | ".join(cells) + " |")
     if args.json:
-        from sketchsim.results import write_json_atomic
+        from sketchsim.results import result_payload, write_json_atomic
 
-        write_json_atomic(args.json, {"rows": rows, "args": vars(args)})
+        params = {
+            "scale": args.screen_maps,
+            "ranks": list(ranks),
+            "seeds": args.seeds,
+            "steps": args.steps,
+            "lr": 0.01,
+            "stop_below": 0.25,
+        }
+        payload = result_payload("ablation --screen-maps", params, {"rows": rows})
+        write_json_atomic(
+            args.json, {**payload, "versions": {**payload["versions"], "torch": torch.__version__}}
+        )
 
 
 def main(argv=None) -> None:
