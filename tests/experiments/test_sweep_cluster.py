@@ -177,7 +177,7 @@ def test_reproduce_sweeps_on_a_cluster_match_in_process(client, tmp_path):
 @pytest.mark.slow
 def test_worker_killed_mid_task_does_not_change_the_result(client, tiny_path, tmp_path):
     split = witness_split(load_family(tiny_path))
-    specs = _witness_specs(3, 400)
+    specs = _witness_specs(3, 200)
     killed = []
 
     def executing(dask_worker):  # runs on each worker (pickled by value: a nested function)
@@ -200,7 +200,7 @@ def test_worker_killed_mid_task_does_not_change_the_result(client, tiny_path, tm
         progress=kill_a_busy_worker, client=client,
     )  # fmt: skip
     assert killed
-    assert [r["steps"] for r in got] == [400] * 3
+    assert [r["steps"] for r in got] == [200] * 3
     run_sweep(specs, lambda s: (split, None, None), tmp_path / "r.json", header, "cpu")
     a = _without_timings(json.loads((tmp_path / "c.json").read_text()))
     b = _without_timings(json.loads((tmp_path / "r.json").read_text()))
