@@ -317,9 +317,10 @@ def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | N
         first_failure = {**first_failure, "input": lo + first_failure["input"]}
     hashes = answer_hashes(T) if job.mode == "sampled" else None
     bits = job.buckets.bit_length() - 1
-    bucket = fingerprints[:, 0] >> np.uint64(64 - bits) if bits else np.zeros(B, np.uint64)
-    order = np.argsort(bucket, kind="stable")  # stable: index order inside each piece
-    edges = np.searchsorted(bucket[order], np.arange(job.buckets + 1, dtype=np.uint64))
+    prefix = fingerprints[:, 0] >> np.uint64(64 - bits) if bits else np.zeros(B, np.uint64)
+    bucket = prefix.astype(np.uint16 if bits <= 16 else np.uint32)
+    order = np.argsort(bucket, kind="stable")  # a radix sort; index order inside each piece
+    edges = np.searchsorted(bucket[order], np.arange(job.buckets + 1))
     pieces = []
     for b in range(job.buckets):
         sel = order[edges[b] : edges[b + 1]]
@@ -356,13 +357,13 @@ def _smallest_uint(values: np.ndarray) -> np.ndarray:
 def transcript_reduce(ordered: bool, *pieces):
     """Group one bucket's inputs by fingerprint.
 
-    ``pieces`` come from :func:`transcript_map` in shard order (so indices are
-    ascending inside equal fingerprints after a stable sort).  Returns the
+    ``pieces`` come from :func:`transcript_map` (any order).  Returns the
     bucket's input and group counts, the histogram of group sizes, the group
     sizes in fingerprint order when ``ordered``, and up to :data:`CANDIDATES`
     collision candidates ``(first input of the group, input)`` with the
     smallest second index.
     """
+    t0 = time.perf_counter()
     fp = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros((0, 2), np.uint64)
     idx = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
     hashed = bool(pieces) and pieces[0][2] is not None
@@ -374,25 +375,40 @@ def transcript_reduce(ordered: bool, *pieces):
         "size_counts": np.zeros(0, np.int64),
         "sizes": np.zeros(0, np.uint8) if ordered else None,
         "candidates": [],
+        "seconds": 0.0,
     }
     if n == 0:
         return empty
-    order = np.lexsort((fp[:, 1], fp[:, 0]))  # stable: ties keep index order
-    fp, idx = fp[order], idx[order]
+    # Groups sorted by (fp0, fp1), the single process's order.  fp0 alone decides
+    # unless two different transcripts share fp0 (a 2^-64 event per pair): then
+    # the slower two-key sort.
+    order = np.argsort(fp[:, 0])
+    fp0, fp1 = fp[order, 0], fp[order, 1]
+    same0 = fp0[1:] == fp0[:-1]
+    if (same0 & (fp1[1:] != fp1[:-1])).any():
+        order = np.lexsort((fp[:, 1], fp[:, 0]))
+        fp0, fp1 = fp[order, 0], fp[order, 1]
+        same0 = (fp0[1:] == fp0[:-1]) & (fp1[1:] == fp1[:-1])
+    idx = idx[order]
     new = np.ones(n, dtype=bool)
-    new[1:] = (fp[1:] != fp[:-1]).any(axis=1)
+    new[1:] = ~same0
     starts = np.flatnonzero(new)
     sizes = np.diff(np.append(starts, n))
-    if hashed:
+    first = np.minimum.reduceat(idx, starts)  # the first input of each group
+    is_first = idx == np.repeat(first, sizes)
+    if hashed:  # sampled: answers repeat; compare with the first input's answers
         ah = np.concatenate([p[2] for p in pieces])[order]
-        differ = (ah != np.repeat(ah[starts], sizes, axis=0)).any(axis=1)
+        differ = (ah != np.repeat(ah[is_first], sizes, axis=0)).any(axis=1)
     else:  # exhaustive: every input has its own answer vector
-        differ = ~new
+        differ = ~is_first
     cand = np.flatnonzero(differ)
-    cand = cand[np.argsort(idx[cand], kind="stable")[:CANDIDATES]]
+    if cand.size > CANDIDATES:
+        cand = cand[np.argpartition(idx[cand], CANDIDATES)[:CANDIDATES]]
+    cand = cand[np.argsort(idx[cand])]
     group_of = np.cumsum(new) - 1
-    first = idx[starts]
-    values, mult = np.unique(sizes, return_counts=True)
+    hist = np.bincount(sizes)
+    values = np.flatnonzero(hist)
+    mult = hist[values]
     return {
         "inputs": int(n),
         "distinct": int(starts.size),
@@ -400,6 +416,7 @@ def transcript_reduce(ordered: bool, *pieces):
         "size_counts": mult.astype(np.int64),
         "sizes": _smallest_uint(sizes) if ordered else None,
         "candidates": [(int(first[group_of[c]]), int(idx[c])) for c in cand],
+        "seconds": time.perf_counter() - t0,
     }
 
 
@@ -591,7 +608,8 @@ def measure_on_cluster(
         bucket_of = {f.key: b for b, f in enumerate(reduces)}
         entries = _EntryMerge()
         n_correct, failures, startup = 0, [], {}
-        map_seconds = 0.0
+        map_seconds = reduce_seconds = 0.0
+        maps_done_at = start
         buckets: list = [None] * cut.buckets
         for fut in as_completed(futures):
             value = fut.result()
@@ -599,6 +617,7 @@ def measure_on_cluster(
                 entries.add(value)
                 n_correct += value["correct"]
                 map_seconds += value["seconds"]
+                maps_done_at = time.perf_counter()
                 if value["first_failure"] is not None:
                     failures.append(value["first_failure"])
                 if value["setup_seconds"] > 0:
@@ -607,6 +626,7 @@ def measure_on_cluster(
                     )
             else:
                 buckets[bucket_of[fut.key]] = value
+                reduce_seconds += value["seconds"]
             fut.release()
             done += 1
             if progress is not None:
@@ -618,6 +638,7 @@ def measure_on_cluster(
         client.cancel(futures)
         raise _wrap_failure(exc) from None
     del futures, summaries, reduces
+    gathered_at = time.perf_counter()
 
     B = inputs
     distinct = sum(b["distinct"] for b in buckets)
@@ -679,6 +700,10 @@ def measure_on_cluster(
         "shuffle_bytes": B * per_input,
         "entropy_from": "ordered group sizes" if ordered else "group-size histogram",
         "map_task_seconds": map_seconds,
+        "reduce_task_seconds": reduce_seconds,
+        "maps_done_after_seconds": maps_done_at - start,
+        "reduces_done_after_seconds": gathered_at - start,
+        "client_merge_seconds": time.perf_counter() - gathered_at,
         "worker_startup_seconds": {w: round(s, 4) for w, s in sorted(startup.items())},
     }
     return report, stats

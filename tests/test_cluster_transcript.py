@@ -71,13 +71,16 @@ def _pieces(fp, idx, hashes, buckets, shards):
     return out
 
 
+@pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("hashed", [False, True])
 @pytest.mark.parametrize("buckets", [1, 2, 8])
-def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets):
-    rng = np.random.default_rng(buckets + 10 * hashed)
+def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets, tie):
+    rng = np.random.default_rng(buckets + 10 * hashed + 100 * tie)
     B = 500
     # few distinct transcripts (so groups and collisions exist), spread over the prefixes
     table = rng.integers(0, 2**63, size=(40, 2), dtype=np.uint64) * np.uint64(2)
+    if tie:  # two transcripts whose first fingerprint words agree
+        table[1, 0] = table[0, 0]
     fp = table[rng.integers(0, 40, size=B)]
     idx = np.arange(B, dtype=np.int64)
     T = rng.integers(0, 2, size=(B, 3)).astype(np.uint8)  # answers repeat (sampled mode)
@@ -86,7 +89,7 @@ def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets):
     from sketchsim.cluster_transcript import answer_hashes
 
     hashes = answer_hashes(T) if hashed else None
-    shards = [(lo, min(B, lo + 64)) for lo in range(0, B, 64)]
+    shards = [(lo, min(B, lo + 64)) for lo in range(0, B, 64)][::-1]  # any order
     parts = [transcript_reduce(True, *p) for p in _pieces(fp, idx, hashes, buckets, shards)]
     _, counts = group_transcripts(fp)
     inverse, _ = group_transcripts(fp)
