@@ -246,7 +246,10 @@ def _load_cells(path, params, vary) -> dict:
     for i, c in enumerate(old["cells"], 1):
         problem = _cell_problem(c, vary)
         if problem:
-            raise SketchsimError(f"cannot resume from {path}: cell {i} {problem}")
+            hint = " (made by an older sketchsim? run without --resume)" * problem.startswith(
+                "has no"
+            )
+            raise SketchsimError(f"cannot resume from {path}: cell {i} {problem}{hint}")
         done[_cell_key(c["q"], c["s"], c["spec"], c["identity"])] = c
     return done
 

@@ -184,7 +184,10 @@ def _resumable_rows(path, params) -> dict:
     for i, row in enumerate(data["rows"], 1):
         problem = _row_problem(row)
         if problem:
-            raise SketchsimError(f"cannot resume from {path}: row {i} {problem}")
+            hint = " (made by an older sketchsim? run without --resume)" * problem.startswith(
+                "has no"
+            )
+            raise SketchsimError(f"cannot resume from {path}: row {i} {problem}{hint}")
         rows[row["m"]] = row
     return rows
 
