@@ -391,9 +391,10 @@ def _run_on_cluster(client, specs, data, rows, device, save, progress, retries) 
         try:
             rows[k] = fut.result()
         except KilledWorker:
+            spec = specs[k]
             raise SketchsimError(
-                f"run {specs[k].model} r = {specs[k].rank}, seed {specs[k].seed} "
-                "killed every worker that tried it"
+                f"the run {spec.model} r = {spec.rank}, seed {spec.seed} lost its worker "
+                "more often than the scheduler allows (distributed.scheduler.allowed-failures)"
             ) from None
         save(False)  # on disk before the next run is awaited
         finished += 1
