@@ -20,6 +20,7 @@ from cliutil import assert_error_line  # noqa: E402
 from sketchsim.certify import Family, load_family, save_family  # noqa: E402
 from sketchsim.cli import main  # noqa: E402
 from sketchsim.cluster import connect, parse_cluster  # noqa: E402
+from sketchsim.errors import SketchsimError  # noqa: E402
 from sketchsim.experiments.suites import witness_split  # noqa: E402
 from sketchsim.experiments.sweep import RunSpec, run_sweep, task_resources  # noqa: E402
 from sketchsim.minip import minip_targets  # noqa: E402
@@ -174,17 +175,14 @@ def test_reproduce_sweeps_on_a_cluster_match_in_process(client, tmp_path):
         assert a == b and b["complete"]
 
 
-@pytest.mark.slow
-def test_worker_killed_mid_task_does_not_change_the_result(client, tiny_path, tmp_path):
-    split = witness_split(load_family(tiny_path))
-    specs = _witness_specs(3, 200)
-    killed = []
+def _killer(client, killed: list):
+    """A progress callback that, once the runs are submitted, kills the first worker seen
+    training one (SIGKILL of its process) and notes its pid in ``killed``."""
 
     def executing(dask_worker):  # runs on each worker (pickled by value: a nested function)
         return os.getpid(), len(dask_worker.state.executing)
 
     def kill_a_busy_worker(done, total):
-        # called once the runs are submitted: kill the first worker seen training one
         deadline = time.monotonic() + 60
         while not killed and time.monotonic() < deadline:
             for pid, busy in client.run(executing).values():
@@ -194,10 +192,18 @@ def test_worker_killed_mid_task_does_not_change_the_result(client, tiny_path, tm
                     break
             time.sleep(0.01)
 
+    return kill_a_busy_worker
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_task_does_not_change_the_result(client, tiny_path, tmp_path):
+    split = witness_split(load_family(tiny_path))
+    specs = _witness_specs(3, 200)
+    killed = []
     header = {"suite": "witness"}
     got = run_sweep(
         specs, lambda s: (split, None, None), tmp_path / "c.json", header, "cpu",
-        progress=kill_a_busy_worker, client=client,
+        progress=_killer(client, killed), client=client,
     )  # fmt: skip
     assert killed
     assert [r["steps"] for r in got] == [200] * 3
@@ -205,3 +211,19 @@ def test_worker_killed_mid_task_does_not_change_the_result(client, tiny_path, tm
     a = _without_timings(json.loads((tmp_path / "c.json").read_text()))
     b = _without_timings(json.loads((tmp_path / "r.json").read_text()))
     assert a == b
+
+
+def test_a_run_that_keeps_losing_its_worker_is_one_error(client, tiny_path):
+    split = witness_split(load_family(tiny_path))
+    scheduler = client.cluster.scheduler
+    allowed, scheduler.allowed_failures = scheduler.allowed_failures, 0  # first death is fatal
+    killed = []
+    try:
+        with pytest.raises(SketchsimError, match="lost its worker more often"):
+            run_sweep(
+                _witness_specs(2, 200), lambda s: (split, None, None), None, {}, "cpu",
+                progress=_killer(client, killed), client=client,
+            )  # fmt: skip
+    finally:
+        scheduler.allowed_failures = allowed
+    assert killed
