@@ -150,14 +150,14 @@ def frontier(
                         json_path,
                         result_payload("frontier", params, {"cells": cells, "complete": False}),
                     )
+    if json_path:  # the results first: a plot can never lose them
+        write_json_atomic(
+            json_path, result_payload("frontier", params, {"cells": cells, "complete": True})
+        )
     _render_frontier(cells, vary)
     if plot_path:
         _plot_frontier(cells, vary, plot_path)
         render.console.print(f"plot written to {plot_path}")
-    if json_path:
-        write_json_atomic(
-            json_path, result_payload("frontier", params, {"cells": cells, "complete": True})
-        )
 
 
 def _cell_key(q, s, spec, identity) -> str:
@@ -343,14 +343,17 @@ def _plot_frontier(cells, vary, path) -> None:
     if xs:
         grid = [min(xs), max(xs)]
         ax.plot(grid, grid, "k--", lw=1, label="bound (diagonal)")
+    else:  # nothing to draw on log axes
+        ax.text(0.5, 0.5, f"no value in {vary} is correct", ha="center", transform=ax.transAxes)
     ax.plot(
         [],
         [],
         " ",
         label="markers: s = " + ", ".join(str(s) for s in sorted({c["s"] for c in cells})),
     )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    if xs:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
     ax.set_xlabel("bound q*log2(s+1) (bits)")
     ax.set_ylabel(f"bits at the smallest correct {vary.name}")
     ax.set_title(f"bits frontier ({vary})")

@@ -72,3 +72,16 @@ def test_json_naming_a_special_file_is_refused(tmp_path, family_file, kind):
     assert_error_line(res, "is not a regular file")
     mode = target.lstat().st_mode
     assert stat.S_ISFIFO(mode) if kind == "fifo" else stat.S_ISCHR(mode)
+
+
+def test_frontier_plot_with_no_correct_value_is_drawn(tmp_path):
+    """Was: 'Data cannot be log-scaled' traceback from matplotlib, the JSON left incomplete."""
+    import json
+
+    out, plot = tmp_path / "f.json", tmp_path / "f.png"
+    res = run("frontier", "--vary", "bits=1..1", "--q", "4", "--s", "7", "--quiet",
+              "--plot", plot, "--json", out)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert plot.stat().st_size > 0
+    data = json.loads(out.read_text())
+    assert data["complete"] is True and data["cells"][0]["found"] is False
