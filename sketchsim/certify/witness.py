@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,10 @@ __all__ = ["Family", "build_witness", "save_family", "load_family", "check_witne
 
 #: Largest witness family built in memory (inputs).
 WITNESS_MAX_INPUTS = 4_000_000
+
+#: Largest array a family file may hold (bytes, as its header declares): a
+#: compressed file of a few MB can otherwise expand to more than the machine has.
+FAMILY_FILE_MAX_BYTES = 4 << 30
 
 
 def witness_inputs(codewords: int, m: int, chains: bool) -> int:
@@ -178,11 +183,44 @@ def save_family(family: Family, path: str | Path) -> Path:
     return Path(path)
 
 
+def _check_array_sizes(path: Path) -> None:
+    """Refuse an ``.npz`` whose array headers declare more than :data:`FAMILY_FILE_MAX_BYTES`.
+
+    Reads only the ``.npy`` headers inside the archive, before any array.
+    """
+    from numpy.lib import format as npy
+
+    readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name in archive.namelist():
+                if not name.endswith(".npy"):
+                    continue
+                with archive.open(name) as fh:
+                    read = readers.get(npy.read_magic(fh))
+                    if read is None:
+                        continue  # np.load words what it cannot read
+                    shape, _, dtype = read(fh)
+                size = math.prod(shape) * dtype.itemsize
+                if size > FAMILY_FILE_MAX_BYTES:
+                    raise FamilyError(
+                        f"{path}: array {name[:-4]} of shape {shape} would take "
+                        f"{size / 2**30:,.1f} GiB, over the limit "
+                        f"{FAMILY_FILE_MAX_BYTES / 2**30:g} GiB of a family file"
+                    )
+    except FamilyError:
+        raise
+    except Exception as exc:  # a damaged archive or header
+        raise FamilyError(f"{path} is not a family file: {type(exc).__name__}: {exc}") from None
+
+
 def load_family(path: str | Path) -> Family:
     """Read and validate a family file; any defect is one :class:`FamilyError`."""
     path = Path(path)
     if path.is_file() and not zipfile.is_zipfile(path):
         raise FamilyError(f"{path} is not a family file (not an .npz archive)")
+    if path.is_file():
+        _check_array_sizes(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = {"tokens", "position", "targets", "meta"} - set(data.files)

@@ -87,3 +87,25 @@ def test_truncated_npz(tmp_path, family):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     assert_error_line(run("certify", path), "is not a family file")
+
+
+def test_family_file_declaring_a_huge_array_is_refused_before_loading(tmp_path, family):
+    """A few bytes whose header declares 24 GB of tokens (a zip bomb needs only MBs):
+    was read with np.load, which allocates what the header says."""
+    import io
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    good = _save(tmp_path / "good.npz", family)
+    path = tmp_path / "bomb.npz"
+    header = io.BytesIO()
+    npy.write_array_header_1_0(
+        header, {"descr": "|u1", "fortran_order": False, "shape": (10**9, 3, 8)}
+    )
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(path, "w") as archive:
+        for name in src.namelist():
+            if name != "tokens.npy":
+                archive.writestr(name, src.read(name))
+        archive.writestr("tokens.npy", header.getvalue() + b"\0" * 64)
+    assert_error_line(run("certify", path), "array tokens of shape (1000000000, 3, 8) would take")
