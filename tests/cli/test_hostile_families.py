@@ -86,6 +86,7 @@ def test_misbehaving_family_is_one_line(tmp_path, kind, needle):
     assert_error_line(_transcript(tmp_path, kind), needle, only_line=False)
 
 
+@pytest.mark.slow  # compiles a plug-in engine: about 10 s
 def test_the_same_family_behaving_is_measured(tmp_path):
     res = _transcript(tmp_path, "fine")
     assert res.exit_code == 0, res.output

@@ -165,6 +165,7 @@ P = Protocol("kernel", "a copy", setup, params=KERNEL_PARAMS, monotone=("bits",)
 """
 
 
+@pytest.mark.slow  # compiles a plug-in engine: about 10 s
 def test_frontier_resume_after_the_plugin_changed_measures_again(tmp_path):
     """Was: the edited plug-in (never correct) was shown with the old file's bits = 2."""
     plugin = tmp_path / "copy.py"
