@@ -309,10 +309,16 @@ def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | N
     in sampled mode (else None).
     """
     t0 = time.perf_counter()
-    family, engine, setup = _prepare(job)
-    T = answers_range(family, lo, hi) if answers is None else answers
+    try:
+        family, engine, setup = _prepare(job)
+        T = answers_range(family, lo, hi) if answers is None else answers
+        fingerprints, n_correct, counts, first_failure = _run_range(family, engine, T)
+    except SketchsimError as exc:
+        # a plug-in's error is deterministic: returned (the client raises it), not
+        # raised (Dask would retry it and log a traceback per worker)
+        empty = (np.zeros((0, 2), np.uint64), np.zeros(0, np.int64), None)
+        return ({"error": exc}, *([empty] * job.buckets))
     B = hi - lo
-    fingerprints, n_correct, counts, first_failure = _run_range(family, engine, T)
     if first_failure is not None:
         first_failure = {**first_failure, "input": lo + first_failure["input"]}
     hashes = answer_hashes(T) if job.mode == "sampled" else None
@@ -614,6 +620,8 @@ def measure_on_cluster(
         for fut in as_completed(futures):
             value = fut.result()
             if kinds[fut.key] == "map":
+                if "error" in value:
+                    raise value["error"]
                 entries.add(value)
                 n_correct += value["correct"]
                 map_seconds += value["seconds"]

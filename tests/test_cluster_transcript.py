@@ -321,3 +321,21 @@ def test_errors_on_workers_are_one_line(client, small_shards, tmp_path):
     fam = HardFamily(3, 3)
     with pytest.raises(SketchsimError, match="outside its declared alphabet"):
         measure_on_cluster(client, fam, "hard", spec, r, "exhaustive", 64, workers=2)
+
+
+@pytest.mark.slow  # a fresh local cluster in a child process
+def test_cli_plugin_error_on_workers_is_one_line(tmp_path):
+    """No worker log or traceback on the terminal: the worker returns the error, no retries."""
+    import subprocess
+
+    from plugin_files import write_plugin
+
+    path = write_plugin(tmp_path, emit_body="out[0] = 99")
+    cmd = [sys.executable, "-m", "sketchsim", "transcript", "--q", "3", "--s", "3"]
+    cmd += ["--protocol", f"{path}:t", "--cluster", "local:1", "--quiet"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    err = res.stderr + res.stdout
+    assert "Traceback" not in err and "Compute Failed" not in err, err
+    last = [ln for ln in res.stderr.splitlines() if ln.strip()][-1]
+    assert last.startswith("error:") and "outside its declared alphabet" in last
