@@ -126,21 +126,34 @@ def find_collision_candidates(inverse: np.ndarray, answers: np.ndarray, limit: i
 def value_runs(tr: np.ndarray, cols: np.ndarray | None = None):
     """``(entry, value, count)`` of columns ``cols`` of ``tr`` (all when None), or None.
 
-    Sorted by entry, then value; one sort per column.
+    Constant columns (often most: entries the shared tokens alone decide) give one
+    triple each without sorting; the others are sorted one column at a time.
+    Triples come grouped by kind, not sorted (:meth:`EntryCounts._merge` sorts).
     """
-    st = tr.T if cols is None else tr[:, cols].T
-    E, B = st.shape
+    block = tr if cols is None else tr[:, cols]
+    B, E = block.shape
     if B == 0 or E == 0:
         return None
-    st = np.ascontiguousarray(st)  # (E, B), rows contiguous: sorted in place
-    st.sort(axis=1)
-    new = np.empty((E, B), dtype=bool)
-    new[:, 0] = True
-    new[:, 1:] = st[:, 1:] != st[:, :-1]
-    start = np.flatnonzero(new)
-    runs = np.diff(np.append(start, E * B))
-    entry = start // B
-    return (entry if cols is None else np.asarray(cols)[entry]), st.reshape(-1)[start], runs
+    const = (block == block[0]).all(axis=0)
+    fixed = np.flatnonzero(const)
+    varying = np.flatnonzero(~const)
+    entry = [fixed]
+    value = [block[0, fixed]]
+    count = [np.full(fixed.size, B, dtype=np.int64)]
+    if varying.size:
+        st = np.ascontiguousarray(block[:, varying].T)  # (V, B), rows contiguous: sorted in place
+        st.sort(axis=1)
+        new = np.empty(st.shape, dtype=bool)
+        new[:, 0] = True
+        new[:, 1:] = st[:, 1:] != st[:, :-1]
+        start = np.flatnonzero(new)
+        entry.append(varying[start // B])
+        value.append(st.reshape(-1)[start])
+        count.append(np.diff(np.append(start, st.size)))
+    entry = np.concatenate(entry)
+    if cols is not None:
+        entry = np.asarray(cols, dtype=np.int64)[entry]
+    return entry, np.concatenate(value), np.concatenate(count)
 
 
 class EntryCounts:
@@ -274,7 +287,10 @@ class EntryTally:
         if not _count_dense(tr, rows, self.cols, self.sizes, self.offsets, self.hist):
             self._keep(value_runs(tr[:rows]))
         elif self.sparse_cols.size:
-            self.pending.append(tr[:rows, self.sparse_cols])
+            if self.sparse_cols.size == self.n_entries:  # no dense entries: a plain copy
+                self.pending.append(tr[:rows, : self.n_entries].copy())
+            else:
+                self.pending.append(tr[:rows, self.sparse_cols])
             self.pending_rows += rows
             if self.pending_rows >= self.pending_max:
                 self._flush()
