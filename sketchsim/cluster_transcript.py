@@ -215,6 +215,7 @@ def _prepare(job: TranscriptJob):
         family, engine = _PREPARED[key]
         return family, engine, 0.0
     t0 = time.perf_counter()
+    _settle_numba_threads()
     from sketchsim.families import resolve_family
     from sketchsim.plugins import resolve
     from sketchsim.sketch.engine import Engine
@@ -241,6 +242,25 @@ def _prepare(job: TranscriptJob):
     Engine(plan, ctx, r.protocol.name).run(family.tokens(first), store=True)
     _PREPARED[key] = (family, engine)
     return family, engine, time.perf_counter() - t0
+
+
+def _settle_numba_threads() -> None:
+    """Make numba's thread count agree with the worker's environment, before it compiles.
+
+    Dask sets the worker's environment (``NUMBA_NUM_THREADS=1``) after the worker
+    process has imported the client's main module; when that module imports
+    numba, numba read the count without it, and a parallel kernel loaded from
+    cache may launch its threads with that count.  numba re-reads the
+    environment at every compilation and refuses a count that differs from the
+    launched one, so: re-read it now, or keep the launched count.
+    """
+    import numba
+
+    try:
+        numba.config.reload_config()
+    except RuntimeError:  # threads already launched with the count read at import
+        os.environ["NUMBA_NUM_THREADS"] = str(numba.config.NUMBA_NUM_THREADS)
+        numba.config.reload_config()
 
 
 def _worker_name() -> str:
