@@ -360,6 +360,8 @@ def _ood_transition_row(acc: list[dict], cfg, grows: list[str]) -> Row:
                 cells.append(f"{scale}: none (best {top['mean']:.3f} at r = {top['rank']})")
         ranks = f"{min(cfg.ood_ranks)}-{max(cfg.ood_ranks)}"
         parts.append(f"{fmap} (mean of {cfg.ood_seeds} seed(s), r = {ranks}): " + "; ".join(cells))
+    # with one map swept the transition is keyed by scale alone and the map is ""
+    grows = [g or cfg.ood_maps[0] for g in grows]
     return Row(
         f"OOD transition point (smallest r with mean test accuracy >= {OOD_ACCURACY})",
         "r = " + " -> ".join(map(str, PAPER["ood_transition_ranks"])) + " as scale grows",

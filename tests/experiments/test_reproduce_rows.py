@@ -27,6 +27,8 @@ def test_the_row_names_the_rank_and_mean_per_scale_and_says_yes_when_it_grows():
     )
     row = _ood_transition_row(acc, _cfg(), ["elu1"])
     assert str(OOD_ACCURACY) in row.claim
+    # one map swept: transition_grows names it "" (keys are bare scales)
+    assert _ood_transition_row(acc, _cfg(), [""]).agrees == row.agrees
     assert row.measured == (
         "elu1 (mean of 2 seed(s), r = 4-64): 8:64:100: r = 16 (0.960); "
         "10:128:100: r = 64 (0.970); 12:256:100: r = 64 (0.951)"
