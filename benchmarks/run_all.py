@@ -37,6 +37,11 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, load average {load:.2f}, Python {python}"
 
 
+def _ms(seconds: float) -> str:
+    """Milliseconds, four significant digits, right-aligned in 12 columns."""
+    return f"{seconds * 1e3:>9.4g} ms"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="pass --quick to scripts accepting it")
@@ -69,17 +74,17 @@ def main(argv=None):
             with open(rows_file) as fh:
                 rows = [json.loads(line) for line in fh if line.strip()]
     print(
-        f"\n{'script':<16}{'workload':<42}{'sketchsim':>12}  {'peer':<30}{'peer':>12}{'ratio':>9}"
+        f"\n{'script':<20}{'workload':<42}{'sketchsim':>12}  {'peer':<30}{'peer':>12}{'ratio':>9}"
     )
     for r in rows:
         print(
-            f"{r['script']:<16}{r['workload']:<42}{r['sketchsim_s']:>11.4f}s  {r['peer']:<30}"
-            f"{r['peer_s']:>11.4f}s{r['peer_s'] / r['sketchsim_s']:>8.2f}x"
+            f"{r['script']:<20}{r['workload']:<42}{_ms(r['sketchsim_s'])}  {r['peer']:<30}"
+            f"{_ms(r['peer_s'])}{r['peer_s'] / r['sketchsim_s']:>8.2f}x"
         )
     reported = {r["script"] for r in rows}
     for name, rc, secs in status:
         note = "" if name in reported else "  (no ratio rows: see its output above)"
-        print(f"{name:<16}exit {rc}, {secs:.1f} s{note}")
+        print(f"{name:<20}exit {rc}, {secs:.1f} s{note}")
     return 0 if all(rc == 0 for _, rc, _ in status) else 1
 
 

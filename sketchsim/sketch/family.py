@@ -148,6 +148,8 @@ class Family:
 
     def fixed_tokens(self) -> np.ndarray:
         """The tokens every input shares, packed: shape (n_fixed, words)."""
+        if self.n_fixed == 0:
+            return np.zeros((0, self.words), dtype=np.uint64)
         return self.tokens(self.sample_answers(1))[0, : self.n_fixed].copy()
 
     def variable_tokens(self, T: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
