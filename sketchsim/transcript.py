@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from sketchsim import config
-from sketchsim.errors import PluginError, SketchsimError
+from sketchsim.errors import FamilyError, PluginError, SketchsimError
 from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.engine import Engine
 from sketchsim.sketch.family import Family, check_variable_tokens
@@ -299,6 +299,8 @@ def measure(
 
 #: Bytes per worker batch of transcripts (kept in the core's cache while counted).
 _BATCH_BYTES = 1 << 20
+#: Seconds per chunk of inputs (one progress update each).
+_CHUNK_SECONDS = 0.5
 
 
 def _run_all(family: Family, engine: Engine, T: np.ndarray, progress):
@@ -315,13 +317,21 @@ def _run_all(family: Family, engine: Engine, T: np.ndarray, progress):
     fingerprints = np.zeros((B, 2), dtype=np.uint64)
     correct = np.zeros(B, dtype=bool)
     ranges = entry_ranges(engine.layers, engine.speak)
-    fixed = np.ascontiguousarray(family.fixed_tokens(), dtype=np.uint64)
+    fixed = family.fixed_tokens()
+    want = (family.n_fixed, family.words)
+    if not isinstance(fixed, np.ndarray) or fixed.dtype != np.uint64 or fixed.shape != want:
+        got = getattr(fixed, "shape", type(fixed).__name__)
+        raise FamilyError(
+            f"family {family.name}: fixed_tokens must be a uint64 array of shape {want}, got {got}"
+        )
+    fixed = np.ascontiguousarray(fixed)
     n_var = family.n_tokens - fixed.shape[0]
     per_input = 8 * (max(engine.total_len, 1) + n_var * family.words + family.q)
     batch = int(min(4096, max(16, _BATCH_BYTES // per_input)))
     # the plain-Python engine holds the GIL and checks its contract on its first run
     threads = max(1, min(engine.threads, -(-B // batch))) if engine.jitted else 1
-    step = max(threads * batch, min(B, 1 << 15), family.chunk_size())
+    # chunks (progress steps) of about _CHUNK_SECONDS once the first has been timed
+    step = max(threads * batch, min(B, 1 << 13))
     if B:  # the plug-in contract, on a sample of the first chunk
         first = T[: min(B, family.chunk_size())]
         tokens = check_variable_tokens(family, family.variable_tokens(first), len(first))
@@ -330,8 +340,10 @@ def _run_all(family: Family, engine: Engine, T: np.ndarray, progress):
     workers = [_Worker(family, engine, T, fixed, ranges, batch, lock) for _ in range(threads)]
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     try:
-        for lo in range(0, B, step):
+        lo = 0
+        while lo < B:
             hi = min(B, lo + step)
+            started = time.perf_counter()
             bounds = np.linspace(lo, hi, threads + 1).astype(np.int64)
             parts = list(zip(workers, bounds[:-1], bounds[1:], strict=True))
             if pool is None:
@@ -345,6 +357,9 @@ def _run_all(family: Family, engine: Engine, T: np.ndarray, progress):
                     job.result()
             if progress is not None:
                 progress(hi, B)
+            per_input = (time.perf_counter() - started) / (hi - lo)
+            step = int(min(1 << 17, max(threads * batch, _CHUNK_SECONDS / max(per_input, 1e-9))))
+            lo = hi
     finally:
         if pool is not None:
             pool.shutdown()

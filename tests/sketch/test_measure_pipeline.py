@@ -203,3 +203,24 @@ def test_entry_bits_helpers_equal_scipy_bit_for_bit():
     p = np.random.default_rng(0).random(100_000)
     p = np.concatenate([p, 1 / np.arange(1, 5000), [1.0]])
     np.testing.assert_array_equal(_entr(p), entr(p))
+
+
+def test_wrong_fixed_tokens_are_a_family_error():
+    from sketchsim.errors import FamilyError
+
+    class Broken(HardFamily):
+        def fixed_tokens(self):
+            return np.zeros((self.q, self.words + 1), dtype=np.uint64)
+
+    fam = Broken(2, 2)
+    proto, params, _ = resolve_spec("block-counts")
+    with pytest.raises(FamilyError, match="fixed_tokens must be a uint64 array of shape"):
+        measure(fam, fam.all_answers(), proto, params)
+
+
+def test_progress_reaches_the_end_in_order():
+    fam = HardFamily(3, 3)
+    proto, params, _ = resolve_spec("block-counts")
+    seen = []
+    measure(fam, fam.sample_answers(30_000), proto, params, progress=lambda d, t: seen.append(d))
+    assert seen == sorted(seen) and seen[-1] == 30_000 and len(seen) >= 2
