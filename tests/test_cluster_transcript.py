@@ -108,6 +108,21 @@ def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets, tie):
     assert h == pytest.approx(entropy_bits(counts), rel=1e-12, abs=1e-12)
 
 
+def test_reduce_of_distinct_transcripts():
+    rng = np.random.default_rng(5)
+    fp = rng.integers(0, 2**63, size=(300, 2), dtype=np.uint64)
+    fp[7, 0] = fp[3, 0] + np.uint64(1)  # near neighbours
+    idx = np.arange(300, dtype=np.int64)
+    got = transcript_reduce(True, (fp[:100], idx[:100], None), (fp[100:], idx[100:], None))
+    _, counts = group_transcripts(fp)
+    assert got["distinct"] == 300 and got["candidates"] == []
+    np.testing.assert_array_equal(got["sizes"], counts)
+    assert got["size_values"].tolist() == [1] and got["size_counts"].tolist() == [300]
+    fp[9] = fp[4]  # one repeated transcript: the general path
+    got = transcript_reduce(True, (fp, idx, None))
+    assert got["distinct"] == 299 and got["candidates"] == [(4, 9)]
+
+
 def test_reduce_of_an_empty_bucket():
     got = transcript_reduce(True, (np.zeros((0, 2), np.uint64), np.zeros(0, np.int64), None))
     assert got["inputs"] == got["distinct"] == 0 and got["candidates"] == []
