@@ -73,7 +73,7 @@ class Settings:
             scales="8:64:2000,10:128:2000,12:256:2000",
             ood_seeds=2,
             ood_steps=1000,
-            ood_ranks=(4, 8, 16, 32, 64, 128),
+            ood_ranks=(4, 8, 12, 16, 24, 32, 64, 128),
             samples=100_000,
             bound_to=28,
         )
