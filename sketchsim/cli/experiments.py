@@ -284,14 +284,14 @@ def _cluster_client(cluster, device):
 
 
 def _maps(text, suite):
-    from sketchsim.experiments.models import FEATURE_MAPS
+    from sketchsim.experiments.feature_maps import REGISTRY
 
     names = [v.strip() for v in (text or ("table" if suite == "witness" else "favor")).split(",")]
-    allowed = [f for f in FEATURE_MAPS if f != "signed"]
+    allowed = [name for name, cls in REGISTRY.items() if cls.nonnegative]
     for name in names:
         if name not in allowed:
             raise SketchsimError(f"--feature-map must list names from {', '.join(allowed)}")
-        if suite == "ood" and name == "table":
+        if suite == "ood" and REGISTRY[name].reads_ids:
             raise SketchsimError("the ood suite tests unseen tokens: use a parametric feature map")
     return list(dict.fromkeys(names))
 

@@ -110,3 +110,21 @@ def test_a_registered_map_is_usable_by_name_in_a_head():
         )
     finally:
         del fm.REGISTRY["test-halfsquare"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--feature-map", "signed"], "--feature-map must list names from table, mlp"),
+        (["--suite", "ood", "--feature-map", "elu1,table"], "use a parametric feature map"),
+    ],
+)
+def test_the_cli_asks_the_registry_which_maps_it_accepts(args, needle):
+    """``signed`` is not nonnegative (the ``signed`` model uses it); ``table`` reads ids."""
+    from click.testing import CliRunner
+    from cliutil import assert_error_line
+
+    from sketchsim.cli import main
+
+    res = CliRunner().invoke(main, ["sweep", "--steps", "5", "--seeds", "1", *args])
+    assert_error_line(res, needle)
