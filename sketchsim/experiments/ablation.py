@@ -153,7 +153,16 @@ def screen_maps(
 
 
 def _screen_main(args) -> None:
-    ranks = tuple(int(v) for v in args.ranks.split(","))
+    from sketchsim.errors import SketchsimError
+
+    try:
+        ranks = tuple(int(v) for v in args.ranks.split(","))
+    except ValueError:
+        raise SketchsimError(
+            f"--ranks must be comma-separated integers, got {args.ranks!r}"
+        ) from None
+    if min(ranks) < 1 or args.seeds < 1 or args.steps < 1:
+        raise SketchsimError("--ranks, --seeds and --steps must be >= 1")
     print(f"validation split of the train pool of {args.screen_maps} ({args.seeds} seed(s))")
     rows = screen_maps(
         args.screen_maps,
@@ -207,7 +216,12 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     if args.screen_maps:
-        _screen_main(args)
+        from sketchsim.errors import SketchsimError
+
+        try:
+            _screen_main(args)
+        except SketchsimError as exc:
+            ap.exit(2, f"error: {exc}\n")
         return
     family = build_witness(hadamard_code(24), "hadamard", 12)
     base = per_query_baseline(witness_split(family))

@@ -40,3 +40,21 @@ def test_the_screen_scores_every_nonnegative_parametric_map():
     maps = [r["feature_map"] for r in rows]
     assert maps == ["mlp", "elu1", "relu", "relu2", "favor", "hedgehog", "expmap"]
     assert all(0 <= r["validation_accuracy"] <= 1 and r["steps"] <= 3 for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--screen-maps", "8:4"], "is not m:pool:triples"),
+        (["--screen-maps", "8:64:100", "--ranks", "16,x"], "comma-separated integers"),
+        (["--screen-maps", "8:64:100", "--ranks", "0"], "must be >= 1"),
+    ],
+)
+def test_the_screen_refuses_bad_input_with_one_line(args, needle, capsys):
+    pytest.importorskip("torch", reason="the torch extra is not installed")
+    from sketchsim.experiments.ablation import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and needle in err and err.count("\n") == 1
