@@ -33,8 +33,23 @@ __all__ = [
 
 INSTALL_HINT = "pip install 'sketchsim[cluster]'"
 
-#: Seconds to wait for a remote scheduler before giving up.
+#: Seconds to wait for a remote scheduler before giving up (``SKETCHSIM_CONNECT_TIMEOUT``
+#: overrides it: a slow network may need more, the tests use less).
 CONNECT_TIMEOUT_S = 5
+
+
+def connect_timeout() -> float:
+    """Seconds :func:`connect` waits for a remote scheduler."""
+    text = os.environ.get("SKETCHSIM_CONNECT_TIMEOUT", "")
+    try:
+        value = float(text) if text else CONNECT_TIMEOUT_S
+    except ValueError:
+        raise SketchsimError(
+            f"SKETCHSIM_CONNECT_TIMEOUT must be a number of seconds, got {text!r}"
+        ) from None
+    if not 0 < value < 1e6:
+        raise SketchsimError(f"SKETCHSIM_CONNECT_TIMEOUT must be in (0, 1e6), got {text!r}")
+    return value
 
 #: Most worker processes ``local:N`` starts.
 MAX_LOCAL_WORKERS = 256
@@ -116,13 +131,13 @@ def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iter
             )
             client = distributed.Client(cluster)
         else:
-            client = distributed.Client(spec.address, timeout=f"{CONNECT_TIMEOUT_S}s")
+            client = distributed.Client(spec.address, timeout=f"{connect_timeout()}s")
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()
         raise SketchsimError(
             f"cannot reach the Dask scheduler at {spec.describe()} "
-            f"within {CONNECT_TIMEOUT_S} s: {exc}"
+            f"within {connect_timeout():g} s: {exc}"
         ) from None
     try:
         if log is not None:

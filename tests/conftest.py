@@ -2,3 +2,6 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+# an unreachable test scheduler is given up after 1 s instead of the default 5 s
+os.environ.setdefault("SKETCHSIM_CONNECT_TIMEOUT", "1")

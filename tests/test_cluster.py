@@ -158,3 +158,21 @@ def test_cluster_bad_address_is_one_line():
         _cli("verify", "--cluster", "tcp://127.0.0.1:9"), "cannot reach", only_line=False
     )
     assert time.perf_counter() - t0 < 20
+
+
+@pytest.mark.parametrize("text", ["x", "0", "-1", "nan", "1e9"])
+def test_connect_timeout_env_is_checked(monkeypatch, text):
+    from sketchsim.cluster import connect_timeout
+
+    monkeypatch.setenv("SKETCHSIM_CONNECT_TIMEOUT", text)
+    with pytest.raises(SketchsimError, match="SKETCHSIM_CONNECT_TIMEOUT"):
+        connect_timeout()
+
+
+def test_connect_timeout_env_sets_the_wait(monkeypatch):
+    from sketchsim.cluster import CONNECT_TIMEOUT_S, connect_timeout
+
+    monkeypatch.setenv("SKETCHSIM_CONNECT_TIMEOUT", "2.5")
+    assert connect_timeout() == 2.5
+    monkeypatch.delenv("SKETCHSIM_CONNECT_TIMEOUT")
+    assert connect_timeout() == CONNECT_TIMEOUT_S
