@@ -51,6 +51,7 @@ def connect_timeout() -> float:
         raise SketchsimError(f"SKETCHSIM_CONNECT_TIMEOUT must be in (0, 1e6), got {text!r}")
     return value
 
+
 #: Most worker processes ``local:N`` starts.
 MAX_LOCAL_WORKERS = 256
 

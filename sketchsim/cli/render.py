@@ -13,6 +13,7 @@ if not console.is_terminal and "COLUMNS" not in os.environ:
     console.width = max(console.width, 130)  # logs and pipes get full tables
 err_console = Console(stderr=True)
 
+
 @contextmanager
 def progress_bar(description: str, total: int, enabled: bool = True):
     """Yield ``update(done, total)`` driving a rich progress bar on stderr."""
