@@ -394,7 +394,7 @@ class _Worker:
             else:
                 with self.lock:
                     tokens = family.variable_tokens(T[a:b], out=self.buffer)
-            check_variable_tokens(family, tokens, rows)
+            tokens = check_variable_tokens(family, tokens, rows)
             if engine.jitted:
                 engine.run_into(tokens, self.fixed, True, self.outputs)
                 transcripts, answers = tr, ans

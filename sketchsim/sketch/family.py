@@ -395,6 +395,11 @@ def check_variable_tokens(family: Family, tokens, rows: int) -> np.ndarray:
     ------
     FamilyError
         Not a uint64 array of shape ``(rows, n_tokens - n_fixed, words)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``tokens``, C-contiguous (copied only when a view is strided).
     """
     name = f"family {family.name}: variable_tokens returned"
     if not isinstance(tokens, np.ndarray):
@@ -404,7 +409,8 @@ def check_variable_tokens(family: Family, tokens, rows: int) -> np.ndarray:
     want = (rows, family.n_tokens - family.n_fixed, family.words)
     if tokens.shape != want:
         raise FamilyError(f"{name} shape {tokens.shape} for {rows} inputs; expected {want}")
-    return tokens
+    # the compiled engine reads rows by offset: a strided view would be read wrong
+    return np.ascontiguousarray(tokens)
 
 
 HARD = FamilyType(

@@ -224,3 +224,25 @@ def test_progress_reaches_the_end_in_order():
     seen = []
     measure(fam, fam.sample_answers(30_000), proto, params, progress=lambda d, t: seen.append(d))
     assert seen == sorted(seen) and seen[-1] == 30_000 and len(seen) >= 2
+
+
+def test_strided_variable_tokens_are_measured_as_their_values():
+    """A family returning a strided view (here every other row of a wider array) is
+    measured as the same tokens made contiguous: the engine reads rows by offset."""
+
+    class Strided(HardFamily):
+        def variable_tokens(self, T, out=None):
+            tokens = super().variable_tokens(T)
+            wide = np.zeros((2 * tokens.shape[0],) + tokens.shape[1:], dtype=np.uint64)
+            wide[::2] = tokens
+            wide[1::2] = ~np.uint64(0)  # garbage between the rows a view skips
+            view = wide[::2]
+            assert not view.flags.c_contiguous
+            return view
+
+    proto, params, _ = resolve_spec("block-counts")
+    T = HardFamily(3, 3).sample_answers(2_000)
+    want = measure(HardFamily(3, 3), T, proto, params).to_dict()
+    got = measure(Strided(3, 3), T, proto, params).to_dict()
+    want.pop("seconds"), got.pop("seconds")
+    assert got == want and got["correct_fraction"] == 1.0
