@@ -396,6 +396,16 @@ def _run_on_cluster(client, specs, data, rows, device, save, progress, retries) 
                 f"the run {spec.model} r = {spec.rank}, seed {spec.seed} lost its worker "
                 "more often than the scheduler allows (distributed.scheduler.allowed-failures)"
             ) from None
+        except SketchsimError:
+            client.cancel(list(futures))
+            raise
+        except Exception as exc:  # scheduler gone, task cancelled, a worker-side error
+            client.cancel(list(futures))
+            spec = specs[k]
+            raise SketchsimError(
+                f"the run {spec.model} r = {spec.rank}, seed {spec.seed} failed on the "
+                f"cluster: {type(exc).__name__}: {exc}"
+            ) from None
         save(False)  # on disk before the next run is awaited
         finished += 1
         if progress:

@@ -21,7 +21,7 @@ from sketchsim.certify import Family, load_family, save_family  # noqa: E402
 from sketchsim.cli import main  # noqa: E402
 from sketchsim.cluster import connect, parse_cluster  # noqa: E402
 from sketchsim.errors import SketchsimError  # noqa: E402
-from sketchsim.experiments.suites import witness_split  # noqa: E402
+from sketchsim.experiments.suites import Split, witness_split  # noqa: E402
 from sketchsim.experiments.sweep import RunSpec, run_sweep, task_resources  # noqa: E402
 from sketchsim.minip import minip_targets  # noqa: E402
 
@@ -227,3 +227,15 @@ def test_a_run_that_keeps_losing_its_worker_is_one_error(client, tiny_path):
     finally:
         scheduler.allowed_failures = allowed
     assert killed
+
+
+def test_a_run_failing_on_the_cluster_is_one_error(client, tiny_path):
+    """Any other failure of a run's task (here a split the head cannot read) is one
+    SketchsimError naming the run, not the worker's traceback."""
+    split = witness_split(load_family(tiny_path))
+    bad = Split(split.tokens, split.targets[:2], split.scored)  # targets of 2 inputs
+    with pytest.raises(SketchsimError, match=r"the run kernel r = \d+, seed 0 failed on the"):
+        run_sweep(
+            _witness_specs(1, 5), lambda s: (bad, None, None), None, {}, "cpu",
+            client=client, retries=0,
+        )  # fmt: skip
