@@ -118,6 +118,7 @@ def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iter
         Receives one line naming the cluster and its dashboard link.
     """
     distributed = _require_distributed()
+    timeout = connect_timeout()
     cluster = None
     try:
         if spec.kind == "local":
@@ -132,13 +133,14 @@ def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iter
             )
             client = distributed.Client(cluster)
         else:
-            client = distributed.Client(spec.address, timeout=f"{connect_timeout()}s")
+            client = distributed.Client(spec.address, timeout=f"{timeout}s")
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()
+        if spec.kind == "local":
+            raise SketchsimError(f"could not start {spec.describe()}: {exc}") from None
         raise SketchsimError(
-            f"cannot reach the Dask scheduler at {spec.describe()} "
-            f"within {connect_timeout():g} s: {exc}"
+            f"cannot reach the Dask scheduler at {spec.describe()} within {timeout:g} s: {exc}"
         ) from None
     try:
         if log is not None:
