@@ -234,8 +234,7 @@ def _prepare(job: TranscriptJob):
     ctx = family.context()
     plan = r.protocol.plan(ctx, r.params)
     engine = Engine(plan, ctx, r.protocol.name)
-    if hasattr(engine, "threads"):
-        engine.threads = 1  # Dask runs one task per worker thread: no nested threads
+    engine.threads = 1  # Dask runs one task per worker thread: no nested threads
     # Compile (or load) the token builder and the engine loop now, through a second
     # engine on one input: both engines share the process's compiled loop, and the
     # contract check of ``engine`` still runs on its first real batch.
@@ -274,48 +273,15 @@ def _worker_name() -> str:
 
 
 def _run_range(family, engine, T: np.ndarray):
-    """Fingerprints, correct count, entry counts and first failure (local index) of ``T``.
+    """``(fingerprints, correct, entry counts, first failure)`` of the inputs ``T``.
 
-    The single process's own loop (``sketchsim.transcript._run_all``) where it
-    exists, so both paths run the same code; else the chunked loop of
-    :func:`sketchsim.transcript.measure`.
+    The single process's own loop (:func:`sketchsim.transcript._run_all`), so both
+    paths run the same code and count the same entries.
     """
-    from sketchsim import transcript
+    from sketchsim.transcript import _run_all
 
-    run_all = getattr(transcript, "_run_all", None)
-    if run_all is not None:
-        fingerprints, correct, counts, first_failure = run_all(family, engine, T, None)
-        return fingerprints, int(correct.sum()), counts, first_failure
-    from sketchsim.sketch.measure import EntryCounts
-
-    B = T.shape[0]
-    fingerprints = np.zeros((B, 2), dtype=np.uint64)
-    n_correct = 0
-    counts = EntryCounts(engine.total_len)
-    first_failure = None
-    step = family.chunk_size()
-    sub = max(1, config.TRANSCRIPT_STORE_BYTES // (8 * max(engine.total_len, 1)))
-    buffer = np.empty((min(step, B), family.n_tokens, family.words), dtype=np.uint64)
-    for a0 in range(0, B, step):
-        a1 = min(B, a0 + step)
-        tokens = family.tokens(T[a0:a1], out=buffer)
-        for a in range(0, a1 - a0, sub):
-            b = min(a1 - a0, a + sub)
-            res = engine.run(tokens[a:b], store=True)
-            fingerprints[a0 + a : a0 + b] = res.fingerprints
-            counts.add(res.transcripts)
-            ok = (res.answers == T[a0 + a : a0 + b]).all(axis=1)
-            n_correct += int(ok.sum())
-            if first_failure is None and not ok.all():
-                i = int(np.argmin(ok))
-                pos = int(np.argmax(res.answers[i] != T[a0 + a + i]))
-                first_failure = {
-                    "input": a0 + a + i,
-                    "position": pos + 1,
-                    "target": int(T[a0 + a + i, pos]),
-                    "answer": int(res.answers[i, pos]),
-                }
-    return fingerprints, n_correct, counts, first_failure
+    fingerprints, correct, counts, first_failure = _run_all(family, engine, T, None)
+    return fingerprints, int(correct.sum()), counts, first_failure
 
 
 def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | None = None):
