@@ -33,6 +33,7 @@ took.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import operator
 import os
@@ -44,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from sketchsim import config
-from sketchsim.errors import PluginError, SketchsimError
+from sketchsim.errors import FamilyError, PluginError, SketchsimError
 
 __all__ = [
     "TranscriptJob",
@@ -80,12 +81,21 @@ class TranscriptJob:
     seed: int
     protocol_spec: str
     identity: str
+    family_digest: str
     mode: str
     inputs: int
     buckets: int
 
     def cache_key(self) -> tuple:
-        return (self.family_spec, self.q, self.s, self.seed, self.protocol_spec, self.identity)
+        return (
+            self.family_spec,
+            self.q,
+            self.s,
+            self.seed,
+            self.protocol_spec,
+            self.identity,
+            self.family_digest,
+        )
 
 
 @dataclass(frozen=True)
@@ -142,6 +152,21 @@ def answer_hashes(T: np.ndarray) -> np.ndarray:
         h[:, 0] += x ^ (x >> np.uint64(31))
         h[:, 1] += y ^ (y >> np.uint64(33))
     return h
+
+
+def family_digest(family) -> str:
+    """A sha256 of the tokens ``family`` builds for a few fixed inputs.
+
+    Workers rebuild the family from its spec; comparing this digest with the
+    client's catches a worker with another version of a family plug-in, which
+    would otherwise measure other inputs under the client's name.
+    """
+    n = int(min(8, family.size))
+    T = np.concatenate([answers_range(family, 0, n), np.full((1, family.q), family.s)])
+    tokens = np.ascontiguousarray(family.tokens(T.astype(family.answer_dtype)))
+    h = hashlib.sha256(repr((tokens.shape, str(tokens.dtype))).encode())
+    h.update(tokens.tobytes())
+    return h.hexdigest()
 
 
 def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[str, int]:
@@ -224,6 +249,11 @@ def _prepare(job: TranscriptJob):
 
     ftype, fparams, _ = resolve_family(job.family_spec)
     family = ftype.make(job.q, job.s, job.seed, fparams)
+    if family_digest(family) != job.family_digest:
+        raise FamilyError(
+            f"family {job.family_spec} on worker {_worker_name()} builds other tokens than "
+            "the client's: install the same version"
+        )
     r = resolve(job.protocol_spec)
     if r.identity != job.identity:
         raise PluginError(
@@ -573,6 +603,7 @@ def measure_on_cluster(
         family.seed,
         portable_spec(spec),
         resolved.identity,
+        family_digest(family),
         mode,
         inputs,
         cut.buckets,

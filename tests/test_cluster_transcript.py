@@ -354,3 +354,24 @@ def test_cli_plugin_error_on_workers_is_one_line(tmp_path):
     assert "Traceback" not in err and "Compute Failed" not in err, err
     last = [ln for ln in res.stderr.splitlines() if ln.strip()][-1]
     assert last.startswith("error:") and "outside its declared alphabet" in last
+
+
+def test_a_worker_with_another_family_version_refuses(tmp_path):
+    """The worker rebuilds the family from its spec and compares its tokens' digest
+    with the client's: another version of a family plug-in is an error, not a
+    measurement of other inputs under the client's name."""
+    from sketchsim.cluster_transcript import TranscriptJob, _prepare, family_digest
+    from sketchsim.errors import FamilyError
+
+    fam = HardFamily(3, 2, seed=1)
+    other = HardFamily(3, 2, seed=2)
+    assert family_digest(fam) == family_digest(HardFamily(3, 2, seed=1))
+    assert family_digest(fam) != family_digest(other)
+    r = resolve("block-counts")
+    job = TranscriptJob("hard", 3, 2, 1, "block-counts", r.identity, family_digest(other),
+                        "exhaustive", 27, 2)  # fmt: skip
+    with pytest.raises(FamilyError, match="builds other tokens than the client's"):
+        _prepare(job)
+    good = TranscriptJob("hard", 3, 2, 1, "block-counts", r.identity, family_digest(fam),
+                         "exhaustive", 27, 2)  # fmt: skip
+    assert _prepare(good)[0].q == 3
