@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sketchsim.errors import SketchsimError
-from sketchsim.results import write_json_atomic
+from sketchsim.results import read_json, write_json_atomic
 
 __all__ = [
     "ClusterSpec",
@@ -169,8 +169,8 @@ def _open_state(state_dir: Path, key: dict, n_shards: int) -> dict[int, object]:
     want = {"key": key, "digest": _key_digest(key), "shards": n_shards}
     if manifest.exists():
         try:
-            have = json.loads(manifest.read_text())
-        except (OSError, ValueError, RecursionError) as exc:
+            have = read_json(manifest)
+        except SketchsimError as exc:
             raise SketchsimError(
                 f"state directory {state_dir}: unreadable manifest ({exc})"
             ) from None
@@ -185,8 +185,8 @@ def _open_state(state_dir: Path, key: dict, n_shards: int) -> dict[int, object]:
     for path in state_dir.glob("shard-*.json"):
         try:
             index = int(path.stem.split("-", 1)[1])
-            entry = json.loads(path.read_text())
-        except (OSError, ValueError, RecursionError):
+            entry = read_json(path)
+        except (ValueError, SketchsimError):
             continue  # a torn or foreign file: the shard is simply recomputed
         if isinstance(entry, dict) and entry.get("digest") == want["digest"] and index < n_shards:
             done[index] = entry["result"]

@@ -251,16 +251,17 @@ def _load_resumable(path, header) -> dict:
         When the file is not a transcript result of the same q/s/seed/mode, or an
         entry lacks a field or has one of the wrong type.
     """
-    import json
     from pathlib import Path
 
     p = Path(path)
     if not p.exists():
         return {}
+    from sketchsim.results import read_json
+
     try:
-        old = json.loads(p.read_text())
-    except (OSError, ValueError, RecursionError) as exc:
-        raise SketchsimError(f"cannot resume from {path}: {exc}") from None
+        old = read_json(p)
+    except SketchsimError as exc:
+        raise SketchsimError(f"cannot resume: {exc}") from None
     if not isinstance(old, dict) or not isinstance(old.get("protocols", []), list):
         raise SketchsimError(
             f"cannot resume from {path}: not a transcript result (a JSON object with a "

@@ -25,7 +25,7 @@ from sketchsim.errors import SketchsimError
 from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split
 from sketchsim.experiments.train import fit, metrics, pick_device
-from sketchsim.results import versions, write_json_atomic
+from sketchsim.results import read_json, versions, write_json_atomic
 from sketchsim.tokens import token_ids
 
 __all__ = [
@@ -221,11 +221,9 @@ def load_runs(path: str | Path) -> dict[str, dict]:
         When the file is not JSON, not a sweep file, or any entry is malformed.
     """
     try:
-        old = json.loads(Path(path).read_text())
-    except (ValueError, RecursionError):
-        raise SketchsimError(f"cannot resume from {path}: not JSON") from None
-    except OSError as exc:
-        raise SketchsimError(f"cannot resume from {path}: {exc.strerror}") from None
+        old = read_json(path)
+    except SketchsimError as exc:
+        raise SketchsimError(f"cannot resume: {exc}") from None
     if not isinstance(old, dict) or not isinstance(old.get("runs"), list):
         raise SketchsimError(f"cannot resume from {path}: not a sweep file (no list of runs)")
     context = old.get("context")

@@ -97,7 +97,8 @@ def _marked_file(tiny_path, tmp_path):
     [
         ("[1, 2, 3]", "not a sweep file"),
         ("null", "not a sweep file"),
-        ("{nope", "not JSON"),
+        ("{nope", "is not valid JSON"),
+        ('{"runs": [], "context": {}, "x": NaN}', "NaN is not JSON"),  # strict, as written
         ('{"runs": []}', "no context"),
         ('{"runs": [1], "context": {}}', "not an object with a spec"),
         ('{"runs": [{"spec": {}}], "context": {}}', "lacks"),
