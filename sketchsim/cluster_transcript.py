@@ -182,20 +182,10 @@ def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[
     ------
     InputLimitError
     """
-    from sketchsim.transcript import EXHAUSTIVE_AUTO, InputLimitError, max_bytes
+    from sketchsim.transcript import InputLimitError, exhaustive_mode, max_bytes
 
     limit_n = config.CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX
-    if exhaustive is None:
-        exhaustive = family.log2_size <= math.log2(EXHAUSTIVE_AUTO)
-    if exhaustive:
-        if family.log2_size > math.log2(limit_n) + 1e-9:
-            raise InputLimitError(
-                f"exhaustive {family.describe()} has (s+1)^q = {family.size_text()} inputs, "
-                f"above the cluster limit 2^{limit_n.bit_length() - 1}",
-                "exhaustive",
-                2.0 ** min(family.log2_size, 1023.0),
-                limit_n,
-            )
+    if exhaustive_mode(family, exhaustive, limit_n, "the cluster limit"):
         return "exhaustive", int(family.size)
     if samples < 1:
         raise SketchsimError(f"the number of samples must be >= 1, got {samples}")

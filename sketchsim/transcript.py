@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_SPECS",
     "EXHAUSTIVE_AUTO",
     "EXHAUSTIVE_MAX",
+    "exhaustive_mode",
     "InputLimitError",
     "ProtocolReport",
     "check_family",
@@ -106,6 +107,28 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
+def exhaustive_mode(family: Family, exhaustive: bool | None, limit: int, name: str) -> bool:
+    """Whether to enumerate every input of ``family`` (``None``: when ``(s+1)^q`` is at
+    most :data:`EXHAUSTIVE_AUTO`).
+
+    Raises
+    ------
+    InputLimitError
+        Exhaustive mode above ``limit`` inputs (``name`` words the limit).
+    """
+    if exhaustive is None:
+        exhaustive = family.log2_size <= math.log2(EXHAUSTIVE_AUTO)
+    if exhaustive and family.log2_size > math.log2(limit) + 1e-9:
+        raise InputLimitError(
+            f"exhaustive {family.describe()} has (s+1)^q = {family.size_text()} inputs, "
+            f"above {name} 2^{limit.bit_length() - 1}",
+            "exhaustive",
+            2.0 ** min(family.log2_size, 1023.0),
+            limit,
+        )
+    return bool(exhaustive)
+
+
 def plan_inputs(family: Family, exhaustive: bool | None, samples: int) -> tuple[str, int]:
     """``(mode, inputs)`` after checking the limits, before anything is allocated.
 
@@ -118,17 +141,7 @@ def plan_inputs(family: Family, exhaustive: bool | None, samples: int) -> tuple[
         Exhaustive mode above :data:`EXHAUSTIVE_MAX` inputs, or an estimated
         allocation above :func:`max_bytes`.
     """
-    if exhaustive is None:
-        exhaustive = family.log2_size <= math.log2(EXHAUSTIVE_AUTO)
-    if exhaustive:
-        if family.log2_size > math.log2(EXHAUSTIVE_MAX) + 1e-9:
-            raise InputLimitError(
-                f"exhaustive {family.describe()} has (s+1)^q = {family.size_text()} inputs, "
-                f"above the limit 2^{EXHAUSTIVE_MAX.bit_length() - 1}",
-                "exhaustive",
-                2.0 ** min(family.log2_size, 1023.0),
-                EXHAUSTIVE_MAX,
-            )
+    if exhaustive_mode(family, exhaustive, EXHAUSTIVE_MAX, "the limit"):
         mode, n = "exhaustive", family.size
         extra = 24  # the enumeration index and one column temporary
     else:

@@ -23,17 +23,6 @@ from sketchsim.experiments.sweep import (  # noqa: E402
 )
 from sketchsim.minip import minip_targets  # noqa: E402
 
-C1, C2 = [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]
-
-
-@pytest.fixture
-def tiny_path(tmp_path):
-    t = []
-    for x, c, d in ((C2, C1, C2), (C1, C2, C1)):
-        t += [(x, c, c), (x, d, d), (x, c, d), (x, d, c)]
-    tokens = np.array(t, dtype=np.uint8)
-    return save_family(Family(tokens, 1, minip_targets(tokens)[:, 0], {}), tmp_path / "t.npz")
-
 
 @pytest.mark.slow
 def test_witness_sweep_json_plot_and_resume(tiny_path, tmp_path):

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -17,24 +16,12 @@ torch.set_num_threads(1)
 
 from cliutil import assert_error_line  # noqa: E402
 
-from sketchsim.certify import Family, load_family, save_family  # noqa: E402
+from sketchsim.certify import load_family  # noqa: E402
 from sketchsim.cli import main  # noqa: E402
 from sketchsim.cluster import connect, parse_cluster  # noqa: E402
 from sketchsim.errors import SketchsimError  # noqa: E402
 from sketchsim.experiments.suites import Split, witness_split  # noqa: E402
 from sketchsim.experiments.sweep import RunSpec, run_sweep, task_resources  # noqa: E402
-from sketchsim.minip import minip_targets  # noqa: E402
-
-C1, C2 = [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]
-
-
-@pytest.fixture
-def tiny_path(tmp_path):
-    t = []
-    for x, c, d in ((C2, C1, C2), (C1, C2, C1)):
-        t += [(x, c, c), (x, d, d), (x, c, d), (x, d, c)]
-    tokens = np.array(t, dtype=np.uint8)
-    return save_family(Family(tokens, 1, minip_targets(tokens)[:, 0], {}), tmp_path / "t.npz")
 
 
 @pytest.fixture(scope="module")
