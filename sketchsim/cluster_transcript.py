@@ -574,8 +574,8 @@ def measure_on_cluster(
     from distributed import as_completed
 
     from sketchsim.sketch.engine import Engine
-    from sketchsim.sketch.measure import entropy_bits, entry_bits
-    from sketchsim.transcript import ProtocolReport, _layer_info, check_family
+    from sketchsim.sketch.measure import entropy_bits
+    from sketchsim.transcript import check_family, protocol_report
 
     if mode == "sampled" and (answers is None or answers.shape[0] != inputs):
         raise SketchsimError("sampled mode needs the answer vectors of every input")
@@ -683,42 +683,14 @@ def measure_on_cluster(
         return answers[i] if answers is not None else answers_range(family, i, i + 1)[0]
 
     collision = _certificate(family, plan, ctx, protocol.name, candidates, answers_of)
-    exact = family.log2_size <= 62 and B == family.size
-    counts = entries.counts(shape.total_len)
-    layers = _layer_info(plan, ctx.n_tokens)
-    conf = config.ENTROPY_CONFIDENCE
-    for info, (lo_e, hi_e) in zip(layers, shape.layers[:, 4:6], strict=True):
-        info.update(entry_bits(counts, int(lo_e), int(hi_e), exact, conf).to_dict())
-    total = entry_bits(counts, exact=exact, confidence=conf)
-    from sketchsim.sketch.channels import declared_bits
-
-    declared = declared_bits(plan.layers, ctx.n_tokens)
-    tol = config.BITS_TOLERANCE
-    report = ProtocolReport(
-        name=protocol.name,
-        params=dict(params),
-        source=resolved.source,
-        engine="jit" if plan.jitted else "python (slow)",
-        layers=layers,
-        declared_bits=declared,
-        distinct_transcripts=distinct,
-        log2_distinct=math.log2(distinct) if distinct else 0.0,
-        entropy_bits=ent,
-        correct_fraction=n_correct / B if B else 1.0,
-        meets_bound=declared >= family.bound_bits - tol,
-        wrong_inputs=int(B - n_correct),
-        collision=collision,
+    report = protocol_report(
+        protocol.name, params, resolved.source, family, plan, shape.layers, plan.jitted,
+        counts=entries.counts(shape.total_len),
+        exact=family.log2_size <= 62 and B == family.size, distinct=distinct, entropy=ent,
+        n_correct=n_correct, inputs=B, collision=collision,
         first_failure=min(failures, key=lambda f: f["input"]) if failures else None,
-        seconds=time.perf_counter() - start,
-        used_bits=total.used_bits,
-        entry_entropy_bits=total.entry_entropy,
-        entry_entropy_plugin_bits=total.plugin_entropy,
-        entry_entropy_ci=[total.ci_low, total.ci_high],
-        undersampled_entries=total.undersampled_entries,
-        entry_entropy_below_bound=total.ci_high < family.bound_bits - tol,
-        capped=not exact,
-        family=family.name,
-    )
+        start=start,
+    )  # fmt: skip
     per_input = 24 + (16 if mode == "sampled" else 0)
     stats = {
         "map_tasks": cut.map_tasks,

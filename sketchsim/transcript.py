@@ -45,6 +45,7 @@ __all__ = [
     "EXHAUSTIVE_AUTO",
     "EXHAUSTIVE_MAX",
     "exhaustive_mode",
+    "protocol_report",
     "InputLimitError",
     "ProtocolReport",
     "check_family",
@@ -274,28 +275,48 @@ def measure(
         exact = family.log2_size <= 62 and B == family.size
     fingerprints, correct, counts, first_failure = _run_all(family, engine, T, progress)
     inverse, group_counts = group_transcripts(fingerprints)
-    distinct = int(group_counts.size)
-    declared = declared_bits(plan.layers, ctx.n_tokens)
-    collision = _certify_collision(family, engine, T, inverse)
+    return protocol_report(
+        protocol.name, params, source, family, plan, engine.layers, engine.jitted,
+        counts=counts, exact=exact, distinct=int(group_counts.size),
+        entropy=entropy_bits(group_counts), n_correct=int(correct.sum()), inputs=B,
+        collision=_certify_collision(family, engine, T, inverse),
+        first_failure=first_failure, start=start,
+    )  # fmt: skip
+
+
+def protocol_report(
+    name: str, params: dict, source: str, family: Family, plan, layer_table: np.ndarray,
+    jitted: bool, *, counts, exact: bool, distinct: int, entropy: float, n_correct: int,
+    inputs: int, collision: dict | None, first_failure: dict | None, start: float,
+) -> ProtocolReport:  # fmt: skip
+    """The report of one protocol from what a run measured (one process or a cluster).
+
+    ``layer_table`` is the engine's per-layer table (entry ranges in columns 4-5),
+    ``counts`` the transcript entries' value counts; entry entropies per layer and
+    in total are computed here, so both paths report them the same way.
+    """
+    ctx = family.context()
     layers = _layer_info(plan, ctx.n_tokens)
     conf = config.ENTROPY_CONFIDENCE
-    for info, (lo_e, hi_e) in zip(layers, engine.layers[:, 4:6], strict=True):
+    for info, (lo_e, hi_e) in zip(layers, layer_table[:, 4:6], strict=True):
         info.update(entry_bits(counts, int(lo_e), int(hi_e), exact, conf).to_dict())
     total = entry_bits(counts, exact=exact, confidence=conf)
+    declared = declared_bits(plan.layers, ctx.n_tokens)
     tol = config.BITS_TOLERANCE
+    B = inputs
     return ProtocolReport(
-        name=protocol.name,
+        name=name,
         params=dict(params),
         source=source,
-        engine="jit" if engine.jitted else "python (slow)",
+        engine="jit" if jitted else "python (slow)",
         layers=layers,
         declared_bits=declared,
         distinct_transcripts=distinct,
         log2_distinct=math.log2(distinct) if distinct else 0.0,
-        entropy_bits=entropy_bits(group_counts),
-        correct_fraction=float(correct.mean()) if B else 1.0,
+        entropy_bits=entropy,
+        correct_fraction=n_correct / B if B else 1.0,
         meets_bound=declared >= family.bound_bits - tol,
-        wrong_inputs=int(B - correct.sum()),
+        wrong_inputs=int(B - n_correct),
         collision=collision,
         first_failure=first_failure,
         seconds=time.perf_counter() - start,
