@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 import pytest
+from fake_entry_points import FakeEntryPoint
 
 from sketchsim import specs
 
@@ -12,24 +13,14 @@ class Thing:
     name: str
 
 
-class _EP:
-    def __init__(self, name, value, obj=None, exc=None):
-        self.name, self.value, self._obj, self._exc = name, value, obj, exc
-
-    def load(self):
-        if self._exc is not None:
-            raise self._exc
-        return self._obj
-
-
 def test_bad_entry_points_are_reported_and_skipped(monkeypatch):
     eps = [
-        _EP("a", "pkg.a:A", Thing("a")),
-        _EP("bye", "pkg.bye:X", exc=SystemExit(3)),
-        _EP("boom", "pkg.boom:X", exc=ImportError("no module named zz")),
-        _EP("clash", "pkg.clash:X", Thing("builtin-one")),
-        _EP("again", "pkg.again:X", Thing("a")),
-        _EP("junk", "pkg.junk:X", 42),
+        FakeEntryPoint("a", "pkg.a:A", Thing("a")),
+        FakeEntryPoint("bye", "pkg.bye:X", exc=SystemExit(3)),
+        FakeEntryPoint("boom", "pkg.boom:X", exc=ImportError("no module named zz")),
+        FakeEntryPoint("clash", "pkg.clash:X", Thing("builtin-one")),
+        FakeEntryPoint("again", "pkg.again:X", Thing("a")),
+        FakeEntryPoint("junk", "pkg.junk:X", 42),
     ]
     monkeypatch.setattr(specs, "entry_points", lambda group: eps)
     taken = {"builtin-one": "built-in"}
@@ -57,7 +48,7 @@ def test_ctrl_c_during_discovery_is_not_swallowed(monkeypatch):
     import sketchsim.plugins as plugins
 
     monkeypatch.setattr(
-        specs, "entry_points", lambda group: [_EP("x", "m:X", exc=KeyboardInterrupt())]
+        specs, "entry_points", lambda group: [FakeEntryPoint("x", "m:X", exc=KeyboardInterrupt())]
     )
     with pytest.raises(KeyboardInterrupt):
         families.discover_families()

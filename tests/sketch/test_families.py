@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from cliutil import assert_error_line
+from fake_entry_points import FakeEntryPoint
 
 from sketchsim.cli import main
 from sketchsim.errors import FamilyError, PluginError
@@ -190,16 +191,6 @@ def test_cli_families_and_mqar_transcript():
     assert_error_line(res, "unknown family 'nope'")
 
 
-class _EP:
-    def __init__(self, name, value, obj=None, exc=None):
-        self.name, self.value, self._obj, self._exc = name, value, obj, exc
-
-    def load(self):
-        if self._exc is not None:
-            raise self._exc
-        return self._obj
-
-
 def test_entry_points_are_listed_and_failures_do_not_stop_discovery(monkeypatch):
     import sketchsim.families as families
     from sketchsim import specs
@@ -208,10 +199,10 @@ def test_entry_points_are_listed_and_failures_do_not_stop_discovery(monkeypatch)
     other = FamilyType("other", "an installed family", HARD.build)
     clash = FamilyType("hard", "reuses a built-in name", HARD.build)
     eps = [
-        _EP("other", "pkg.mod:OTHER", other),
-        _EP("bye", "pkg.bye:X", exc=SystemExit(3)),
-        _EP("clash", "pkg.clash:X", clash),
-        _EP("junk", "pkg.junk:X", 42),
+        FakeEntryPoint("other", "pkg.mod:OTHER", other),
+        FakeEntryPoint("bye", "pkg.bye:X", exc=SystemExit(3)),
+        FakeEntryPoint("clash", "pkg.clash:X", clash),
+        FakeEntryPoint("junk", "pkg.junk:X", 42),
     ]
     monkeypatch.setattr(specs, "entry_points", lambda group: eps)
     found = {(f.name, f.source): f for f in families.discover_families()}
