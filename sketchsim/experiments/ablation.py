@@ -26,7 +26,16 @@ from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split, random_triples, witness_split
 from sketchsim.experiments.train import fit, loss_fn, metrics
 
-__all__ = ["Variant", "VARIANTS", "run_variant", "per_query_baseline", "screen_maps", "main"]
+__all__ = [
+    "Variant",
+    "VARIANTS",
+    "run_variant",
+    "per_query_baseline",
+    "screen_maps",
+    "screen_stops",
+    "pick_margin",
+    "main",
+]
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,41 @@ def _beta(head) -> float:
     return inner.log_beta.exp().item()
 
 
+def _screen(scale: str, seeds: int, configs, steps: int, lr: float, progress=None) -> list[dict]:
+    """Train every ``(model, feature_map, rank, stop_below)`` of ``configs`` on each
+    seed's validation split of ``scale``'s train pool; one row per run."""
+    from sketchsim.experiments.suites import ood_validation, parse_scales
+    from sketchsim.experiments.sweep import RunSpec, train_one
+
+    ((m, pool, triples),) = parse_scales(scale)
+    rows = []
+    for seed in range(seeds):
+        fit_split, val_split = ood_validation(m, pool, triples, seed)
+        for model, fmap, r, stop_below in configs:
+            spec = RunSpec(
+                "ood-validation", scale, model, fmap, r, seed, steps=steps, lr=lr,
+                stop_below=stop_below, train_on="pool",
+            )  # fmt: skip
+            run = train_one(spec, fit_split, None, val_split, "cpu")
+            rows.append(
+                {
+                    "scale": scale,
+                    "model": model,
+                    "feature_map": fmap,
+                    "rank": r,
+                    "stop_below": stop_below,
+                    "seed": seed,
+                    "validation_accuracy": run.test_accuracy,
+                    "train_sequence_error": run.train_sequence_error,
+                    "steps": run.steps,
+                    "seconds": run.seconds,
+                }
+            )
+            if progress:
+                progress(rows[-1])
+    return rows
+
+
 def screen_maps(
     scale: str,
     ranks: tuple[int, ...],
@@ -120,36 +164,52 @@ def screen_maps(
     other half (:func:`~sketchsim.experiments.suites.ood_validation`).
     """
     from sketchsim.experiments.feature_maps import REGISTRY
-    from sketchsim.experiments.suites import ood_validation, parse_scales
-    from sketchsim.experiments.sweep import RunSpec, train_one
 
-    ((m, pool, triples),) = parse_scales(scale)
     if maps is None:
         maps = tuple(n for n, c in REGISTRY.items() if c.nonnegative and not c.reads_ids)
+    configs = [("kernel", fmap, r, stop_below) for fmap in maps for r in ranks]
+    return _screen(scale, seeds, configs, steps, lr, progress)
+
+
+def screen_stops(
+    scales: str,
+    margins: tuple[float, ...],
+    seeds: int,
+    steps: int = 1000,
+    lr: float = 0.01,
+    kernel: tuple[str, int] | None = ("elu1", 16),
+    progress=None,
+) -> list[dict]:
+    """Validation accuracy per training stop margin, for the softmax head.
+
+    The stop margin is part of the OOD protocol that every model shares: a
+    run stops once every training error is below it, or after ``steps``.
+    This screens it on the validation split of each scale's train pool, so
+    the margin is chosen without the test pool.  The ``kernel`` head
+    (feature map, rank) is trained at the largest margin only: a smaller
+    margin follows the same trajectory and stops no earlier, so a kernel run
+    that used all ``steps`` there is the same run at every margin.
+    """
+    from sketchsim.experiments.suites import parse_scales
+
     rows = []
-    for seed in range(seeds):
-        fit_split, val_split = ood_validation(m, pool, triples, seed)
-        for fmap in maps:
-            for r in ranks:
-                spec = RunSpec(
-                    "ood-validation", scale, "kernel", fmap, r, seed, steps=steps, lr=lr,
-                    stop_below=stop_below, train_on="pool",
-                )  # fmt: skip
-                run = train_one(spec, fit_split, None, val_split, "cpu")
-                rows.append(
-                    {
-                        "feature_map": fmap,
-                        "rank": r,
-                        "seed": seed,
-                        "validation_accuracy": run.test_accuracy,
-                        "train_sequence_error": run.train_sequence_error,
-                        "steps": run.steps,
-                        "seconds": run.seconds,
-                    }
-                )
-                if progress:
-                    progress(rows[-1])
+    for m, pool, triples in parse_scales(scales):
+        configs = [("softmax", "-", 0, s) for s in margins]
+        if kernel is not None:
+            configs.append(("kernel", kernel[0], kernel[1], max(margins)))
+        rows += _screen(f"{m}:{pool}:{triples}", seeds, configs, steps, lr, progress)
     return rows
+
+
+def pick_margin(rows: list[dict]) -> float:
+    """The stop margin whose worst softmax validation accuracy (over scales and
+    seeds) is highest; a tie goes to the larger margin (the earlier stop)."""
+    worst: dict[float, float] = {}
+    for row in rows:
+        if row["model"] == "softmax":
+            s = row["stop_below"]
+            worst[s] = min(worst.get(s, 1.0), row["validation_accuracy"])
+    return max(worst, key=lambda s: (worst[s], s))
 
 
 def _screen_main(args) -> None:
@@ -202,6 +262,71 @@ def _screen_main(args) -> None:
         )
 
 
+def _screen_stop_main(args) -> None:
+    from sketchsim.errors import SketchsimError
+
+    try:
+        margins = tuple(float(v) for v in args.screen_stop.split(","))
+    except ValueError:
+        raise SketchsimError(
+            f"--screen-stop must be comma-separated numbers, got {args.screen_stop!r}"
+        ) from None
+    if not all(0 < s <= 0.5 for s in margins) or args.seeds < 1 or args.steps < 1:
+        raise SketchsimError("stop margins must be in (0, 0.5]; --seeds and --steps >= 1")
+    print(f"validation splits of the train pools of {args.scales} ({args.seeds} seed(s))")
+    rows = screen_stops(
+        args.scales,
+        margins,
+        args.seeds,
+        steps=args.steps,
+        progress=lambda row: print(
+            f"  {row['scale']} {row['model']} stop {row['stop_below']} seed {row['seed']}: "
+            f"{row['validation_accuracy']:.3f} after {row['steps']} steps",
+            flush=True,
+        ),
+    )
+    scales = list(dict.fromkeys(row["scale"] for row in rows))
+    print("| model | stop below | " + " | ".join(scales) + " | worst |")
+    print("|---|---|" + "---|" * (len(scales) + 1))
+    for model, s in dict.fromkeys((row["model"], row["stop_below"]) for row in rows):
+        cells = []
+        for sc in scales:
+            accs = [
+                x["validation_accuracy"]
+                for x in rows
+                if (x["model"], x["stop_below"], x["scale"]) == (model, s, sc)
+            ]
+            cells.append(" / ".join(f"{a:.3f}" for a in accs))
+        worst = min(
+            x["validation_accuracy"] for x in rows if (x["model"], x["stop_below"]) == (model, s)
+        )
+        print(f"| {model} | {s:g} | " + " | ".join(cells) + f" | {worst:.3f} |")
+    kernel = [row for row in rows if row["model"] == "kernel"]
+    if kernel:
+        full = all(row["steps"] == args.steps for row in kernel)
+        print(
+            f"kernel runs that used all {args.steps} steps at the largest margin: "
+            f"{sum(row['steps'] == args.steps for row in kernel)} of {len(kernel)}"
+            + (" (so no margin changes them)" if full else "")
+        )
+    chosen = pick_margin(rows)
+    print(f"chosen stop margin (highest worst validation accuracy): {chosen:g}")
+    if args.json:
+        from sketchsim.results import result_payload, write_json_atomic
+
+        params = {
+            "scales": args.scales,
+            "margins": list(margins),
+            "seeds": args.seeds,
+            "steps": args.steps,
+            "lr": 0.01,
+        }
+        payload = result_payload("ablation --screen-stop", params, {"rows": rows, "chosen": chosen})
+        write_json_atomic(
+            args.json, {**payload, "versions": {**payload["versions"], "torch": torch.__version__}}
+        )
+
+
 def main(argv=None) -> None:
     from sketchsim.certify import build_witness
     from sketchsim.codes import hadamard_code
@@ -212,14 +337,18 @@ def main(argv=None) -> None:
     ap.add_argument("--triples", type=int, default=4000)
     ap.add_argument("--screen-maps", metavar="M:POOL:TRIPLES")
     ap.add_argument("--ranks", default="16,64", help="with --screen-maps")
+    ap.add_argument("--screen-stop", metavar="MARGINS", help="comma list of stop margins")
+    ap.add_argument(
+        "--scales", default="8:64:2000,10:128:2000,12:256:2000", help="with --screen-stop"
+    )
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    if args.screen_maps:
+    if args.screen_maps or args.screen_stop:
         from sketchsim.errors import SketchsimError
 
         try:
-            _screen_main(args)
+            (_screen_main if args.screen_maps else _screen_stop_main)(args)
         except SketchsimError as exc:
             ap.exit(2, f"error: {exc}\n")
         return

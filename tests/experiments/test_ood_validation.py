@@ -48,6 +48,9 @@ def test_the_screen_scores_every_nonnegative_parametric_map():
         (["--screen-maps", "8:4"], "is not m:pool:triples"),
         (["--screen-maps", "8:64:100", "--ranks", "16,x"], "comma-separated integers"),
         (["--screen-maps", "8:64:100", "--ranks", "0"], "must be >= 1"),
+        (["--screen-stop", "0.1,x"], "comma-separated numbers"),
+        (["--screen-stop", "0.6"], "must be in (0, 0.5]"),
+        (["--screen-stop", "0.1", "--scales", "8:64"], "is not m:pool:triples"),
     ],
 )
 def test_the_screen_refuses_bad_input_with_one_line(args, needle, capsys):
@@ -58,3 +61,41 @@ def test_the_screen_refuses_bad_input_with_one_line(args, needle, capsys):
         main(args)
     err = capsys.readouterr().err
     assert exc.value.code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_the_stop_screen_trains_softmax_at_every_margin_and_the_kernel_once():
+    pytest.importorskip("torch", reason="the torch extra is not installed")
+    from sketchsim.experiments.ablation import screen_stops
+
+    rows = screen_stops("5:12:40,6:16:40", (0.25, 0.1), 2, steps=5, kernel=("elu1", 2))
+    got = [(r["scale"], r["model"], r["stop_below"], r["seed"]) for r in rows]
+    want = [
+        (scale, model, s, seed)
+        for scale in ("5:12:40", "6:16:40")
+        for seed in (0, 1)
+        for model, s in (("softmax", 0.25), ("softmax", 0.1), ("kernel", 0.25))
+    ]
+    assert got == want
+    assert all(0 <= r["validation_accuracy"] <= 1 and r["steps"] <= 5 for r in rows)
+
+
+def _row(model, s, acc):
+    return {"model": model, "stop_below": s, "validation_accuracy": acc}
+
+
+def test_the_margin_with_the_best_worst_softmax_accuracy_is_picked():
+    from sketchsim.experiments.ablation import pick_margin
+
+    rows = [
+        _row("softmax", 0.25, 0.99),
+        _row("softmax", 0.25, 0.90),  # worst of 0.25
+        _row("softmax", 0.1, 0.95),
+        _row("softmax", 0.1, 0.93),
+        _row("softmax", 0.05, 0.93),
+        _row("softmax", 0.05, 0.94),
+        _row("kernel", 0.25, 0.50),  # kernel rows do not vote
+    ]
+    assert pick_margin(rows) == 0.1
+    # a tie goes to the larger margin (the earlier stop)
+    tie = [_row("softmax", 0.25, 0.9), _row("softmax", 0.1, 0.9)]
+    assert pick_margin(tie) == 0.25
