@@ -11,6 +11,7 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.paths import OutputPath
+from sketchsim.config import OOD_STOP_BELOW
 from sketchsim.errors import SketchsimError
 from sketchsim.results import write_json_atomic
 from sketchsim.specs import parse_int
@@ -104,7 +105,8 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> i
     type=float,
     default=None,
     help="Stop once every training error is below this (0.5: as soon as exact). "
-    "Default: 0.5 (witness), 0.25 (ood: a margin for unseen tokens).",
+    "Default: 0.5 (witness), 0.05 (ood: a margin for unseen tokens, chosen on a "
+    "validation split).",
 )
 @click.option("--heads", type=int, default=1, show_default=True, help="Heads whose outputs add.")
 @click.option(
@@ -196,7 +198,7 @@ def sweep(
     _bounded(triples, "--triples", 3, 1_000_000, False)
     if not (math.isfinite(eps) and 0 <= eps <= 1):
         raise SketchsimError(f"--eps must be a finite number in [0, 1], got {eps}")
-    suite_defaults = {"witness": ("0.03", 0.5), "ood": ("0.01", 0.25)}[suite]
+    suite_defaults = {"witness": ("0.03", 0.5), "ood": ("0.01", OOD_STOP_BELOW)}[suite]
     lr = suite_defaults[0] if lr is None else lr
     stop_below = suite_defaults[1] if stop_below is None else stop_below
     if not (math.isfinite(stop_below) and 0 < stop_below <= 0.5):

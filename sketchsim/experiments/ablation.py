@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sketchsim.config import OOD_STOP_BELOW
 from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split, random_triples, witness_split
 from sketchsim.experiments.train import fit, loss_fn, metrics
@@ -153,7 +154,7 @@ def screen_maps(
     seeds: int,
     steps: int = 1000,
     lr: float = 0.01,
-    stop_below: float = 0.25,
+    stop_below: float = OOD_STOP_BELOW,
     maps: tuple[str, ...] | None = None,
     progress=None,
 ) -> list[dict]:
@@ -254,7 +255,7 @@ def _screen_main(args) -> None:
             "seeds": args.seeds,
             "steps": args.steps,
             "lr": 0.01,
-            "stop_below": 0.25,
+            "stop_below": OOD_STOP_BELOW,
         }
         payload = result_payload("ablation --screen-maps", params, {"rows": rows})
         write_json_atomic(
