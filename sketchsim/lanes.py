@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import config as numba_config
 
-__all__ = ["LANES", "transpose_lanes", "lane_row_minima"]
+__all__ = ["LANES", "prefetch_words", "transpose_lanes", "lane_row_minima"]
 
 #: Sequences per block: eight 64-bit words fill one 512-bit register.
 LANES = 8
@@ -25,6 +25,9 @@ _KEYS_PER_PASS = 4
 _UNSET = 1 << 62
 
 if numba_config.DISABLE_JIT:  # pragma: no cover - exercised by the no-JIT test
+
+    def prefetch_words(W, base, count):
+        """Hint that ``W.flat[base : base + count]`` will be read soon (Python: nothing)."""
 
     def transpose_lanes(W, P, base, K):
         """``P[k * 8 + r] = W.flat[base + r * K + k]`` for ``k < 8 * (K // 8)`` (Python)."""
@@ -63,6 +66,42 @@ else:
 
     def _const(value, like):
         return ir.Constant(like.type, value)
+
+    @intrinsic
+    def prefetch_words(typingctx, W, base, count):
+        """Prefetch ``W.flat[base : base + count]`` (uint64 words) into the caches.
+
+        One ``llvm.prefetch`` per 64-byte line; the next block's words are fetched
+        while the current block is counted.  No bounds check: the range must lie
+        inside ``W``.
+        """
+        if not (_flat_array(W, types.uint64) and isinstance(base, types.Integer)):
+            return None
+        if not isinstance(count, types.Integer):
+            return None
+        sig = types.none(W, types.intp, types.intp)
+
+        def codegen(context, builder, signature, args):
+            w_arr, base_, count_ = args
+            wdata = _data(context, builder, signature.args[0], w_arr)
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            prefetch = cgutils.get_or_insert_function(
+                builder.module,
+                ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                "llvm.prefetch.p0i8",
+            )
+            lines = builder.sdiv(count_, _const(LANES, count_))
+            with cgutils.for_range(builder, lines) as line:
+                at = builder.add(base_, builder.mul(line.index, _const(LANES, count_)))
+                ptr = builder.bitcast(builder.gep(wdata, [at]), i8p)
+                # read, keep in all cache levels, data cache
+                builder.call(
+                    prefetch, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)]
+                )
+            return context.get_dummy_value()
+
+        return sig, codegen
 
     @intrinsic
     def transpose_lanes(typingctx, W, P, base, K):
@@ -192,9 +231,20 @@ else:
                     builder.add(first, builder.mul(step.index, _const(_KEYS_PER_PASS, i_))),
                     _KEYS_PER_PASS,
                 )
+            # the last (n - i - 1) % _KEYS_PER_PASS keys: one pass each of 4, 2, 1 keys as needed
             rest = builder.add(first, builder.mul(n_passes, _const(_KEYS_PER_PASS, i_)))
-            with cgutils.for_range(builder, builder.sub(n_, rest)) as step:
-                count_keys(builder.add(rest, step.index), 1)
+            left = builder.sub(n_, rest)
+            rest_slot = cgutils.alloca_once_value(builder, rest)
+            size = _KEYS_PER_PASS // 2
+            while size >= 1:
+                wanted = builder.icmp_signed(
+                    "!=", builder.and_(left, _const(size, i_)), _const(0, i_)
+                )
+                with builder.if_then(wanted):
+                    at = builder.load(rest_slot)
+                    count_keys(at, size)
+                    builder.store(builder.add(at, _const(size, i_)), rest_slot)
+                size //= 2
             ptr = _vector_at(builder, mdata, builder.mul(i_, eight))
             builder.store(smaller(builder.load(row_min), builder.load(ptr, align=8)), ptr, align=8)
             return context.get_dummy_value()

@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from sketchsim.bits import as_binary, gather8, load_u64, popcount64
-from sketchsim.lanes import LANES, lane_row_minima, transpose_lanes
+from sketchsim.lanes import LANES, lane_row_minima, prefetch_words, transpose_lanes
 
 __all__ = ["minip_targets", "minip_targets_packed"]
 
@@ -166,6 +166,8 @@ def _lane_blocks(W, lo, hi, out, shift, P, mins):
         lanes = min(LANES, hi - b0)
         if lanes == LANES:
             transpose_lanes(W, P, b0 * K, K)
+            if b0 + 2 * LANES <= hi:  # the next block, read while this one is counted
+                prefetch_words(W, (b0 + LANES) * K, LANES * K)
             for k in range(k_vec, K):
                 i = k // nw
                 for lane in range(LANES):
