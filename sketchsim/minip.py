@@ -162,12 +162,12 @@ def _lane_blocks(W, lo, hi, out, shift, P, mins):
     n, nw = W.shape[1], W.shape[2]
     K = n * nw  # words of one sequence
     k_vec = K - K % LANES  # transposed eight columns at a time
+    # words of the next block prefetched per row, whole 64-byte lines
+    slice_words = LANES * ((LANES * K + LANES * (n - 1) - 1) // (LANES * (n - 1)))
     for b0 in range(lo, hi, LANES):
         lanes = min(LANES, hi - b0)
         if lanes == LANES:
             transpose_lanes(W, P, b0 * K, K)
-            if b0 + 2 * LANES <= hi:  # the next block, read while this one is counted
-                prefetch_words(W, (b0 + LANES) * K, LANES * K)
             for k in range(k_vec, K):
                 i = k // nw
                 for lane in range(LANES):
@@ -182,7 +182,12 @@ def _lane_blocks(W, lo, hi, out, shift, P, mins):
                         P[k * LANES + lane] = 0
         for t in range(n * LANES):
             mins[t] = np.int64(1) << 62
+        # the next block's words are fetched a slice per row while this block is
+        # counted (a burst of prefetches would stall on the line-fill buffers)
+        ahead = (b0 + LANES) * K if b0 + 2 * LANES <= hi else 0
         for i in range(n - 1):
+            if ahead > 0:
+                prefetch_words(W, ahead + i * slice_words, slice_words)
             lane_row_minima(P, mins, i, n, nw)
         for lane in range(lanes):
             for i in range(n):
