@@ -84,16 +84,29 @@ def _n_count_vectors(m: int, n: int) -> int:
 
 
 def _count_vectors(m: int, n_types: int) -> np.ndarray:
-    """Every vector of ``n_types`` non-negative counts summing to ``m``, shape (V, n_types)."""
-    rows = np.zeros((1, 0), dtype=np.int64)
+    """Every vector of ``n_types`` non-negative counts summing to ``m``, one row per type.
+
+    Returns an int8 array of shape (n_types, V) (``m <= 26``), in the order of a
+    depth-first walk that fixes the count of type 0 first.  Each level records
+    only its parent rows; the columns are resolved at the end, one gather per
+    type.
+    """
+    parents, chosen = [], []
     left = np.array([m], dtype=np.int64)
     for _ in range(n_types - 1):
         choices = left + 1
-        parent = np.repeat(np.arange(len(rows)), choices)
+        parent = np.repeat(np.arange(len(left)), choices)
         count = np.arange(choices.sum()) - np.repeat(np.cumsum(choices) - choices, choices)
-        rows = np.concatenate([rows[parent], count[:, None]], axis=1)
+        parents.append(parent)
+        chosen.append(count.astype(np.int8))
         left = left[parent] - count
-    return np.concatenate([rows, left[:, None]], axis=1)
+    rows = np.empty((n_types, len(left)), dtype=np.int8)
+    rows[-1] = left
+    at = np.arange(len(left))
+    for level in range(n_types - 2, -1, -1):
+        rows[level] = chosen[level][at]
+        at = parents[level][at]
+    return rows
 
 
 def count_patterns(m: int, n: int, construction: str, beta: float = 2.0, causal: bool = False):
@@ -105,48 +118,60 @@ def count_patterns(m: int, n: int, construction: str, beta: float = 2.0, causal:
         As for the whole index space; ``first_bad`` is the smallest wrong ``idx`` or -1.
     """
     n_types = 1 << n
-    counts = _count_vectors(m, n_types)  # (V, T)
+    counts = _count_vectors(m, n_types)  # (T, V)
+    n_vectors = counts.shape[1]
     types = (np.arange(n_types)[:, None] >> np.arange(n)) & 1  # (T, n): bit j = token j
-    gram = (counts @ (types[:, :, None] * types[:, None, :]).reshape(n_types, n * n)).reshape(
-        -1, n, n
-    )
-    # inputs per count vector: m! / prod n_c!, as a product of binomials (exact, < 2^(m n))
-    binom = np.array([[math.comb(a, b) for b in range(m + 1)] for a in range(m + 1)])
-    inputs = np.ones(len(counts), dtype=np.int64)
-    left = np.full(len(counts), m)
-    for c in range(n_types):
-        inputs *= binom[left, counts[:, c]]
-        left -= counts[:, c]
+    # G_ij = sum of the counts of the types with bits i and j (symmetric; at most m)
+    gram = [[None] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i, n):
+            both = np.flatnonzero(types[:, i] & types[:, j])
+            g = counts[both[0]].astype(np.intp)  # index type: the gathers below take it as is
+            for c in both[1:]:
+                g += counts[c]
+            gram[i][j] = gram[j][i] = g
     weight = np.exp(-beta * np.arange(m + 1, dtype=np.float64))
     vote = weight * np.arange(m + 1)
-    ok = np.ones(len(counts), dtype=bool)
+    if construction != "rank1":  # per unordered pair, used by both of its rows
+        votes = {(i, j): vote[gram[i][j]] for i in range(n) for j in range(i, n)}
+        weights = {(i, j): weight[gram[i][j]] for i in range(n) for j in range(i, n)}
+    ok = np.ones(n_vectors, dtype=bool)
     max_err = 0.0
     for i in [n - 1] if causal else range(n):
-        num = np.zeros(len(counts))
-        den = np.zeros(len(counts))
+        num = np.zeros(n_vectors)
+        den = np.zeros(n_vectors)
         for j in range(n):  # keys in order, as a plain evaluation sums them
-            g = gram[:, i, j]
             if construction == "rank1":
-                num = num + (2.0 * g - gram[:, i, i])
+                num = num + (2.0 * gram[i][j] - gram[i][i])
             else:
-                num = num + vote[g]
-                den = den + weight[g]
+                pair = (min(i, j), max(i, j))
+                num = num + votes[pair]
+                den = den + weights[pair]
         with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 is reported below
             y = num / n if construction == "rank1" else num / den
-        err = np.abs(y - gram[:, i, :].min(axis=1))
+        target = gram[i][0]
+        for j in range(1, n):
+            target = np.minimum(target, gram[i][j])
+        err = np.abs(y - target)
         max_err = max(max_err, float(err.max()))
         ok &= err < config.EXACT_TOLERANCE
-    first_bad = -1
-    if not ok.all():
-        bad = counts[~ok]
-        # types in decreasing order at positions 0, 1, ...: type c fills [start_c, start_c + n_c)
-        start = np.cumsum(bad[:, ::-1], axis=1)[:, ::-1] - bad
-        fill = ((np.int64(1) << bad) - 1) << start
-        idx = np.zeros(len(bad), dtype=np.int64)
-        for j in range(n):
-            idx |= (fill * types[:, j]).sum(axis=1) << (j * m)
-        first_bad = int(idx.min())
-    return max_err, int(inputs[ok].sum()), first_bad
+    if ok.all():  # the counts' multinomials sum to all 2^(m n) inputs
+        return max_err, 1 << (m * n), -1
+    bad = counts[:, ~ok].T.astype(np.int64)  # (bad vectors, T)
+    # inputs per count vector: m! / prod n_c!, as a product of binomials (exact, < 2^(m n))
+    binom = np.array([[math.comb(a, b) for b in range(m + 1)] for a in range(m + 1)])
+    wrong_inputs = np.ones(len(bad), dtype=np.int64)
+    left = np.full(len(bad), m)
+    for c in range(n_types):
+        wrong_inputs *= binom[left, bad[:, c]]
+        left -= bad[:, c]
+    # types in decreasing order at positions 0, 1, ...: type c fills [start_c, start_c + n_c)
+    start = np.cumsum(bad[:, ::-1], axis=1)[:, ::-1] - bad
+    fill = ((np.int64(1) << bad) - 1) << start
+    idx = np.zeros(len(bad), dtype=np.int64)
+    for j in range(n):
+        idx |= (fill * types[:, j]).sum(axis=1) << (j * m)
+    return max_err, (1 << (m * n)) - int(wrong_inputs.sum()), int(idx.min())
 
 
 def decode_input(idx: int, m: int, n: int) -> np.ndarray:

@@ -70,7 +70,6 @@ def _finite_positive(ctx, param, value):
 @cluster_options
 def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_dir):
     """Check a construction on every one of the 2^(m*n) inputs."""
-    from sketchsim.results import result_payload, write_json_atomic
     from sketchsim.verify import VerifyInterrupted, check_verify_size
     from sketchsim.verify import verify as run_verify
 
@@ -87,6 +86,8 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
             res = run_verify(m, n, construction, beta, causal, progress=update)
     except VerifyInterrupted as stop:
         if json_path:  # keep what was finished, marked incomplete
+            from sketchsim.results import result_payload, write_json_atomic
+
             write_json_atomic(json_path, result_payload("verify", params, stop.partial.to_dict()))
         raise click.Abort() from None
     _render(res, causal, n, construction, json_path, params)
@@ -130,7 +131,6 @@ def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, clust
 
 def _render(res, causal, n, construction, json_path, params):
     from sketchsim.attention import softmax_threshold
-    from sketchsim.results import result_payload, write_json_atomic
 
     head = Panel.fit(
         f"m = {res.m}, N = {res.n}, construction [bold]{res.construction}[/bold]"
@@ -164,5 +164,7 @@ def _render(res, causal, n, construction, json_path, params):
     else:
         render.console.print("[green]no counterexample[/green]")
     render.console.print(f"[dim]{res.seconds:.2f} s[/dim]")
-    if json_path:
+    if json_path:  # json, platform and the version probes only when a file is written
+        from sketchsim.results import result_payload, write_json_atomic
+
         write_json_atomic(json_path, result_payload("verify", params, res.to_dict()))
