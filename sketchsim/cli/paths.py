@@ -11,10 +11,12 @@ a plug-in's own ``.py``) or that two outputs share.
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:  # pathlib itself is imported where paths are converted
+    from pathlib import Path
 
 __all__ = ["OutputPath", "CheckedCommand", "probe_writable"]
 
@@ -33,6 +35,8 @@ def probe_writable(directory: Path) -> str | None:
     resolved = str(existing.resolve())
     if any(resolved == v or resolved.startswith(v + "/") for v in _VIRTUAL):
         return f"{resolved} is a virtual file system"
+    import tempfile  # only when a directory is probed: not on start-up of every command
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".sketchsim-probe-")
@@ -61,6 +65,8 @@ class OutputPath(click.ParamType):
         self.directory = directory
 
     def convert(self, value, param, ctx):
+        from pathlib import Path  # here: pathlib (6 ms) is not needed to start a command
+
         if value is None or isinstance(value, Path):
             return value
         text = str(value)

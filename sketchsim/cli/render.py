@@ -6,7 +6,6 @@ import os
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 console = Console()
 if not console.is_terminal and "COLUMNS" not in os.environ:
@@ -20,6 +19,15 @@ def progress_bar(description: str, total: int, enabled: bool = True):
     if not (enabled and err_console.is_terminal):
         yield lambda done, tot: None
         return
+    # imported here: runs without a bar (--quiet, pipes) skip rich.progress and rich.live
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
