@@ -213,6 +213,15 @@ def pick_margin(rows: list[dict]) -> float:
     return max(worst, key=lambda s: (worst[s], s))
 
 
+def _check_lr(lr: float) -> None:
+    import math
+
+    from sketchsim.errors import SketchsimError
+
+    if not (math.isfinite(lr) and 0 < lr <= 1e6):
+        raise SketchsimError(f"--lr must be in (0, 1e6], got {lr}")
+
+
 def _screen_main(args) -> None:
     from sketchsim.errors import SketchsimError
 
@@ -224,12 +233,14 @@ def _screen_main(args) -> None:
         ) from None
     if min(ranks) < 1 or args.seeds < 1 or args.steps < 1:
         raise SketchsimError("--ranks, --seeds and --steps must be >= 1")
+    _check_lr(args.lr)
     print(f"validation split of the train pool of {args.screen_maps} ({args.seeds} seed(s))")
     rows = screen_maps(
         args.screen_maps,
         ranks,
         args.seeds,
         steps=args.steps,
+        lr=args.lr,
         progress=lambda row: print(
             f"  {row['feature_map']} r={row['rank']} seed {row['seed']}: "
             f"{row['validation_accuracy']:.3f} ({row['seconds']:.0f} s)",
@@ -254,7 +265,7 @@ def _screen_main(args) -> None:
             "ranks": list(ranks),
             "seeds": args.seeds,
             "steps": args.steps,
-            "lr": 0.01,
+            "lr": args.lr,
             "stop_below": OOD_STOP_BELOW,
         }
         payload = result_payload("ablation --screen-maps", params, {"rows": rows})
@@ -274,12 +285,14 @@ def _screen_stop_main(args) -> None:
         ) from None
     if not all(0 < s <= 0.5 for s in margins) or args.seeds < 1 or args.steps < 1:
         raise SketchsimError("stop margins must be in (0, 0.5]; --seeds and --steps >= 1")
+    _check_lr(args.lr)
     print(f"validation splits of the train pools of {args.scales} ({args.seeds} seed(s))")
     rows = screen_stops(
         args.scales,
         margins,
         args.seeds,
         steps=args.steps,
+        lr=args.lr,
         progress=lambda row: print(
             f"  {row['scale']} {row['model']} stop {row['stop_below']} seed {row['seed']}: "
             f"{row['validation_accuracy']:.3f} after {row['steps']} steps",
@@ -320,7 +333,7 @@ def _screen_stop_main(args) -> None:
             "margins": list(margins),
             "seeds": args.seeds,
             "steps": args.steps,
-            "lr": 0.01,
+            "lr": args.lr,
         }
         payload = result_payload("ablation --screen-stop", params, {"rows": rows, "chosen": chosen})
         write_json_atomic(
@@ -335,6 +348,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--lr", type=float, default=0.01, help="with --screen-maps / --screen-stop")
     ap.add_argument("--triples", type=int, default=4000)
     ap.add_argument("--screen-maps", metavar="M:POOL:TRIPLES")
     ap.add_argument("--ranks", default="16,64", help="with --screen-maps")

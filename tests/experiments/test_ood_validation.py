@@ -50,6 +50,8 @@ def test_the_screen_scores_every_nonnegative_parametric_map():
         (["--screen-maps", "8:64:100", "--ranks", "0"], "must be >= 1"),
         (["--screen-stop", "0.1,x"], "comma-separated numbers"),
         (["--screen-stop", "0.6"], "must be in (0, 0.5]"),
+        (["--screen-stop", "0.1", "--lr", "nan"], "--lr must be in (0, 1e6]"),
+        (["--screen-maps", "8:64:100", "--lr", "0"], "--lr must be in (0, 1e6]"),
         (["--screen-stop", "0.1", "--scales", "8:64"], "is not m:pool:triples"),
     ],
 )
