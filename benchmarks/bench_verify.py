@@ -11,7 +11,7 @@ Python loop.  Both sides must report the same max error and exact fraction.
 "enumeration kernel" rows time the jitted enumeration of every input (used for
 large N and cluster shards) on the same problem.  The CLI rows time
 ``sketchsim verify`` (numba cache warm) against the peer run as a script, each
-in a fresh process.
+in a fresh process, the two run in turns (best of ``2 x repeats`` each).
 """
 
 from __future__ import annotations
@@ -98,6 +98,18 @@ def run_process(args):
     return subprocess.run(args, capture_output=True, text=True, check=True).stdout
 
 
+def in_turns(first, second, repeat):
+    """Best wall times of two commands run alternately, so that both see the same moments
+    of a shared machine (a process start-up moves by tens of milliseconds with the load)."""
+    best = [float("inf"), float("inf")]
+    for _ in range(repeat):
+        for k, cmd in enumerate((first, second)):
+            t = time.perf_counter()
+            run_process(cmd)
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best[0], best[1]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="2^18-input enumerations")
@@ -128,9 +140,8 @@ def main(argv=None):
             cli = [sys.executable, "-m", "sketchsim", "verify", "--m", str(m), "--n", str(n)]
             cli += ["--construction", "softmax", "--beta", str(beta), "--quiet"]
             run_process(cli)  # the numba cache is warm from here on
-            t_cli, _ = best_of(lambda cli=cli: run_process(cli), args.repeats)
             script = [sys.executable, peer_file, str(m), str(n), str(beta)]
-            t_script, _ = best_of(lambda s=script: run_process(s), args.repeats)
+            t_cli, t_script = in_turns(cli, script, 2 * args.repeats)
             rows.append((f"verify CLI (warm) m={m} N={n}", t_cli, t_script))
     print("verify (softmax, beta = 2): sketchsim vs a NumPy lookup-table enumeration")
     report("bench_verify", [(name, ours, "numpy LUT enumeration", p) for name, ours, p in rows])

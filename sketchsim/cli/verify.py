@@ -153,17 +153,20 @@ def _render(res, causal, n, construction, json_path, params):
         f"{res.exact_fraction:.6f}",
         render.verdict(res.counterexample is None, "exact", "fails"),
     )
-    render.console.print(head, table)
+    # highlight=False: the markup sets every colour, and rich's automatic number
+    # highlighter costs 10 ms of regex compilation in a run that takes 0.3 s
+    render.console.print(head, table, highlight=False)
     if res.counterexample:
         ce = res.counterexample
         rows = "\n".join(f"  x{k + 1} = {''.join(map(str, t))}" for k, t in enumerate(ce["tokens"]))
         render.console.print(
             f"[red]counterexample[/red] (input #{ce['index']}):\n{rows}\n"
-            f"  position {ce['position']}: target {ce['target']}, output {ce['output']:.6g}"
+            f"  position {ce['position']}: target {ce['target']}, output {ce['output']:.6g}",
+            highlight=False,
         )
     else:
-        render.console.print("[green]no counterexample[/green]")
-    render.console.print(f"[dim]{res.seconds:.2f} s[/dim]")
+        render.console.print("[green]no counterexample[/green]", highlight=False)
+    render.console.print(f"[dim]{res.seconds:.2f} s[/dim]", highlight=False)
     if json_path:  # json, platform and the version probes only when a file is written
         from sketchsim.results import result_payload, write_json_atomic
 
