@@ -265,3 +265,34 @@ def test_ctrl_c_on_a_running_cli_verify_aborts_and_saves_partial_json(tmp_path):
     data = json.loads(out.read_text())
     assert data["complete"] is False and 0 < data["checked"] < data["inputs"] == 2**26
     assert 0 <= data["exact_fraction"] <= 1
+
+
+@pytest.mark.parametrize("m,n_types", [(1, 2), (3, 4), (4, 8), (2, 16), (5, 1)])
+def test_count_vectors_are_every_composition_once(m, n_types):
+    from sketchsim.verify import _count_vectors
+
+    rows = _count_vectors(m, n_types)
+    assert rows.shape == (n_types, math.comb(m + n_types - 1, n_types - 1))
+    assert (rows >= 0).all() and (rows.sum(axis=0) == m).all()
+    assert len({tuple(col) for col in rows.T}) == rows.shape[1]  # no vector twice
+
+
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_cli_verify_starts_numpy_without_an_openblas_pool(preset):
+    """verify never calls BLAS, so the CLI imports NumPy with one OpenBLAS thread
+    unless the user chose a number."""
+    code = (
+        "import os, sys\n"
+        "from sketchsim.cli import main\n"
+        "assert 'numpy' not in sys.modules\n"
+        "try:\n"
+        "    main(['verify', '--m', '2', '--n', '2', '--quiet'])\n"
+        "finally:\n"
+        "    print('threads', os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == f"threads {preset or '1'}"
