@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import config as numba_config
 
-__all__ = ["LANES", "prefetch_words", "transpose_lanes", "lane_row_minima"]
+__all__ = ["LANES", "prefetch_words", "transpose8", "transpose_lanes", "lane_row_minima"]
 
 #: Sequences per block: eight 64-bit words fill one 512-bit register.
 LANES = 8
@@ -28,6 +28,15 @@ if numba_config.DISABLE_JIT:  # pragma: no cover - exercised by the no-JIT test
 
     def prefetch_words(W, base, count):
         """Hint that ``W.flat[base : base + count]`` will be read soon (Python: nothing)."""
+
+    def transpose8(src, src_base, src_stride, dst, dst_base, dst_stride, tiles):
+        """8 x 8 tiles of ``src`` transposed into ``dst`` (flat indices; Python)."""
+        flat_src, flat_dst = src.reshape(-1), dst.reshape(-1)
+        for t in range(tiles):
+            for c in range(LANES):
+                for r in range(LANES):
+                    at = dst_base + (LANES * t + c) * dst_stride + r
+                    flat_dst[at] = flat_src[src_base + r * src_stride + LANES * t + c]
 
     def transpose_lanes(W, P, base, K):
         """``P[k * 8 + r] = W.flat[base + r * K + k]`` for ``k < 8 * (K // 8)`` (Python)."""
@@ -47,7 +56,7 @@ if numba_config.DISABLE_JIT:  # pragma: no cover - exercised by the no-JIT test
 
 else:
     from llvmlite import ir
-    from numba import types
+    from numba import njit, types
     from numba.core import cgutils
     from numba.extending import intrinsic
 
@@ -104,36 +113,43 @@ else:
         return sig, codegen
 
     @intrinsic
-    def transpose_lanes(typingctx, W, P, base, K):
-        """``P[k * 8 + r] = W.flat[base + r * K + k]`` for ``k < 8 * (K // 8)``.
+    def transpose8(typingctx, src, src_base, src_stride, dst, dst_base, dst_stride, tiles):
+        """Transpose ``tiles`` 8 x 8 tiles of 64-bit words (flat indices, no bounds check).
 
-        Eight rows of ``K`` words (a block's sequences, each ``N * nw`` words)
-        become ``K`` lane vectors, eight columns at a time by an 8 x 8 transpose
-        in three rounds of shuffles.  The ``K % 8`` last columns are left to the
-        caller.  ``W`` and ``P`` are C-contiguous uint64 arrays; no bounds check.
+        Tile ``t`` is the rows ``src[src_base + r * src_stride + 8 t : + 8]``,
+        ``r < 8``; its column ``c`` is stored at
+        ``dst[dst_base + (8 t + c) * dst_stride : + 8]``.  Three rounds of
+        shuffles per tile.  ``src`` and ``dst`` are C-contiguous arrays of the
+        same 64-bit integer type.
         """
-        if not (_flat_array(W, types.uint64) and _flat_array(P, types.uint64) and P.ndim == 1):
+        if not (isinstance(src, types.Array) and isinstance(dst, types.Array)):
             return None
-        if not (isinstance(base, types.Integer) and isinstance(K, types.Integer)):
+        if src.dtype != dst.dtype or src.dtype not in (types.uint64, types.int64):
             return None
-        sig = types.none(W, P, types.intp, types.intp)
+        if src.layout != "C" or dst.layout != "C":
+            return None
+        scalars = (src_base, src_stride, dst_base, dst_stride, tiles)
+        if not all(isinstance(a, types.Integer) for a in scalars):
+            return None
+        sig = types.none(src, types.intp, types.intp, dst, types.intp, types.intp, types.intp)
 
         def codegen(context, builder, signature, args):
-            w_arr, p_arr, base_, k_ = args
-            wdata = _data(context, builder, signature.args[0], w_arr)
-            pdata = _data(context, builder, signature.args[1], p_arr)
-            eight = _const(LANES, k_)
+            src_arr, src_base_, src_stride_, dst_arr, dst_base_, dst_stride_, tiles_ = args
+            sdata = _data(context, builder, signature.args[0], src_arr)
+            ddata = _data(context, builder, signature.args[3], dst_arr)
+            eight = _const(LANES, tiles_)
             mask_type = ir.VectorType(ir.IntType(32), LANES)
 
             def shuffle(a, b, picks):
                 return builder.shuffle_vector(a, b, ir.Constant(mask_type, picks))
 
-            with cgutils.for_range(builder, builder.sdiv(k_, eight)) as block:
-                k0 = builder.mul(block.index, eight)
+            with cgutils.for_range(builder, tiles_) as tile:
+                k0 = builder.mul(tile.index, eight)
                 rows = []
                 for r in range(LANES):
-                    at = builder.add(builder.add(base_, builder.mul(_const(r, k_), k_)), k0)
-                    rows.append(builder.load(_vector_at(builder, wdata, at), align=8))
+                    row_at = builder.add(src_base_, builder.mul(_const(r, tiles_), src_stride_))
+                    at = builder.add(row_at, k0)
+                    rows.append(builder.load(_vector_at(builder, sdata, at), align=8))
                 # round 1: even / odd columns of row pairs (2r, 2r + 1)
                 pairs = []
                 for r in range(0, LANES, 2):
@@ -154,12 +170,23 @@ else:
                         (c, [0, 1, 2, 3, 8, 9, 10, 11]),
                         (c + 4, [4, 5, 6, 7, 12, 13, 14, 15]),
                     ):
-                        at = builder.mul(builder.add(k0, _const(col, k_)), eight)
+                        column = builder.add(k0, _const(col, tiles_))
+                        at = builder.add(dst_base_, builder.mul(column, dst_stride_))
                         vector = shuffle(top, bottom, picks)
-                        builder.store(vector, _vector_at(builder, pdata, at), align=8)
+                        builder.store(vector, _vector_at(builder, ddata, at), align=8)
             return context.get_dummy_value()
 
         return sig, codegen
+
+    @njit(inline="always")
+    def transpose_lanes(W, P, base, K):
+        """``P[k * 8 + r] = W.flat[base + r * K + k]`` for ``k < 8 * (K // 8)``.
+
+        Eight rows of ``K`` words (a block's sequences, each ``N * nw`` words)
+        become ``K`` lane vectors, eight columns at a time (:func:`transpose8`).
+        The ``K % 8`` last columns are left to the caller.
+        """
+        transpose8(W, base, K, P, 0, LANES, K // LANES)
 
     @intrinsic
     def lane_row_minima(typingctx, P, mins, i, n, nw):

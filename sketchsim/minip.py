@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from sketchsim.bits import as_binary, gather8, load_u64, popcount64
-from sketchsim.lanes import LANES, lane_row_minima, prefetch_words, transpose_lanes
+from sketchsim.lanes import LANES, lane_row_minima, prefetch_words, transpose8, transpose_lanes
 
 __all__ = ["minip_targets", "minip_targets_packed"]
 
@@ -189,8 +189,12 @@ def _lane_blocks(W, lo, hi, out, shift, P, mins):
             if ahead > 0:
                 prefetch_words(W, ahead + i * slice_words, slice_words)
             lane_row_minima(P, mins, i, n, nw)
+        # minima back to sequence-major: 8 x 8 tiles of (token, lane), then the rest
+        tokens_vec = n - n % LANES if lanes == LANES else 0
+        for i0 in range(0, tokens_vec, LANES):
+            transpose8(mins, i0 * LANES, LANES, out, (b0 + shift) * n + i0, n, 1)
         for lane in range(lanes):
-            for i in range(n):
+            for i in range(tokens_vec, n):
                 out[b0 + lane + shift, i] = mins[i * LANES + lane]
 
 

@@ -12,7 +12,7 @@ import pytest
 from numba import njit
 
 from sketchsim import minip_targets
-from sketchsim.lanes import LANES, lane_row_minima, transpose_lanes
+from sketchsim.lanes import LANES, lane_row_minima, transpose8, transpose_lanes
 from sketchsim.minip import _scratch, _task_size, minip_targets_packed, uses_lanes
 
 EDGE_M = [1, 63, 64, 65, 128, 456]
@@ -36,6 +36,11 @@ def kernel_path(request, monkeypatch):
 @njit
 def _transpose(W, P, base, K):
     transpose_lanes(W, P, base, K)  # intrinsics are called from jitted code only
+
+
+@njit
+def _transpose8(src, src_base, src_stride, dst, dst_base, dst_stride, tiles):
+    transpose8(src, src_base, src_stride, dst, dst_base, dst_stride, tiles)
 
 
 @njit
@@ -123,6 +128,25 @@ def test_transpose_lanes_matches_numpy(n, nw):
     assert not P[LANES * k_vec :].any()  # the last K % 8 columns are the caller's
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_transpose8_with_strides(dtype):
+    # the minima's way back: (token, lane) tiles into rows of a (B, N) array, N = 19
+    src = np.arange(3 * 64, dtype=dtype) * 7
+    dst = np.full((11, 19), -1 if dtype == np.int64 else 2**64 - 1, dtype=dtype)
+    _transpose8(src, 64, 8, dst, 2 * 19 + 5, 19, 1)
+    tile = src[64:128].reshape(8, 8)  # rows r = tokens, columns c = lanes
+    np.testing.assert_array_equal(dst[2:10, 5:13], tile.T)
+    untouched = np.ones(dst.shape, dtype=bool)
+    untouched[2:10, 5:13] = False
+    assert (dst[untouched] == dst[0, 0]).all()
+    # several tiles along the columns of 8 rows of stride K
+    K = 24
+    W = np.arange(8 * K, dtype=dtype)
+    P = np.zeros(8 * K, dtype=dtype)
+    _transpose8(W, 0, K, P, 0, 8, K // 8)
+    np.testing.assert_array_equal(P, W.reshape(8, K).T.reshape(-1))
+
+
 @pytest.mark.parametrize("nw", [1, 2, 7])
 def test_lane_row_minima_matches_pair_counts(nw):
     n = 9  # rows with 8 keys (two passes of 4) down to 1 key (the one-key tail)
@@ -151,11 +175,14 @@ def test_lane_path_without_jit():
         "from sketchsim.minip import minip_targets_packed;"
         "X=np.random.default_rng(11).integers(0,2,(11,5,70));"
         "print(sketchsim.minip_targets(X).tolist());"
-        "print(minip_targets_packed(sketchsim.pack_bits(X[:, :4, :65])).tolist())"
+        "print(minip_targets_packed(sketchsim.pack_bits(X[:, :4, :65])).tolist());"
+        "Y=np.random.default_rng(12).integers(0,2,(17,9,70));"
+        "print(sketchsim.minip_targets(Y).tolist())"
     )
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     X = np.random.default_rng(11).integers(0, 2, (11, 5, 70))
-    expected = [naive.minip_targets(x).tolist() for x in (X, X[:, :4, :65])]
-    assert out.stdout.split("\n")[:2] == [str(e) for e in expected]
+    Y = np.random.default_rng(12).integers(0, 2, (17, 9, 70))  # 8 x 8 tiles of minima
+    expected = [naive.minip_targets(x).tolist() for x in (X, X[:, :4, :65], Y)]
+    assert out.stdout.split("\n")[:3] == [str(e) for e in expected]
