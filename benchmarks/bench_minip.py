@@ -14,7 +14,8 @@ pair ``i < j`` once (it never counts a pair twice or a self term), against the
 best roofline on up to as many threads as it runs on (one thread for calls small
 enough to skip the thread pool; when other processes hold a core, two threads
 can measure slower than one), the two timed in turns so that both see the same
-moments of a shared machine (3 x repeats turns: the best of each).
+moments of a shared machine (3 x repeats turns, more for sub-millisecond kernels:
+the best of each).
 """
 
 from __future__ import annotations
@@ -218,6 +219,16 @@ def interleaved(kernel, roofs: list[Roofline], repeat: int) -> tuple[float, floa
     return best_kernel, best_rate
 
 
+def _turns(kernel, repeat: int) -> int:
+    """Turns for :func:`interleaved`: 3 x repeats, and for sub-millisecond kernels as many
+    as 20 ms of kernel time (up to 200), as their best time needs more tries to find a
+    quiet moment."""
+    start = time.perf_counter()
+    kernel()
+    once = time.perf_counter() - start
+    return int(min(200, max(3 * repeat, 0.02 / max(once, 1e-6))))
+
+
 def packed_word_ands(B: int, N: int, nw: int) -> int:
     """Word ANDs ``minip_targets_packed`` performs: each pair ``i < j`` once (eight-lane
     blocks, and one sequence at a time below _LONG_N), all N^2 in the one-at-a-time
@@ -266,10 +277,11 @@ def main(argv=None):
         # rated against the best roofline of up to the threads the kernel runs on (on a
         # shared machine two threads can be slower than one), timed in turns with it
         threads = 1 if _run_serially(W.nbytes, B * N * N * nw) else numba.get_num_threads()
+        turns = _turns(lambda W=W: minip_targets_packed(W), args.repeats)
         t_packed, roof = interleaved(
             lambda W=W: minip_targets_packed(W),
             [r for r in roofs if r.threads <= threads],
-            3 * args.repeats,
+            turns,
         )
         shape = f"({B}, {N}, {m})"
         rows.append(
@@ -298,9 +310,7 @@ def main(argv=None):
             previous = numba.get_num_threads()
             numba.set_num_threads(1)  # minip_targets_packed then runs on the calling thread
             try:
-                t_one, roof_one = interleaved(
-                    lambda W=W: minip_targets_packed(W), roofs[:1], 3 * args.repeats
-                )
+                t_one, roof_one = interleaved(lambda W=W: minip_targets_packed(W), roofs[:1], turns)
             finally:
                 numba.set_num_threads(previous)
             rate = packed_word_ands(B, N, nw) / t_one
