@@ -8,6 +8,10 @@ at once is then a loop of whole-vector ``AND``, ``ctpop`` and ``add`` over the
 horizontal sum.  numba has no vector type, so the two helpers below emit LLVM IR
 directly (``@intrinsic``); under ``NUMBA_DISABLE_JIT=1`` plain Python versions
 with the same arguments take their place.
+
+numba keys its on-disk cache on the file of the cached function only: after an
+edit here, touch ``sketchsim/minip.py`` (or clear its ``__pycache__``) so that
+its kernels are compiled again.
 """
 
 from __future__ import annotations
