@@ -18,6 +18,8 @@ __all__ = ["Row", "Settings", "reproduce"]
 
 #: Test exact-sequence accuracy (mean over seeds) that marks the OOD transition.
 OOD_ACCURACY = 0.95
+#: Test exact-sequence accuracy every softmax seed must reach at every OOD scale.
+SOFTMAX_OOD_ACCURACY = 0.99
 
 
 @dataclass
@@ -334,9 +336,19 @@ def _sweeps(out, cfg, family, bound, log, device, client=None):
             "dense softmax on the OOD suite",
             "exact on every seed",
             ", ".join(f"{a['scale']}: {a['min']:.3f}" for a in soft_acc) + " (worst test acc.)",
-            _yes(all(a["min"] >= 0.99 for a in soft_acc)),
+            _softmax_ood_verdict(soft_acc),
         ),
     ]
+
+
+def _softmax_ood_verdict(soft_acc: list[dict]) -> str:
+    """``yes`` when every seed reaches 0.99 test accuracy at every scale, else
+    ``NO`` naming the scales and seeds that miss it."""
+    short = [a for a in soft_acc if a["min"] < SOFTMAX_OOD_ACCURACY]
+    if soft_acc and not short:
+        return "yes"
+    where = ", ".join(f"{a['scale']} (worst seed {a['min']:.4f})" for a in short)
+    return f"NO: below {SOFTMAX_OOD_ACCURACY} at {where or 'no scale run'}; see docs/results.md"
 
 
 def _ood_transition_row(acc: list[dict], cfg, grows: list[str]) -> Row:
@@ -443,14 +455,31 @@ def _yes(ok: bool) -> str:
     return "yes" if ok else "NO"
 
 
+def _training_record(out: Path) -> tuple[int, float]:
+    """Number of training runs and their recorded seconds, over the sweep files in ``out``."""
+    from sketchsim.results import read_json
+
+    runs, seconds = 0, 0.0
+    for name in ("sweep_witness.json", "sweep_ood.json"):
+        path = out / name
+        if path.exists():
+            for run in read_json(path).get("runs", []):
+                runs += 1
+                seconds += run["seconds"]
+    return runs, seconds
+
+
 def _write_report(out: Path, rows: list[Row], quick: bool, seconds: float, cfg) -> None:
     import sketchsim
 
+    runs, train_s = _training_record(out)
     lines = [
         f"# sketchsim reproduce ({'quick' if quick else 'full'})",
         "",
-        f"sketchsim {sketchsim.__version__}; {seconds:.0f} s. Paper values from "
-        "PAPER.md; every measured value was computed by this run.",
+        f"sketchsim {sketchsim.__version__}; {seconds:.0f} s of wall time in this process; "
+        f"the {runs} training runs took {train_s:.0f} s as recorded in the sweep files "
+        "(runs resumed from this folder were trained by an earlier process). Paper values "
+        "from PAPER.md; every measured value was computed by sketchsim.",
         "",
         "| claim | paper | measured | agrees |",
         "|---|---|---|---|",

@@ -48,3 +48,15 @@ def test_a_scale_without_a_transition_shows_its_best_mean_and_the_row_says_no():
     assert "10:128:100: none (best 0.940 at r = 16)" in row.measured
     assert "12:256:100: none (best 0.920 at r = 64)" in row.measured
     assert row.agrees.startswith("NO")
+
+
+def test_the_softmax_ood_verdict_names_the_scales_below_the_bar():
+    from sketchsim.reproduce import SOFTMAX_OOD_ACCURACY, _softmax_ood_verdict
+
+    ok = [{"scale": "8:64:100", "min": 1.0}, {"scale": "10:128:100", "min": SOFTMAX_OOD_ACCURACY}]
+    assert _softmax_ood_verdict(ok) == "yes"
+    short = ok + [{"scale": "12:256:100", "min": 0.9885}]
+    verdict = _softmax_ood_verdict(short)
+    assert verdict.startswith("NO: below 0.99 at 12:256:100 (worst seed 0.9885)")
+    assert "8:64:100" not in verdict
+    assert _softmax_ood_verdict([]).startswith("NO")
