@@ -222,6 +222,16 @@ def _check_lr(lr: float) -> None:
         raise SketchsimError(f"--lr must be in (0, 1e6], got {lr}")
 
 
+def _save(path, command: str, params: dict, results: dict) -> None:
+    """Write a screen's rows (each with its seed) atomically, with parameters and versions."""
+    from sketchsim.results import result_payload, write_json_atomic
+
+    payload = result_payload(command, params, results)
+    write_json_atomic(
+        path, {**payload, "versions": {**payload["versions"], "torch": torch.__version__}}
+    )
+
+
 def _screen_main(args) -> None:
     from sketchsim.errors import SketchsimError
 
@@ -258,8 +268,6 @@ def _screen_main(args) -> None:
             cells.append(f"{np.mean(accs):.3f}")
         print(f"| {fmap} | " + " | ".join(cells) + " |")
     if args.json:
-        from sketchsim.results import result_payload, write_json_atomic
-
         params = {
             "scale": args.screen_maps,
             "ranks": list(ranks),
@@ -268,10 +276,7 @@ def _screen_main(args) -> None:
             "lr": args.lr,
             "stop_below": OOD_STOP_BELOW,
         }
-        payload = result_payload("ablation --screen-maps", params, {"rows": rows})
-        write_json_atomic(
-            args.json, {**payload, "versions": {**payload["versions"], "torch": torch.__version__}}
-        )
+        _save(args.json, "ablation --screen-maps", params, {"rows": rows})
 
 
 def _screen_stop_main(args) -> None:
@@ -326,8 +331,6 @@ def _screen_stop_main(args) -> None:
     chosen = pick_margin(rows)
     print(f"chosen stop margin (highest worst validation accuracy): {chosen:g}")
     if args.json:
-        from sketchsim.results import result_payload, write_json_atomic
-
         params = {
             "scales": args.scales,
             "margins": list(margins),
@@ -335,10 +338,7 @@ def _screen_stop_main(args) -> None:
             "steps": args.steps,
             "lr": args.lr,
         }
-        payload = result_payload("ablation --screen-stop", params, {"rows": rows, "chosen": chosen})
-        write_json_atomic(
-            args.json, {**payload, "versions": {**payload["versions"], "torch": torch.__version__}}
-        )
+        _save(args.json, "ablation --screen-stop", params, {"rows": rows, "chosen": chosen})
 
 
 def main(argv=None) -> None:
