@@ -1,6 +1,8 @@
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 # an unreachable test scheduler is given up after 1 s instead of the default 5 s
@@ -8,3 +10,15 @@ os.environ.setdefault("SKETCHSIM_CONNECT_TIMEOUT", "1")
 # rich tables wrap at the terminal width; the tests read whole cells, so give them
 # the same wide console whether pytest runs in a terminal, in CI or in xdist workers
 os.environ["COLUMNS"] = "200"
+
+
+@pytest.fixture(params=["serial", "parallel"])
+def kernel_path(request, monkeypatch):
+    """Min-IP tests: run a test through the calling-thread path and through the parallel kernels."""
+    import sketchsim.minip as minip
+
+    if request.param == "parallel":
+        monkeypatch.setattr(minip, "_SERIAL_BYTES", -1)
+        monkeypatch.setattr(minip, "_SERIAL_WORD_PAIRS", -1)
+        monkeypatch.setattr(minip, "_TASK_WORDS", 64)  # many small tasks
+    return request.param

@@ -111,18 +111,6 @@ def test_no_jit_fallback_agrees(tmp_path):
 PACK_M = [1, 5, 7, 8, 9, 24, 63, 64, 65, 70, 100, 127, 128, 129, 456]
 
 
-@pytest.fixture(params=["serial", "parallel"])
-def kernel_path(request, monkeypatch):
-    """Run a test through the calling-thread path and through the parallel kernels."""
-    import sketchsim.minip as minip
-
-    if request.param == "parallel":
-        monkeypatch.setattr(minip, "_SERIAL_BYTES", -1)
-        monkeypatch.setattr(minip, "_SERIAL_WORD_PAIRS", -1)
-        monkeypatch.setattr(minip, "_TASK_WORDS", 64)  # many small tasks
-    return request.param
-
-
 @pytest.mark.parametrize("m", PACK_M)
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 31, 32, 33])
 def test_minip_bytes_and_packed_match_naive(m, n, kernel_path):

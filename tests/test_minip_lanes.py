@@ -21,18 +21,6 @@ LANE_N = [4, 5, 16, 31]
 BATCHES = [1, 7, 9, 23]
 
 
-@pytest.fixture(params=["serial", "parallel"])
-def kernel_path(request, monkeypatch):
-    """Run a test through the calling-thread path and through the parallel kernels."""
-    import sketchsim.minip as minip
-
-    if request.param == "parallel":
-        monkeypatch.setattr(minip, "_SERIAL_BYTES", -1)
-        monkeypatch.setattr(minip, "_SERIAL_WORD_PAIRS", -1)
-        monkeypatch.setattr(minip, "_TASK_WORDS", 64)  # many small tasks
-    return request.param
-
-
 @njit
 def _transpose(W, P, base, K):
     transpose_lanes(W, P, base, K)  # intrinsics are called from jitted code only
