@@ -24,6 +24,7 @@ __all__ = [
     "entry_bits",
     "entry_ranges",
     "match_answers",
+    "merge_triples",
     "value_runs",
 ]
 
@@ -248,16 +249,144 @@ def _count_dense(tr, rows, cols, sizes, offsets, hist):
     return True
 
 
+@njit(nogil=True, cache=True)
+def _drop_varying(tr, rows, ccol, cfirst, nconst, start):
+    """Drop from the constant set the columns whose value changes in rows ``0..rows-1``.
+
+    ``ccol[:nconst]`` are the columns still constant, ``cfirst[:nconst]`` their
+    value.  A column that first differs at row ``r`` is swapped behind the new end
+    of the set, with ``start[k] = r`` at its new position ``k``.  Returns the new
+    ``nconst``: positions ``nconst_new .. nconst-1`` hold the columns dropped here.
+    """
+    n = nconst
+    for r in range(rows):
+        if n == 0:
+            break
+        diff = np.int64(0)
+        for k in range(n):  # one branch-free pass per row: any column off its value?
+            diff |= tr[r, ccol[k]] ^ cfirst[k]
+        if diff == 0:
+            continue
+        k = 0
+        while k < n:
+            if tr[r, ccol[k]] != cfirst[k]:
+                n -= 1
+                c, f = ccol[k], cfirst[k]
+                ccol[k], cfirst[k] = ccol[n], cfirst[n]
+                ccol[n], cfirst[n] = c, f
+                start[n] = r
+            else:
+                k += 1
+    return n
+
+
+@njit(nogil=True, cache=True)
+def _gather_varying(tr, rows, vcol, nold, nvar, start, pend, fill):
+    """Append column ``vcol[k]`` of rows ``start[k]..rows-1`` to ``pend[k, fill[k]:]``.
+
+    Columns ``k < nold`` take every row (``start`` is not read for them); ``fill``
+    is advanced by the rows appended.
+    """
+    for r in range(rows):
+        for k in range(nold):
+            pend[k, fill[k] + r] = tr[r, vcol[k]]
+    for k in range(nold):
+        fill[k] += rows
+    for k in range(nold, nvar):
+        f = fill[k] - start[k]
+        for r in range(start[k], rows):
+            pend[k, f + r] = tr[r, vcol[k]]
+        fill[k] = f + rows
+
+
+@njit(nogil=True, cache=True)
+def _sorted_runs(pend, fill, nvar):
+    """Runs of equal values in the sorted rows ``pend[k, :fill[k]]``, ``k < nvar``.
+
+    Returns ``(k, value, count)`` of every run, row by row.
+    """
+    total = 0
+    for k in range(nvar):
+        if fill[k] > 0:
+            total += 1
+            for i in range(1, fill[k]):
+                if pend[k, i] != pend[k, i - 1]:
+                    total += 1
+    slot = np.empty(total, dtype=np.int64)
+    value = np.empty(total, dtype=np.int64)
+    count = np.empty(total, dtype=np.int64)
+    j = -1
+    for k in range(nvar):
+        for i in range(fill[k]):
+            if i == 0 or pend[k, i] != pend[k, i - 1]:
+                j += 1
+                slot[j] = k
+                value[j] = pend[k, i]
+                count[j] = 0
+            count[j] += 1
+    return slot, value, count
+
+
+@njit(nogil=True, cache=True)
+def _runs_of_keys(key, order, count):
+    """Runs of equal ``key[order[i]]``: the first ``order`` index of each, and the summed counts."""
+    n = order.shape[0]
+    first = np.empty(n, dtype=np.int64)
+    total = np.empty(n, dtype=np.int64)
+    j = -1
+    prev = np.int64(0)
+    for i in range(n):
+        o = order[i]
+        if i == 0 or key[o] != prev:
+            j += 1
+            first[j] = o
+            total[j] = 0
+            prev = key[o]
+        total[j] += count[o]
+    return first[: j + 1], total[: j + 1]
+
+
+def merge_triples(entry: np.ndarray, value: np.ndarray, count: np.ndarray):
+    """Sort ``(entry, value, count)`` triples by entry, then value, adding equal pairs' counts.
+
+    The result of :meth:`EntryCounts._merge` on an empty counter.  Entries must be
+    non-negative; when ``entry * span + (value - min)`` fits in 63 bits (``span`` the
+    value range) pairs are packed into one int64 key for a single sort, otherwise
+    ``np.lexsort`` orders them.
+    """
+    entry = np.asarray(entry, dtype=np.int64)
+    value = np.asarray(value, dtype=np.int64)
+    count = np.asarray(count, dtype=np.int64)
+    if entry.size == 0:
+        return entry, value, count
+    lo, hi = int(value.min()), int(value.max())
+    span = hi - lo + 1
+    if (int(entry.max()) + 1) * span < 1 << 63:
+        key = entry * np.int64(span) + (value - np.int64(lo))
+        order = np.argsort(key)
+    else:
+        order = np.lexsort((value, entry))
+        key = np.empty(order.size, dtype=np.int64)  # the rank of each distinct pair
+        e, v = entry[order], value[order]
+        new = np.ones(order.size, dtype=np.int64)
+        new[1:] = (e[1:] != e[:-1]) | (v[1:] != v[:-1])
+        key[order] = np.cumsum(new)
+    pick, total = _runs_of_keys(key, order, count)
+    return entry[pick], value[pick], total
+
+
 class EntryTally:
     """:class:`EntryCounts` for the engine's own transcripts, one per worker thread.
 
     Entries with at most :data:`DENSE_VALUES` possible values (``ranges``, from
     :func:`entry_ranges`) are counted in a dense table by a jitted loop that
-    releases the GIL; the others, and any batch with a value outside its range,
-    go to a sparse :class:`EntryCounts`.  :meth:`result` gives the same counts as
-    :meth:`EntryCounts.add` on every batch.  Sparse columns are gathered over
-    batches (up to ``pending_bytes``) and sorted together, and their counts are
-    merged once, in :meth:`result`.
+    releases the GIL; a batch with a value outside its range counts those entries
+    by sorting instead.  Every other (sparse) entry keeps its first value while it
+    stays constant, which costs one comparison per row; once it varies, the rows so
+    far become one ``(entry, value, count)`` triple and its later values are gathered
+    into a pending buffer (at most ``pending_bytes``, or one batch), sorted one entry
+    at a time when full.  :meth:`result` gives the same counts as
+    :meth:`EntryCounts.add` on every batch.
     """
 
     def __init__(self, ranges: np.ndarray, pending_bytes: int = 1 << 25):
@@ -272,12 +401,24 @@ class EntryTally:
         self.hist = np.zeros(int(self.sizes.sum()), dtype=np.int64)
         sparse = np.ones(self.n_entries, dtype=bool)
         sparse[self.cols] = False
-        self.sparse_cols = np.flatnonzero(sparse)
+        self.sparse_cols = np.flatnonzero(sparse).astype(np.int64)
         self.n = 0
         self.parts: list[tuple] = []  # (entry, value, count) triples, merged in result()
-        self.pending: list[np.ndarray] = []  # sparse columns of recent batches
-        self.pending_rows = 0
-        self.pending_max = max(1, pending_bytes // (8 * max(self.sparse_cols.size, 1)))
+        self.pending_bytes = int(pending_bytes)
+        n_sparse = self.sparse_cols.size
+        self.sparse_rows = 0  # rows seen by the sparse entries
+        # constant so far: entries ccol[:nconst], each with its value cfirst[k]
+        self.ccol = self.sparse_cols.copy()
+        self.cfirst = np.zeros(n_sparse, dtype=np.int64)
+        self.nconst = n_sparse
+        self.start = np.zeros(n_sparse, dtype=np.int64)
+        # varying: entries vcol[:nvar]; values of recent rows in pend[k, :fill[k]]
+        self.vcol = np.zeros(n_sparse, dtype=np.int64)
+        self.vstart = np.zeros(n_sparse, dtype=np.int64)
+        self.nvar = 0
+        self.fill = np.zeros(n_sparse, dtype=np.int64)
+        self.pend = np.zeros((0, 0), dtype=np.int64)
+        self.pending_rows = 0  # rows gathered since the last flush (the largest fill)
 
     def add(self, tr: np.ndarray, rows: int) -> None:
         """Count rows ``0..rows-1`` of C-contiguous int64 transcripts ``tr``."""
@@ -285,46 +426,89 @@ class EntryTally:
         if rows == 0:
             return
         if not _count_dense(tr, rows, self.cols, self.sizes, self.offsets, self.hist):
-            self._keep(value_runs(tr[:rows]))
-        elif self.sparse_cols.size:
-            if self.sparse_cols.size == self.n_entries:  # no dense entries: a plain copy
-                self.pending.append(tr[:rows, : self.n_entries].copy())
-            else:
-                self.pending.append(tr[:rows, self.sparse_cols])
+            self._keep(value_runs(tr[:rows], self.cols))
+        if self.sparse_cols.size:
+            self._add_sparse(tr, rows)
+
+    def _add_sparse(self, tr: np.ndarray, rows: int) -> None:
+        if self.sparse_rows == 0:
+            self.cfirst[:] = tr[0, self.ccol]
+        before, nold = self.nconst, self.nvar
+        after = _drop_varying(tr, rows, self.ccol, self.cfirst, before, self.start)
+        nvar = nold + before - after
+        if nvar:
+            self._reserve(nvar, rows)
+        if after < before:  # entries that began to vary here: their constant rows so far
+            new = slice(after, before)
+            self.parts.append(
+                (self.ccol[new].copy(), self.cfirst[new].copy(), self.sparse_rows + self.start[new])
+            )
+            self.vcol[nold:nvar] = self.ccol[new]
+            self.vstart[nold:nvar] = self.start[new]
+            self.nconst, self.nvar = after, nvar
+        if nvar:
+            _gather_varying(tr, rows, self.vcol, nold, nvar, self.vstart, self.pend, self.fill)
             self.pending_rows += rows
-            if self.pending_rows >= self.pending_max:
-                self._flush()
+        self.sparse_rows += rows
+
+    def _reserve(self, nvar: int, rows: int) -> None:
+        """Room in ``pend`` for ``nvar`` entries and ``rows`` more rows, flushing if needed."""
+        slots, width = self.pend.shape
+        if nvar <= slots and self.pending_rows + rows <= width:
+            return
+        self._flush()
+        if nvar > slots or rows > width:
+            slots = max(slots, min(self.sparse_cols.size, max(nvar, 2 * slots, 16)))
+            width = max(rows, self.pending_bytes // (8 * slots))
+            self.pend = np.empty((slots, width), dtype=np.int64)
 
     def _keep(self, triples) -> None:
         if triples is not None:
             self.parts.append(triples)
 
     def _flush(self) -> None:
-        if self.pending:
-            block = np.concatenate(self.pending)
-            entry, value, count = value_runs(block)
-            self._keep((self.sparse_cols[entry], value, count))
-        self.pending, self.pending_rows = [], 0
+        """Sort the pending values of each varying entry into triples."""
+        if self.pending_rows == 0:
+            return
+        nvar, fill, pend = self.nvar, self.fill, self.pend
+        full = fill[:nvar] == self.pending_rows
+        bulk = nvar if full.all() else int(np.argmin(full))
+        pend[:bulk, : self.pending_rows].sort(axis=1)  # rows sorted in place, one call
+        for k in range(bulk, nvar):  # entries that began to vary since the last flush
+            pend[k, : fill[k]].sort()
+        slot, value, count = _sorted_runs(pend, fill, nvar)
+        self.parts.append((self.vcol[slot], value, count))
+        fill[:nvar] = 0
+        self.pending_rows = 0
+
+    def _constant_parts(self) -> list[tuple]:
+        """The entries still constant, as triples (the tally is not changed)."""
+        k = self.nconst
+        if self.sparse_rows == 0 or k == 0:
+            return []
+        rows = np.full(k, self.sparse_rows, dtype=np.int64)
+        return [(self.ccol[:k].copy(), self.cfirst[:k].copy(), rows)]
 
     def merge(self, other: EntryTally) -> None:
         """Add another tally of the same entries into this one."""
         other._flush()
         self.hist += other.hist
         self.n += other.n
-        self.parts += other.parts
+        self.parts += other.parts + other._constant_parts()
 
     def result(self) -> EntryCounts:
         """The counts as an :class:`EntryCounts`."""
         self._flush()
         out = EntryCounts(self.n_entries)
         out.n = self.n
-        parts = list(self.parts)
+        parts = self.parts + self._constant_parts()
         nz = np.flatnonzero(self.hist)
         if nz.size:
             j = np.searchsorted(self.offsets, nz, side="right") - 1
             parts.append((self.cols[j], nz - self.offsets[j], self.hist[nz]))
         if parts:
-            out._merge(*(np.concatenate([p[k] for p in parts]) for k in range(3)))
+            triples = (np.concatenate([p[k] for p in parts]) for k in range(3))
+            out.entry, out.value, out.count = merge_triples(*triples)
         return out
 
 

@@ -1,0 +1,359 @@
+"""EntryTally's sparse path (constant-so-far entries, pending values) and its kernels.
+
+Each jitted kernel is compared, jitted and as plain Python (``py_func``, what
+NUMBA_DISABLE_JIT=1 runs), with an obvious reference written here; the tally as
+a whole with ``Counter`` per column (tests/naive.py) and ``EntryCounts.add``.
+"""
+
+from collections import Counter
+
+import naive
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sketchsim.sketch.measure import (
+    DENSE_VALUES,
+    EntryCounts,
+    EntryTally,
+    _drop_varying,
+    _gather_varying,
+    _runs_of_keys,
+    _sorted_runs,
+    merge_triples,
+)
+
+WIDE = 1 << 24  # a declared range counted sparsely
+
+
+def both(kernel):
+    return [kernel, getattr(kernel, "py_func", kernel)]  # no py_func under NUMBA_DISABLE_JIT
+
+
+# ---- references ---------------------------------------------------------------------------
+
+
+def ref_first_change(tr, rows, cols, first):
+    """Per column, the first row ``< rows`` whose value differs from ``first``, or None."""
+    out = []
+    for c, f in zip(cols, first, strict=True):
+        out.append(next((r for r in range(rows) if tr[r, c] != f), None))
+    return out
+
+
+def ref_triples(pairs_counts):
+    """Sorted ``(entry, value, count)`` with equal pairs added, from an iterable of triples."""
+    total = Counter()
+    for e, v, c in pairs_counts:
+        total[(int(e), int(v))] += int(c)
+    return sorted((e, v, c) for (e, v), c in total.items())
+
+
+def as_list(entry, value, count):
+    return [(int(e), int(v), int(c)) for e, v, c in zip(entry, value, count, strict=True)]
+
+
+def check_tally(got: EntryCounts, tr: np.ndarray) -> None:
+    """``got`` equals Counter per column and EntryCounts.add on all rows ``tr``."""
+    assert got.n == tr.shape[0]
+    found = [{} for _ in range(got.n_entries)]
+    for e, v, c in zip(got.entry, got.value, got.count, strict=True):
+        assert int(v) not in found[e]
+        found[e][int(v)] = int(c)
+    assert found == naive.entry_value_counts(tr.reshape(-1, got.n_entries))
+    ref = EntryCounts(got.n_entries)
+    ref.add(tr.reshape(-1, got.n_entries))
+    for a, b in [(got.entry, ref.entry), (got.value, ref.value), (got.count, ref.count)]:
+        assert a.dtype == np.int64
+        np.testing.assert_array_equal(a, b)
+
+
+def run_tally(batches, ranges, threads=1, pending_bytes=1 << 25, padding=3):
+    """Feed ``batches`` round-robin to ``threads`` tallies, merge them, return the result."""
+    tallies = [EntryTally(ranges, pending_bytes=pending_bytes) for _ in range(threads)]
+    for k, b in enumerate(batches):
+        padded = np.full((b.shape[0] + padding, b.shape[1]), 10**9, dtype=np.int64)
+        padded[: b.shape[0]] = b  # rows past `rows` are never read
+        tallies[k % threads].add(padded, b.shape[0])
+    for t in tallies[1:]:
+        tallies[0].merge(t)
+    return tallies[0].result()
+
+
+# ---- kernels ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel", both(_drop_varying))
+@pytest.mark.parametrize("seed", range(12))
+def test_drop_varying_matches_reference(kernel, seed):
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(0, 9))
+    width = int(rng.choice([1, 2, 7, 63, 64, 65]))
+    tr = np.zeros((rows + 2, width), dtype=np.int64)
+    base = rng.integers(-3, 3, width)
+    tr[:] = base
+    for c in range(width):  # a column changes at some row, or never
+        r = int(rng.integers(0, rows + 2))
+        if r < rows + 2:
+            tr[r:, c] = rng.integers(-(1 << 62), 1 << 62, rows + 2 - r)
+    nconst = int(rng.integers(0, width + 1))
+    cols = rng.permutation(width)[:nconst].astype(np.int64)
+    first = base[cols].copy()
+    if nconst and seed % 3 == 0:
+        first[0] ^= 1  # a first value already off at row 0
+    expect = ref_first_change(tr, rows, cols, first)
+    ccol, cfirst = cols.copy(), first.copy()
+    start = np.full(nconst, -7, dtype=np.int64)
+    after = kernel(tr, rows, ccol, cfirst, nconst, start)
+    still = {(int(c), int(f)) for c, f, e in zip(cols, first, expect, strict=True) if e is None}
+    dropped = {
+        (int(c), int(f), e) for c, f, e in zip(cols, first, expect, strict=True) if e is not None
+    }
+    assert set(zip(ccol[:after].tolist(), cfirst[:after].tolist(), strict=True)) == still
+    got = zip(ccol[after:].tolist(), cfirst[after:].tolist(), start[after:].tolist(), strict=True)
+    assert set(got) == dropped
+    assert after == len(still)
+
+
+@pytest.mark.parametrize("kernel", both(_drop_varying))
+def test_drop_varying_edges(kernel):
+    tr = np.array([[5, 5, 5]], dtype=np.int64)  # one row
+    ccol, cfirst, start = np.arange(3), np.array([5, 4, 5]), np.zeros(3, dtype=np.int64)
+    assert kernel(tr, 1, ccol, cfirst, 3, start) == 2
+    assert ccol[2] == 1 and cfirst[2] == 4 and start[2] == 0
+    assert kernel(tr, 0, ccol, cfirst, 2, start) == 2  # zero rows: nothing changes
+    # values whose XOR is zero only when equal, at the int64 extremes
+    tr = np.array([[-(1 << 63), (1 << 63) - 1], [-(1 << 63), -(1 << 63)]], dtype=np.int64)
+    ccol, cfirst = np.arange(2), tr[0].copy()
+    assert kernel(tr, 2, ccol, cfirst, 2, start) == 1
+    assert ccol[0] == 0 and ccol[1] == 1 and start[1] == 1
+
+
+@pytest.mark.parametrize("kernel", both(_gather_varying))
+@pytest.mark.parametrize("seed", range(8))
+def test_gather_varying_matches_reference(kernel, seed):
+    rng = np.random.default_rng(seed)
+    rows, width = int(rng.integers(0, 10)), int(rng.integers(1, 70))
+    tr = rng.integers(-(1 << 62), 1 << 62, (rows + 1, width))
+    nvar = int(rng.integers(0, min(width, 9) + 1))
+    nold = int(rng.integers(0, nvar + 1))
+    vcol = rng.permutation(width)[:nvar].astype(np.int64)
+    start = np.where(np.arange(nvar) < nold, 99, rng.integers(0, rows + 1, nvar))  # 99: unread
+    fill = rng.integers(0, 5, nvar)
+    pend = np.full((nvar + 1, 30), -1, dtype=np.int64)
+    for k in range(nvar):
+        pend[k, : fill[k]] = rng.integers(0, 9, fill[k])
+    expect = [list(pend[k, : fill[k]]) for k in range(nvar)]
+    for k in range(nvar):
+        expect[k] += [tr[r, vcol[k]] for r in range(0 if k < nold else start[k], rows)]
+    fill2 = fill.copy()
+    kernel(tr, rows, vcol, nold, nvar, start.astype(np.int64), pend, fill2)
+    for k in range(nvar):
+        assert fill2[k] == len(expect[k])
+        assert list(pend[k, : fill2[k]]) == expect[k]
+        assert (pend[k, fill2[k] :] == -1).all()
+    assert (pend[nvar] == -1).all()
+
+
+@pytest.mark.parametrize("kernel", both(_sorted_runs))
+@pytest.mark.parametrize("seed", range(8))
+def test_sorted_runs_matches_reference(kernel, seed):
+    rng = np.random.default_rng(seed)
+    nvar = int(rng.integers(0, 6))
+    pend = np.full((nvar + 1, 40), 123, dtype=np.int64)
+    fill = rng.integers(0, 41, nvar + 1)
+    fill[:1] = 1 if seed % 2 else 0  # one value, or none
+    for k in range(nvar):
+        pend[k, : fill[k]] = np.sort(rng.integers(-2, 3 + 10 * k, fill[k]))
+    slot, value, count = kernel(pend, fill, nvar)
+    expect = []
+    for k in range(nvar):
+        expect += [(k, v, c) for v, c in sorted(Counter(pend[k, : fill[k]].tolist()).items())]
+    assert as_list(slot, value, count) == expect
+
+
+@pytest.mark.parametrize("kernel", both(_runs_of_keys))
+def test_runs_of_keys_matches_reference(kernel):
+    rng = np.random.default_rng(3)
+    for size in (1, 2, 50):
+        key = rng.integers(-3, 3, size)
+        count = rng.integers(1, 9, size)
+        order = np.argsort(key, kind="stable")
+        first, total = kernel(key, order, count)
+        sums = Counter()
+        for k, c in zip(key.tolist(), count.tolist(), strict=True):
+            sums[k] += c
+        assert [int(key[f]) for f in first] == sorted(sums)
+        assert total.tolist() == [sums[k] for k in sorted(sums)]
+        position = np.argsort(order)  # each run's first index is its first in `order`
+        assert (np.diff(position[first]) > 0).all()
+        assert all((key[order[position[f] - 1]] != key[f]) for f in first if position[f])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_merge_triples_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(0, 200))
+    entry = rng.integers(0, 5 if seed < 5 else 3000, size)
+    if seed % 2:  # a value span too wide to pack with the entry: the lexsort path
+        value = rng.choice(np.array([-(1 << 63), -1, 0, 1, (1 << 63) - 1]), size)
+    else:
+        value = rng.integers(-4, 4, size)
+    count = rng.integers(1, 1 << 40, size)
+    got = merge_triples(entry, value, count)
+    assert as_list(*got) == ref_triples(zip(entry, value, count, strict=True))
+    ref = EntryCounts(1)
+    ref._merge(entry.astype(np.int64), value.astype(np.int64), count.astype(np.int64))
+    for a, b in zip(got, (ref.entry, ref.value, ref.count), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+# ---- the tally ----------------------------------------------------------------------------
+
+
+def test_zero_rows_and_no_batches():
+    ranges = np.array([3, WIDE, WIDE], dtype=np.int64)
+    assert as_list(*_counts(run_tally([], ranges))) == []
+    got = run_tally([np.zeros((0, 3), dtype=np.int64)] * 3, ranges, threads=2)
+    assert got.n == 0 and got.entry.size == 0
+    check_tally(got, np.zeros((0, 3), dtype=np.int64))
+
+
+def _counts(c):
+    return c.entry, c.value, c.count
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_one_row_batches(threads):
+    rng = np.random.default_rng(1)
+    batches = [rng.integers(0, 3, (1, 5)) for _ in range(7)]
+    batches[0][0, 4] = -5
+    ranges = np.array([3, WIDE, 3, WIDE, WIDE], dtype=np.int64)
+    check_tally(run_tally(batches, ranges, threads), np.concatenate(batches))
+    check_tally(run_tally(batches[:1], ranges), batches[0])
+
+
+def test_all_columns_constant():
+    batches = [np.full((40, 70), 9, dtype=np.int64) for _ in range(4)]
+    tally = EntryTally(np.full(70, WIDE, dtype=np.int64))
+    for b in batches:
+        tally.add(b, b.shape[0])
+    assert tally.nvar == 0 and tally.pend.size == 0  # nothing gathered, nothing sorted
+    got = tally.result()
+    assert got.count.tolist() == [160] * 70
+    check_tally(got, np.concatenate(batches))
+
+
+@pytest.mark.parametrize("row", [0, 17, 39])
+def test_column_that_varies_only_in_its_last_batch(row):
+    batches = [np.full((40, 3), 4, dtype=np.int64) for _ in range(5)]
+    batches[-1][row:, 1] = np.arange(40 - row)  # row 0 of the column keeps 4 when row > 0
+    tally = EntryTally(np.full(3, WIDE, dtype=np.int64))
+    for b in batches:
+        tally.add(b, b.shape[0])
+    assert tally.nvar == 1 and tally.vcol[0] == 1 and tally.pending_rows == 40
+    check_tally(tally.result(), np.concatenate(batches))
+
+
+def test_column_constant_within_each_batch_but_not_across():
+    batches = [np.full((30, 4), k, dtype=np.int64) for k in (5, 5, 6, 5, 7)]
+    for threads in (1, 2, 3):
+        check_tally(
+            run_tally(batches, np.full(4, WIDE, dtype=np.int64), threads), np.concatenate(batches)
+        )
+
+
+def test_merge_where_one_thread_saw_a_column_constant():
+    ranges = np.array([WIDE, 5, WIDE, WIDE], dtype=np.int64)
+    a = [np.tile(np.array([8, 1, 2, 3]), (25, 1)) for _ in range(3)]  # thread 0: constant
+    b = [x.copy() for x in a]
+    b[1][10:, 0] = 9  # thread 1: entry 0 varies
+    b[2][:, 2] = np.arange(25)
+    batches = [x for pair in zip(a, b, strict=True) for x in pair]
+    check_tally(run_tally(batches, ranges, threads=2), np.concatenate(batches))
+    check_tally(run_tally(batches[::-1], ranges, threads=2), np.concatenate(batches[::-1]))
+    # merging leaves the merged tally's own counts intact
+    t0, t1 = EntryTally(ranges), EntryTally(ranges)
+    t0.add(a[0], 25)
+    t1.add(b[1], 25)
+    t0.merge(t1)
+    check_tally(t0.result(), np.concatenate([a[0], b[1]]))
+    check_tally(t1.result(), b[1])
+    check_tally(t0.result(), np.concatenate([a[0], b[1]]))  # result() can be asked twice
+
+
+def test_values_outside_a_declared_range():
+    ranges = np.array([4, WIDE, 4, WIDE], dtype=np.int64)
+    rng = np.random.default_rng(2)
+    batches = [rng.integers(0, 4, (20, 4)) for _ in range(6)]
+    batches[1][7, 0] = 4  # dense entry out of its range: the batch's dense entries by sorting
+    batches[3][0, 2] = -1
+    batches[4][:, 1] = 1 << 62  # sparse entries take anything
+    batches[5][19, 3] = -(1 << 63)
+    for threads in (1, 2):
+        check_tally(run_tally(batches, ranges, threads), np.concatenate(batches))
+
+
+def test_entries_beyond_the_dense_budget_are_sparse():
+    ranges = np.full(3, DENSE_VALUES, dtype=np.int64)
+    ranges = np.concatenate([ranges, np.full(1030, DENSE_VALUES)])  # over DENSE_TOTAL in all
+    tally = EntryTally(ranges)
+    assert 0 < tally.sparse_cols.size < ranges.size
+    rng = np.random.default_rng(4)
+    batches = [rng.integers(0, 3, (5, ranges.size)) for _ in range(2)]
+    for b in batches:
+        tally.add(b, 5)
+    check_tally(tally.result(), np.concatenate(batches))
+
+
+@pytest.mark.parametrize("pending_bytes", [8, 8 * 40, 8 * 16 * 64])
+def test_pending_memory_bound(pending_bytes):
+    rng = np.random.default_rng(5)
+    width, rows = 40, 50
+    batches = [rng.integers(0, 6, (rows, width)) for _ in range(5)]
+    for b in batches:
+        b[:, : width // 2] = 3  # half constant
+    batches[2][25:, 0] = 4  # one begins to vary later
+    tally = EntryTally(np.full(width, WIDE, dtype=np.int64), pending_bytes=pending_bytes)
+    for b in batches:
+        tally.add(b, rows)
+        slots, cap = tally.pend.shape
+        assert tally.pend.nbytes <= max(pending_bytes, 8 * slots * rows)
+        assert tally.pending_rows <= cap
+    check_tally(tally.result(), np.concatenate(batches))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=0, max_size=8),
+    st.lists(st.sampled_from(["const", "late", "batch", "small", "wide", "dense"]), min_size=1),
+    st.integers(1, 3),
+    st.sampled_from([8, 8 * 40, 1 << 25]),
+    st.integers(0, 2**32 - 1),
+)
+def test_tally_matches_counter_on_structured_columns(sizes, kinds, threads, pending, seed):
+    """Columns constant, varying late, constant per batch, random; dense and sparse."""
+    rng = np.random.default_rng(seed)
+    total = sum(sizes)
+    tr = np.zeros((total, len(kinds)), dtype=np.int64)
+    ranges = np.full(len(kinds), WIDE, dtype=np.int64)
+    bounds = np.cumsum([0, *sizes])
+    for c, kind in enumerate(kinds):
+        if kind == "const":
+            tr[:, c] = rng.integers(-(1 << 62), 1 << 62)
+        elif kind == "late" and total:
+            tr[:, c] = 11
+            tr[int(rng.integers(0, total)) :, c] = rng.integers(0, 3)
+        elif kind == "batch":
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                tr[lo:hi, c] = rng.integers(0, 2)
+        elif kind == "small":
+            tr[:, c] = rng.integers(0, 3, total)
+        elif kind == "wide":
+            tr[:, c] = rng.integers(-(1 << 63), (1 << 63) - 1, total, endpoint=True)
+        else:
+            ranges[c] = 3
+            tr[:, c] = rng.integers(0, 3 if seed % 4 else 4, total)  # sometimes out of range
+    batches = [tr[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    check_tally(run_tally(batches, ranges, threads, pending), tr)
