@@ -280,22 +280,35 @@ def _drop_varying(tr, rows, ccol, cfirst, nconst, start):
     return n
 
 
+#: Rows and entries per tile of :func:`_gather_varying` (a blocked transpose).
+GATHER_TILE = 32
+
+
 @njit(nogil=True, cache=True)
 def _gather_varying(tr, rows, vcol, nold, nvar, start, pend, fill):
     """Append column ``vcol[k]`` of rows ``start[k]..rows-1`` to ``pend[k, fill[k]:]``.
 
     Columns ``k < nold`` take every row (``start`` is not read for them); ``fill``
-    is advanced by the rows appended.
+    is advanced by the rows appended.  The rows are copied by tiles of
+    ``GATHER_TILE`` rows and entries, so that neither side is walked with a
+    stride through more lines than the cache holds.
     """
-    for r in range(rows):
-        for k in range(nold):
-            pend[k, fill[k] + r] = tr[r, vcol[k]]
+    t = GATHER_TILE
+    for r0 in range(0, rows, t):
+        r1 = min(rows, r0 + t)
+        for k0 in range(0, nold, t):
+            for k in range(k0, min(nold, k0 + t)):
+                c = vcol[k]
+                f = fill[k]
+                for r in range(r0, r1):
+                    pend[k, f + r] = tr[r, c]
     for k in range(nold):
         fill[k] += rows
     for k in range(nold, nvar):
+        c = vcol[k]
         f = fill[k] - start[k]
         for r in range(start[k], rows):
-            pend[k, f + r] = tr[r, vcol[k]]
+            pend[k, f + r] = tr[r, c]
         fill[k] = f + rows
 
 
@@ -308,22 +321,27 @@ def _sorted_runs(pend, fill, nvar):
     total = 0
     for k in range(nvar):
         if fill[k] > 0:
+            prev = pend[k, 0]
             total += 1
             for i in range(1, fill[k]):
-                if pend[k, i] != pend[k, i - 1]:
-                    total += 1
+                x = pend[k, i]
+                total += x != prev
+                prev = x
     slot = np.empty(total, dtype=np.int64)
     value = np.empty(total, dtype=np.int64)
     count = np.empty(total, dtype=np.int64)
-    j = -1
+    j = 0
     for k in range(nvar):
-        for i in range(fill[k]):
-            if i == 0 or pend[k, i] != pend[k, i - 1]:
-                j += 1
-                slot[j] = k
-                value[j] = pend[k, i]
-                count[j] = 0
-            count[j] += 1
+        n = fill[k]
+        i = 0
+        while i < n:
+            x = pend[k, i]
+            e = i + 1
+            while e < n and pend[k, e] == x:
+                e += 1
+            slot[j], value[j], count[j] = k, x, e - i
+            j += 1
+            i = e
     return slot, value, count
 
 

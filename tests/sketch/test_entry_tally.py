@@ -131,17 +131,17 @@ def test_drop_varying_edges(kernel):
 
 
 @pytest.mark.parametrize("kernel", both(_gather_varying))
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(16))
 def test_gather_varying_matches_reference(kernel, seed):
     rng = np.random.default_rng(seed)
-    rows, width = int(rng.integers(0, 10)), int(rng.integers(1, 70))
+    rows, width = int(rng.integers(0, 80)), int(rng.integers(1, 70))  # tiles of 32 and ragged
     tr = rng.integers(-(1 << 62), 1 << 62, (rows + 1, width))
-    nvar = int(rng.integers(0, min(width, 9) + 1))
+    nvar = int(rng.integers(0, width + 1))
     nold = int(rng.integers(0, nvar + 1))
     vcol = rng.permutation(width)[:nvar].astype(np.int64)
     start = np.where(np.arange(nvar) < nold, 99, rng.integers(0, rows + 1, nvar))  # 99: unread
     fill = rng.integers(0, 5, nvar)
-    pend = np.full((nvar + 1, 30), -1, dtype=np.int64)
+    pend = np.full((nvar + 1, rows + 6), -1, dtype=np.int64)
     for k in range(nvar):
         pend[k, : fill[k]] = rng.integers(0, 9, fill[k])
     expect = [list(pend[k, : fill[k]]) for k in range(nvar)]
