@@ -313,13 +313,13 @@ def _gather_varying(tr, rows, vcol, nold, nvar, start, pend, fill):
 
 
 @njit(nogil=True, cache=True)
-def _sorted_runs(pend, fill, nvar):
-    """Runs of equal values in the sorted rows ``pend[k, :fill[k]]``, ``k < nvar``.
+def _sorted_runs(pend, fill, slots):
+    """Runs of equal values in the sorted rows ``pend[k, :fill[k]]``, ``k`` in ``slots``.
 
-    Returns ``(k, value, count)`` of every run, row by row.
+    Returns ``(k, value, count)`` of every run, row by row in the order of ``slots``.
     """
     total = 0
-    for k in range(nvar):
+    for k in slots:
         if fill[k] > 0:
             prev = pend[k, 0]
             total += 1
@@ -331,7 +331,7 @@ def _sorted_runs(pend, fill, nvar):
     value = np.empty(total, dtype=np.int64)
     count = np.empty(total, dtype=np.int64)
     j = 0
-    for k in range(nvar):
+    for k in slots:
         n = fill[k]
         i = 0
         while i < n:
@@ -369,7 +369,8 @@ def merge_triples(entry: np.ndarray, value: np.ndarray, count: np.ndarray):
 
     The result of :meth:`EntryCounts._merge` on an empty counter.  Entries must be
     non-negative; when ``entry * span + (value - min)`` fits in 63 bits (``span`` the
-    value range) pairs are packed into one int64 key for a single sort, otherwise
+    value range) pairs are packed into one int64 key for a single stable sort (fast
+    on a few sorted runs: :class:`EntryTally` keeps its parts sorted), otherwise
     ``np.lexsort`` orders them.
     """
     entry = np.asarray(entry, dtype=np.int64)
@@ -381,7 +382,7 @@ def merge_triples(entry: np.ndarray, value: np.ndarray, count: np.ndarray):
     span = hi - lo + 1
     if (int(entry.max()) + 1) * span < 1 << 63:
         key = entry * np.int64(span) + (value - np.int64(lo))
-        order = np.argsort(key)
+        order = np.argsort(key, kind="stable")
     else:
         order = np.lexsort((value, entry))
         key = np.empty(order.size, dtype=np.int64)  # the rank of each distinct pair
@@ -494,18 +495,20 @@ class EntryTally:
         pend[:bulk, : self.pending_rows].sort(axis=1)  # rows sorted in place, one call
         for k in range(bulk, nvar):  # entries that began to vary since the last flush
             pend[k, : fill[k]].sort()
-        slot, value, count = _sorted_runs(pend, fill, nvar)
+        by_entry = np.argsort(self.vcol[:nvar])  # triples sorted by entry, then value
+        slot, value, count = _sorted_runs(pend, fill, by_entry)
         self.parts.append((self.vcol[slot], value, count))
         fill[:nvar] = 0
         self.pending_rows = 0
 
     def _constant_parts(self) -> list[tuple]:
-        """The entries still constant, as triples (the tally is not changed)."""
+        """The entries still constant, as triples sorted by entry (the tally is not changed)."""
         k = self.nconst
         if self.sparse_rows == 0 or k == 0:
             return []
+        by_entry = np.argsort(self.ccol[:k])
         rows = np.full(k, self.sparse_rows, dtype=np.int64)
-        return [(self.ccol[:k].copy(), self.cfirst[:k].copy(), rows)]
+        return [(self.ccol[by_entry], self.cfirst[by_entry], rows)]
 
     def merge(self, other: EntryTally) -> None:
         """Add another tally of the same entries into this one."""
