@@ -473,13 +473,18 @@ def _write_report(out: Path, rows: list[Row], quick: bool, seconds: float, cfg) 
     import sketchsim
 
     runs, train_s = _training_record(out)
+    training = (
+        f"; the {runs} training runs took {train_s:.0f} s as recorded in the sweep files "
+        "(a run resumed from them counts the time of the process that trained it)"
+        if runs
+        else ""
+    )
     lines = [
         f"# sketchsim reproduce ({'quick' if quick else 'full'})",
         "",
-        f"sketchsim {sketchsim.__version__}; {seconds:.0f} s of wall time in this process; "
-        f"the {runs} training runs took {train_s:.0f} s as recorded in the sweep files "
-        "(runs resumed from this folder were trained by an earlier process). Paper values "
-        "from PAPER.md; every measured value was computed by sketchsim.",
+        f"sketchsim {sketchsim.__version__}; {seconds:.0f} s of wall time in this process"
+        f"{training}. Paper values from PAPER.md; every measured value was computed by "
+        "sketchsim.",
         "",
         "| claim | paper | measured | agrees |",
         "|---|---|---|---|",

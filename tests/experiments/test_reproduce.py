@@ -52,3 +52,8 @@ def test_reproduce_tiny_settings(tmp_path):
     before = json.loads((tmp_path / "sweep_witness.json").read_text())["runs"]
     reproduce(tmp_path, quick=True, log=lambda msg: None, device="cpu", settings=tiny)
     assert json.loads((tmp_path / "sweep_witness.json").read_text())["runs"] == before
+    # the resumed report still counts every training run and the time it took
+    runs = before + json.loads((tmp_path / "sweep_ood.json").read_text())["runs"]
+    seconds = sum(r["seconds"] for r in runs)
+    header = (tmp_path / "report.md").read_text().splitlines()[2]
+    assert f"the {len(runs)} training runs took {seconds:.0f} s" in header
