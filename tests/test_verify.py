@@ -220,15 +220,21 @@ def test_interrupt_keeps_finished_chunks(monkeypatch):
         if len(calls) == 3:
             os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(ver.VerifyInterrupted) as info:
-        verify(3, 3, "rank1", progress=progress)
+    # a known handler to restore: other tests' libraries (Dask) may leave SIGINT ignored
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(ver.VerifyInterrupted) as info:
+            verify(3, 3, "rank1", progress=progress)
+        restored = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, outer)
     part = info.value.partial
     assert not part.complete and part.checked == 4 * 64 and part.inputs == 512
     max_err, exact, first_bad = check_range("rank1", 3, 3, 2.0, False, 0, 4 * 64)
     assert part.max_abs_error == max_err
     assert part.exact_fraction == exact / (4 * 64)
     assert part.counterexample["index"] == first_bad
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    assert restored is signal.default_int_handler
 
 
 @pytest.mark.slow
