@@ -220,7 +220,8 @@ def test_interrupt_keeps_finished_chunks(monkeypatch):
         if len(calls) == 3:
             os.kill(os.getpid(), signal.SIGINT)
 
-    # a known handler to restore: other tests' libraries (Dask) may leave SIGINT ignored
+    # a known handler to restore: a process started in the background by a
+    # non-interactive shell (as CI may be) inherits SIGINT ignored
     outer = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(ver.VerifyInterrupted) as info:
