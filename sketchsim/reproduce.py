@@ -112,11 +112,12 @@ def reproduce(
     rows += _constructions(out, log)
     family, cert_rows, bound = _certificate(out, log)
     rows += cert_rows
-    rows += _sweeps(out, cfg, family, bound, log, device, client)
+    sweep_rows, trained = _sweeps(out, cfg, family, bound, log, device, client)
+    rows += sweep_rows
     rows += _transcripts(out, cfg, log)
     rows += _bound(out, cfg, log)
     seconds = time.perf_counter() - start
-    _write_report(out, rows, quick, seconds, cfg)
+    _write_report(out, rows, quick, seconds, cfg, trained)
     return rows
 
 
@@ -183,10 +184,11 @@ def _certificate(out, log):
 
 
 def _sweeps(out, cfg, family, bound, log, device, client=None):
+    """The sweep rows, and every training run of both sweeps (resumed ones included)."""
     try:
         import torch
     except ImportError:
-        return [Row("trained heads", "see paper", "skipped: torch is not installed", "-")]
+        return [Row("trained heads", "see paper", "skipped: torch is not installed", "-")], []
     from sketchsim.experiments.suites import (
         ood_splits,
         parse_scales,
@@ -338,7 +340,7 @@ def _sweeps(out, cfg, family, bound, log, device, client=None):
             ", ".join(f"{a['scale']}: {a['min']:.3f}" for a in soft_acc) + " (worst test acc.)",
             _softmax_ood_verdict(soft_acc),
         ),
-    ]
+    ], rows_w + rows_o
 
 
 def _softmax_ood_verdict(soft_acc: list[dict]) -> str:
@@ -455,28 +457,16 @@ def _yes(ok: bool) -> str:
     return "yes" if ok else "NO"
 
 
-def _training_record(out: Path) -> tuple[int, float]:
-    """Number of training runs and their recorded seconds, over the sweep files in ``out``."""
-    from sketchsim.results import read_json
-
-    runs, seconds = 0, 0.0
-    for name in ("sweep_witness.json", "sweep_ood.json"):
-        path = out / name
-        if path.exists():
-            for run in read_json(path).get("runs", []):
-                runs += 1
-                seconds += run["seconds"]
-    return runs, seconds
-
-
-def _write_report(out: Path, rows: list[Row], quick: bool, seconds: float, cfg) -> None:
+def _write_report(
+    out: Path, rows: list[Row], quick: bool, seconds: float, cfg, trained: list[dict]
+) -> None:
     import sketchsim
 
-    runs, train_s = _training_record(out)
     training = (
-        f"; the {runs} training runs took {train_s:.0f} s as recorded in the sweep files "
-        "(a run resumed from them counts the time of the process that trained it)"
-        if runs
+        f"; the {len(trained)} training runs took {sum(r['seconds'] for r in trained):.0f} s "
+        "as recorded in the sweep files (a run resumed from them counts the time of the "
+        "process that trained it)"
+        if trained
         else ""
     )
     lines = [
