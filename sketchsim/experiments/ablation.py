@@ -213,13 +213,26 @@ def pick_margin(rows: list[dict]) -> float:
     return max(worst, key=lambda s: (worst[s], s))
 
 
-def _check_lr(lr: float) -> None:
+def _parse_list(text: str, convert, flag: str, what: str) -> tuple:
+    """``text`` split at commas and converted, or a one-line error naming ``flag``."""
+    from sketchsim.errors import SketchsimError
+
+    try:
+        return tuple(convert(v) for v in text.split(","))
+    except ValueError:
+        raise SketchsimError(f"{flag} must be comma-separated {what}, got {text!r}") from None
+
+
+def _check_budget(args) -> None:
+    """The options both screens share: seeds, steps and the learning rate."""
     import math
 
     from sketchsim.errors import SketchsimError
 
-    if not (math.isfinite(lr) and 0 < lr <= 1e6):
-        raise SketchsimError(f"--lr must be in (0, 1e6], got {lr}")
+    if args.seeds < 1 or args.steps < 1:
+        raise SketchsimError("--seeds and --steps must be >= 1")
+    if not (math.isfinite(args.lr) and 0 < args.lr <= 1e6):
+        raise SketchsimError(f"--lr must be in (0, 1e6], got {args.lr}")
 
 
 def _save(path, command: str, params: dict, results: dict) -> None:
@@ -235,15 +248,10 @@ def _save(path, command: str, params: dict, results: dict) -> None:
 def _screen_main(args) -> None:
     from sketchsim.errors import SketchsimError
 
-    try:
-        ranks = tuple(int(v) for v in args.ranks.split(","))
-    except ValueError:
-        raise SketchsimError(
-            f"--ranks must be comma-separated integers, got {args.ranks!r}"
-        ) from None
-    if min(ranks) < 1 or args.seeds < 1 or args.steps < 1:
-        raise SketchsimError("--ranks, --seeds and --steps must be >= 1")
-    _check_lr(args.lr)
+    ranks = _parse_list(args.ranks, int, "--ranks", "integers")
+    if min(ranks) < 1:
+        raise SketchsimError("--ranks must be >= 1")
+    _check_budget(args)
     print(f"validation split of the train pool of {args.screen_maps} ({args.seeds} seed(s))")
     rows = screen_maps(
         args.screen_maps,
@@ -282,15 +290,10 @@ def _screen_main(args) -> None:
 def _screen_stop_main(args) -> None:
     from sketchsim.errors import SketchsimError
 
-    try:
-        margins = tuple(float(v) for v in args.screen_stop.split(","))
-    except ValueError:
-        raise SketchsimError(
-            f"--screen-stop must be comma-separated numbers, got {args.screen_stop!r}"
-        ) from None
-    if not all(0 < s <= 0.5 for s in margins) or args.seeds < 1 or args.steps < 1:
-        raise SketchsimError("stop margins must be in (0, 0.5]; --seeds and --steps >= 1")
-    _check_lr(args.lr)
+    margins = _parse_list(args.screen_stop, float, "--screen-stop", "numbers")
+    if not all(0 < s <= 0.5 for s in margins):
+        raise SketchsimError("stop margins must be in (0, 0.5]")
+    _check_budget(args)
     print(f"validation splits of the train pools of {args.scales} ({args.seeds} seed(s))")
     rows = screen_stops(
         args.scales,
