@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nojit import run_without_jit
 
 from sketchsim import minip_targets, pack_bits, unpack_bits
 from sketchsim.bits import popcount64
@@ -86,10 +87,6 @@ def test_minip_hypothesis(args):
 
 def test_no_jit_fallback_agrees(tmp_path):
     """NUMBA_DISABLE_JIT=1 must still work (Python popcount fallback)."""
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import numpy as np, sketchsim;"
         "from sketchsim.minip import minip_targets_packed;"
@@ -98,12 +95,10 @@ def test_no_jit_fallback_agrees(tmp_path):
         "print(sketchsim.minip_targets(X[:, :2, :5]).tolist());"
         "print(minip_targets_packed(sketchsim.pack_bits(X[:, :, :65])).tolist())"
     )
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
+    lines = run_without_jit(code)
     X = np.random.default_rng(5).integers(0, 2, (4, 3, 70))
     expected = [naive.minip_targets(x).tolist() for x in (X, X[:, :2, :5], X[:, :, :65])]
-    assert out.stdout.split("\n")[:3] == [str(e) for e in expected]
+    assert lines[:3] == [str(e) for e in expected]
 
 
 # -- the byte-packing kernel: every branch of the packer and of the row minima --

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import naive
 import numpy as np
 import pytest
+from nojit import run_without_jit
 from numba import njit
 
 from sketchsim import minip_targets
@@ -167,10 +164,8 @@ def test_lane_path_without_jit():
         "Y=np.random.default_rng(12).integers(0,2,(17,9,70));"
         "print(sketchsim.minip_targets(Y).tolist())"
     )
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
+    lines = run_without_jit(code)
     X = np.random.default_rng(11).integers(0, 2, (11, 5, 70))
     Y = np.random.default_rng(12).integers(0, 2, (17, 9, 70))  # 8 x 8 tiles of minima
     expected = [naive.minip_targets(x).tolist() for x in (X, X[:, :4, :65], Y)]
-    assert out.stdout.split("\n")[:3] == [str(e) for e in expected]
+    assert lines[:3] == [str(e) for e in expected]
