@@ -117,6 +117,15 @@ class FeatureMap(nn.Module):
         """``k_bij = <phi_Q(xq_bi), phi_K(x_bj)>``: ``self`` is ``phi_Q``, ``keys`` is ``phi_K``."""
         return pair_scores(self(xq, iq), keys(x, ids))
 
+    def vocab_features(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The features ``[V, r]`` of the distinct tokens ``[V, m]`` of a vocabulary
+        (token ``v`` has id ``v``)."""
+        return self(tokens, None)
+
+    def vocab_kernel(self, keys: FeatureMap, tokens: torch.Tensor) -> torch.Tensor:
+        """``K_uv = <phi_Q(token_u), phi_K(token_v)>`` on a vocabulary, ``[V, V]``."""
+        return self.vocab_features(tokens) @ keys.vocab_features(tokens).T
+
 
 @register
 class TableMap(FeatureMap):
@@ -136,6 +145,10 @@ class TableMap(FeatureMap):
     def features(self) -> torch.Tensor:
         """The features of every token of the vocabulary, ``[V, r]``."""
         return F.softplus(self.table.weight)
+
+    def vocab_features(self, tokens):
+        # the table's rows are the vocabulary's ids: the tokens themselves are not read
+        return self.features()[: tokens.shape[0]]
 
     def forward(self, x, ids=None):
         # softplus on the [V, r] table, then gather: the same numbers as

@@ -16,6 +16,7 @@ from sketchsim.experiments.feature_maps import (
     make_feature_map,
     pair_scores,
 )
+from sketchsim.experiments.vocabulary import Vocabulary
 
 __all__ = [
     "ENCODINGS",
@@ -28,6 +29,7 @@ __all__ = [
     "Encoded",
     "make_head",
     "head_parameters",
+    "predict",
 ]
 
 #: Feature-map names (the keys of :data:`~sketchsim.experiments.feature_maps.REGISTRY`,
@@ -83,6 +85,19 @@ class KernelHead(nn.Module):
         o = _mix(k, self.value(x)) / (k.sum(-1, keepdim=True) + self.eps)
         return (self.a(xq) * o).sum(-1) + self.b(xq).squeeze(-1)
 
+    def forward_vocab(self, voc: Vocabulary) -> torch.Tensor:
+        """:meth:`forward` of ``voc.tokens[voc.ids]``, computed on the vocabulary.
+
+        ``<a_i, o_i> = sum_j k_ij <a_i, v_j> / (sum_j k_ij + eps)``, and both
+        ``k`` and ``<a, v>`` are ``[V, V]`` matrix products on the distinct tokens.
+        """
+        tokens = voc.tokens
+        iq, pairs = voc.query(self.causal)
+        k = self.phi_q.vocab_kernel(self.phi_k, tokens)
+        av = self.a(tokens) @ self.value(tokens).T
+        num, den = voc.pair_sum(k * av, pairs), voc.pair_sum(k, pairs)
+        return num / (den + self.eps) + self.b(tokens).squeeze(-1)[iq]
+
 
 class SoftmaxHead(nn.Module):
     """Dense softmax attention with learned m-dimensional scores and temperature."""
@@ -101,6 +116,15 @@ class SoftmaxHead(nn.Module):
         o = _mix(torch.softmax(scores, -1), self.value(x))
         return (self.a(xq) * o).sum(-1) + self.b(xq).squeeze(-1)
 
+    def forward_vocab(self, voc: Vocabulary) -> torch.Tensor:
+        """:meth:`forward` of ``voc.tokens[voc.ids]``: scores and ``<a, v>`` on the vocabulary."""
+        tokens = voc.tokens
+        iq, pairs = voc.query(self.causal)
+        flat = (self.q(tokens) @ self.k(tokens).T).reshape(-1)[pairs]
+        w = torch.softmax(flat * self.log_beta.exp(), -1)
+        av = (self.a(tokens) @ self.value(tokens).T).reshape(-1)[pairs]
+        return (w * av).sum(-1) + self.b(tokens).squeeze(-1)[iq]
+
 
 class MultiHead(nn.Module):
     """``H`` heads whose readouts add up."""
@@ -112,6 +136,9 @@ class MultiHead(nn.Module):
     def forward(self, x, ids=None):
         return sum(h(x, ids) for h in self.heads)
 
+    def forward_vocab(self, voc: Vocabulary) -> torch.Tensor:
+        return sum(h.forward_vocab(voc) for h in self.heads)
+
 
 class Encoded(nn.Module):
     """Feed a head ``2x - 1`` instead of ``x`` (see :data:`ENCODINGS`)."""
@@ -122,6 +149,17 @@ class Encoded(nn.Module):
 
     def forward(self, x, ids=None):
         return self.head(2 * x - 1, ids)
+
+    def forward_vocab(self, voc: Vocabulary) -> torch.Tensor:
+        return self.head.forward_vocab(voc.encoded(2 * voc.tokens - 1))
+
+
+def predict(model: nn.Module, x: torch.Tensor, ids: torch.Tensor | None, voc=None):
+    """``model(x, ids)``, computed on the vocabulary ``voc`` when one is given
+    and the model can (a head of this module: ``forward_vocab``)."""
+    if voc is not None and hasattr(model, "forward_vocab"):
+        return model.forward_vocab(voc)
+    return model(x, ids)
 
 
 def make_head(
