@@ -29,12 +29,16 @@ def _heads(vocab, m=6):
     for kind in FEATURE_MAPS:
         model = "signed" if kind == "signed" else "kernel"
         for heads, causal, enc in ((1, False, "01"), (2, False, "pm1"), (1, True, "pm1")):
-            yield f"{kind}-h{heads}-c{causal}-{enc}", make_head(
-                model, m, 5, kind, vocab=vocab, seed=3, heads=heads, causal=causal, encoding=enc
+            yield (
+                f"{kind}-h{heads}-c{causal}-{enc}",
+                make_head(
+                    model, m, 5, kind, vocab=vocab, seed=3, heads=heads, causal=causal, encoding=enc
+                ),
             )
     for heads, causal in ((1, False), (2, True)):
-        yield f"softmax-h{heads}-c{causal}", make_head(
-            "softmax", m, seed=3, heads=heads, causal=causal, encoding="pm1"
+        yield (
+            f"softmax-h{heads}-c{causal}",
+            make_head("softmax", m, seed=3, heads=heads, causal=causal, encoding="pm1"),
         )
 
 
