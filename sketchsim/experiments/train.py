@@ -5,10 +5,8 @@ is checked on the output of the current parameters *before* the optimizer
 step, and training stops there without stepping.
 
 Inputs that repeat few tokens are computed on their vocabulary
-(:mod:`sketchsim.experiments.vocabulary`), and Adam runs as torch's fused
-kernel where the installed torch has one for the device (torch >= 2.4 on the
-CPU): the same updates in one pass over the parameters, equal to the
-per-tensor loop up to float rounding.
+(:mod:`sketchsim.experiments.vocabulary`), and Adam runs on one flat buffer of
+all parameters (:mod:`sketchsim.experiments.optim`).
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ import torch
 
 from sketchsim.config import EXACT_TOLERANCE
 from sketchsim.experiments.models import predict
+from sketchsim.experiments.optim import FlatAdam, lr_factor
 from sketchsim.experiments.vocabulary import Vocabulary
 from sketchsim.tokens import token_ids
 
@@ -90,32 +89,6 @@ def _scored(y, scored):
     return y if scored is None else y[:, scored : scored + 1]
 
 
-def _schedule(opt, steps: int, warmup: int, cosine: bool):
-    """Linear warm-up over ``warmup`` steps, then constant or cosine decay to 0."""
-
-    def factor(step: int) -> float:
-        if warmup and step < warmup:
-            return (step + 1) / warmup
-        if not cosine:
-            return 1.0
-        span = max(steps - warmup, 1)
-        return 0.5 * (1.0 + math.cos(math.pi * min(step - warmup, span) / span))
-
-    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
-
-
-def _optimizer(name: str, params: list, lr: float, weight_decay: float):
-    """Adam or AdamW, fused where this torch supports it for these parameters."""
-    if name not in ("adam", "adamw"):
-        raise ValueError(f"unknown optimizer {name!r}; choose adam or adamw")
-    cls = torch.optim.AdamW if name == "adamw" else torch.optim.Adam
-    kw = {"lr": lr, "weight_decay": weight_decay} if name == "adamw" else {"lr": lr}
-    try:
-        return cls(params, fused=True, **kw)
-    except (RuntimeError, TypeError, ValueError):  # no fused kernel for this torch/device
-        return cls(params, **kw)
-
-
 def fit(
     model,
     x,
@@ -169,9 +142,12 @@ def fit(
     model = model.to(dev)
     x, t = x.to(dev), t.to(dev)
     ids = None if ids is None else ids.to(dev)
-    opt = _optimizer(optimizer, list(model.parameters()), lr, weight_decay)
+    if optimizer not in ("adam", "adamw"):
+        raise ValueError(f"unknown optimizer {optimizer!r}; choose adam or adamw")
+    opt = FlatAdam(
+        model.parameters(), lr, weight_decay=weight_decay, decoupled=optimizer == "adamw"
+    )
     voc = Vocabulary.of(x, ids)
-    sched = _schedule(opt, steps, warmup, cosine)
     start = time.perf_counter()
     taken = 0
     while True:
@@ -189,9 +165,8 @@ def fit(
             break
         loss_fn(y, t, loss).backward()
         if clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        sched.step()
+            opt.clip_grad_norm(clip)
+        opt.step(lr_factor(taken, steps, warmup, cosine))
         taken += 1
     return TrainResult(
         seq, pos, mx, taken, time.perf_counter() - start, str(dev), math.isfinite(mx)
