@@ -14,8 +14,8 @@ from sketchsim.experiments.feature_maps import (
     REGISTRY,
     FeatureMap,
     make_feature_map,
-    pair_scores,
 )
+from sketchsim.experiments.softmax_kernel import softmax_readout
 from sketchsim.experiments.vocabulary import Vocabulary
 
 __all__ = [
@@ -112,9 +112,10 @@ class SoftmaxHead(nn.Module):
 
     def forward(self, x, ids=None):
         xq = x[:, -1:] if self.causal else x
-        scores = pair_scores(self.q(xq), self.k(x)) * self.log_beta.exp()
-        o = _mix(torch.softmax(scores, -1), self.value(x))
-        return (self.a(xq) * o).sum(-1) + self.b(xq).squeeze(-1)
+        # <a_i, o_i> = sum_j w_ij <a_i, v_j>: one jitted pass on the CPU
+        q = self.q(xq) * self.log_beta.exp()
+        y = softmax_readout(q, self.k(x), self.value(x), self.a(xq))
+        return y + self.b(xq).squeeze(-1)
 
     def forward_vocab(self, voc: Vocabulary) -> torch.Tensor:
         """:meth:`forward` of ``voc.tokens[voc.ids]``: scores and ``<a, v>`` on the vocabulary."""
