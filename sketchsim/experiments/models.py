@@ -16,6 +16,7 @@ from sketchsim.experiments.feature_maps import (
     make_feature_map,
 )
 from sketchsim.experiments.softmax_kernel import softmax_readout
+from sketchsim.experiments.vocab_readout import kernel_readout, softmax_readout_vocab
 from sketchsim.experiments.vocabulary import Vocabulary
 
 __all__ = [
@@ -92,11 +93,10 @@ class KernelHead(nn.Module):
         ``k`` and ``<a, v>`` are ``[V, V]`` matrix products on the distinct tokens.
         """
         tokens = voc.tokens
-        iq, pairs = voc.query(self.causal)
         k = self.phi_q.vocab_kernel(self.phi_k, tokens)
         av = self.a(tokens) @ self.value(tokens).T
-        num, den = voc.pair_sum(k * av, pairs), voc.pair_sum(k, pairs)
-        return num / (den + self.eps) + self.b(tokens).squeeze(-1)[iq]
+        bias = self.b(tokens).squeeze(-1)
+        return kernel_readout(k, av, bias, voc.query(self.causal), voc.ids, self.eps)
 
 
 class SoftmaxHead(nn.Module):
@@ -120,11 +120,10 @@ class SoftmaxHead(nn.Module):
     def forward_vocab(self, voc: Vocabulary) -> torch.Tensor:
         """:meth:`forward` of ``voc.tokens[voc.ids]``: scores and ``<a, v>`` on the vocabulary."""
         tokens = voc.tokens
-        iq, pairs = voc.query(self.causal)
-        flat = (self.q(tokens) @ self.k(tokens).T).reshape(-1)[pairs]
-        w = torch.softmax(flat * self.log_beta.exp(), -1)
-        av = (self.a(tokens) @ self.value(tokens).T).reshape(-1)[pairs]
-        return (w * av).sum(-1) + self.b(tokens).squeeze(-1)[iq]
+        s = (self.q(tokens) @ self.k(tokens).T) * self.log_beta.exp()
+        av = self.a(tokens) @ self.value(tokens).T
+        bias = self.b(tokens).squeeze(-1)
+        return softmax_readout_vocab(s, av, bias, voc.query(self.causal), voc.ids)
 
 
 class MultiHead(nn.Module):

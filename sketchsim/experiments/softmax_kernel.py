@@ -22,10 +22,14 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
+#: Reassociated, contracted float sums (vectorized); NaN and infinity keep their
+#: IEEE meaning (no ``nnan``/``ninf``), and division by zero gives inf, not an error.
+_FAST = {"reassoc", "contract"}
+
 __all__ = ["softmax_readout", "softmax_readout_reference"]
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=_FAST, error_model="numpy")
 def _forward(q, k, v, a, y, w, av):  # pragma: no cover - jitted
     nb, nq, e = q.shape
     n, d = k.shape[1], v.shape[2]
@@ -55,7 +59,7 @@ def _forward(q, k, v, a, y, w, av):  # pragma: no cover - jitted
             y[b, i] = acc
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=_FAST, error_model="numpy")
 def _backward(q, k, v, a, w, av, y, g, gq, gk, gv, ga):  # pragma: no cover - jitted
     # every output entry is written here (no zeroed buffers: fresh pages are slow)
     nb, nq, e = q.shape

@@ -27,7 +27,7 @@ VOCAB_WORTH = 16
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Inputs ``x = tokens[ids]``, with the flat index of every position pair.
+    """Inputs ``x [B, N, m]`` as ``tokens[ids]``.
 
     Attributes
     ----------
@@ -35,14 +35,10 @@ class Vocabulary:
         The distinct tokens ``[V, m]`` (as the model reads them: encoded).
     ids : torch.Tensor
         Token ids ``[B, N]`` (int64) into ``tokens``.
-    pairs : torch.Tensor
-        ``ids[b, i] * V + ids[b, j]``, ``[B, N, N]``: entry ``(i, j)`` of input
-        ``b`` in a flattened ``[V, V]`` pair matrix.
     """
 
     tokens: torch.Tensor
     ids: torch.Tensor
-    pairs: torch.Tensor
 
     @classmethod
     def of(cls, x: torch.Tensor, ids: torch.Tensor | None) -> Vocabulary | None:
@@ -62,20 +58,12 @@ class Vocabulary:
         tokens[ids.reshape(-1)] = x.reshape(-1, m)
         if not torch.equal(tokens[ids], x):
             return None
-        pairs = ids.unsqueeze(2) * v + ids.unsqueeze(1)
-        return cls(tokens, ids, pairs)
+        return cls(tokens, ids)
 
     def encoded(self, tokens: torch.Tensor) -> Vocabulary:
         """The same inputs with their tokens mapped (``tokens`` is ``[V, m']``)."""
         return replace(self, tokens=tokens)
 
-    def query(self, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Ids ``[B, Nq]`` and pair index ``[B, Nq, N]`` of the query positions
-        (all of them; the final one only when ``causal``)."""
-        if causal:
-            return self.ids[:, -1:], self.pairs[:, -1:]
-        return self.ids, self.pairs
-
-    def pair_sum(self, matrix: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
-        """``sum_j matrix[ids_bi, ids_bj]`` over the keys ``j`` of each query ``(b, i)``."""
-        return matrix.reshape(-1)[pairs].sum(-1)
+    def query(self, causal: bool) -> torch.Tensor:
+        """Ids ``[B, Nq]`` of the query positions (all; the final one when ``causal``)."""
+        return self.ids[:, -1:] if causal else self.ids
