@@ -24,7 +24,7 @@ SOFTMAX_OOD_ACCURACY = 0.99
 
 @dataclass
 class Settings:
-    """Sizes of a run (``quick`` is aimed at 10 minutes on 2 idle CPU cores).
+    """Sizes of a run (``quick``: under a minute on 2 idle CPU cores, docs/results.md).
 
     One training protocol for every model of a sweep: Adam at ``lr``, ``pm1``
     token encoding, squared error, at most ``steps`` full-batch steps, stop
