@@ -26,7 +26,22 @@ from torch.autograd.function import once_differentiable
 #: IEEE meaning (no ``nnan``/``ninf``), and division by zero gives inf, not an error.
 _FAST = {"reassoc", "contract"}
 
-__all__ = ["softmax_readout", "softmax_readout_reference"]
+__all__ = ["softmax_in_place", "softmax_readout", "softmax_readout_reference"]
+
+
+@njit(cache=True, fastmath=_FAST, error_model="numpy")
+def softmax_in_place(w, b, i, n):  # pragma: no cover - jitted
+    """``w[b, i, :n] = softmax(w[b, i, :n])``, shifted by the row's maximum."""
+    top = w[b, i, 0]
+    for j in range(1, n):
+        top = max(top, w[b, i, j])
+    total = 0.0
+    for j in range(n):
+        ex = math.exp(w[b, i, j] - top)
+        w[b, i, j] = ex
+        total += ex
+    for j in range(n):
+        w[b, i, j] /= total
 
 
 @njit(cache=True, fastmath=_FAST, error_model="numpy")
@@ -35,27 +50,19 @@ def _forward(q, k, v, a, y, w, av):  # pragma: no cover - jitted
     n, d = k.shape[1], v.shape[2]
     for b in range(nb):
         for i in range(nq):
-            top = -math.inf
             for j in range(n):
                 s = 0.0
                 for c in range(e):
                     s += q[b, i, c] * k[b, j, c]
                 w[b, i, j] = s
-                top = max(top, s)
-            total = 0.0
-            for j in range(n):
-                ex = math.exp(w[b, i, j] - top)
-                w[b, i, j] = ex
-                total += ex
+            softmax_in_place(w, b, i, n)
             acc = 0.0
             for j in range(n):
-                wij = w[b, i, j] / total
-                w[b, i, j] = wij
                 s = 0.0
                 for c in range(d):
                     s += a[b, i, c] * v[b, j, c]
                 av[b, i, j] = s
-                acc += wij * s
+                acc += w[b, i, j] * s
             y[b, i] = acc
 
 

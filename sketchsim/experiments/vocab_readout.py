@@ -15,11 +15,11 @@ Sums accumulate in float64.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
+
+from sketchsim.experiments.softmax_kernel import softmax_in_place
 
 #: Reassociated, contracted float sums (vectorized); NaN and infinity keep their
 #: IEEE meaning (no ``nnan``/``ninf``), and division by zero gives inf, not an error.
@@ -70,19 +70,12 @@ def _softmax_forward(s, av, bias, iq, ids, y, wts, mean):  # pragma: no cover - 
     for b in range(nb):
         for i in range(nq):
             u = iq[b, i]
-            top = s[u, ids[b, 0]]
-            for j in range(1, n):
-                top = max(top, s[u, ids[b, j]])
-            total = 0.0
             for j in range(n):
-                ex = math.exp(s[u, ids[b, j]] - top)
-                wts[b, i, j] = ex
-                total += ex
+                wts[b, i, j] = s[u, ids[b, j]]
+            softmax_in_place(wts, b, i, n)
             acc = 0.0
             for j in range(n):
-                wij = wts[b, i, j] / total
-                wts[b, i, j] = wij
-                acc += wij * av[u, ids[b, j]]
+                acc += wts[b, i, j] * av[u, ids[b, j]]
             mean[b, i] = acc
             y[b, i] = acc + bias[u]
 
