@@ -78,3 +78,11 @@ def test_the_plain_python_path_gives_the_same_numbers():
     want = [y.tolist()] + [t.grad.tolist() for t in ts]
     for a, b in zip(got, want, strict=True):
         torch.testing.assert_close(torch.tensor(a), torch.tensor(b), rtol=1e-12, atol=1e-12)
+
+
+def test_dtypes_without_a_kernel_use_the_torch_formula():
+    inputs, _ = _draw([(5, 3, 4), (5, 3, 4), (5, 3, 2), (5, 3, 2)], torch.float32)
+    half = [t.half() for t in inputs]
+    got = softmax_readout(*half)
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got, softmax_readout_reference(*half))

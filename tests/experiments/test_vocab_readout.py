@@ -72,3 +72,14 @@ def test_the_plain_python_path_gives_the_same_numbers():
     want = [y.tolist(), k.grad.tolist(), av.grad.tolist(), b.grad.tolist()]
     for a, w in zip(got, want, strict=True):
         torch.testing.assert_close(torch.tensor(a), torch.tensor(w), rtol=1e-12, atol=1e-12)
+
+
+def test_dtypes_without_a_kernel_use_the_torch_formula():
+    # float16 (and any non-CPU device) takes readout_reference: the path CUDA runs
+    leaves, iq, ids, _ = _case(6, 10, 3, 3, torch.float32, seed=1)
+    half = [t.half() for t in leaves]
+    got = kernel_readout(*half, iq, ids, 1e-3)
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got, readout_reference("kernel", *half, iq, ids, 1e-3))
+    got = softmax_readout_vocab(*half, iq, ids)
+    torch.testing.assert_close(got, readout_reference("softmax", *half, iq, ids))
