@@ -22,14 +22,15 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
-#: Reassociated, contracted float sums (vectorized); NaN and infinity keep their
-#: IEEE meaning (no ``nnan``/``ninf``), and division by zero gives inf, not an error.
-_FAST = {"reassoc", "contract"}
+#: numba fast-math flags of the training kernels: float sums may be reassociated
+#: and contracted (vectorized), while NaN and infinity keep their IEEE meaning (no
+#: ``nnan``/``ninf``); with ``error_model="numpy"`` division by zero gives inf.
+FAST_MATH = {"reassoc", "contract"}
 
-__all__ = ["softmax_in_place", "softmax_readout", "softmax_readout_reference"]
+__all__ = ["FAST_MATH", "softmax_in_place", "softmax_readout", "softmax_readout_reference"]
 
 
-@njit(cache=True, fastmath=_FAST, error_model="numpy")
+@njit(cache=True, fastmath=FAST_MATH, error_model="numpy")
 def softmax_in_place(w, b, i, n):  # pragma: no cover - jitted
     """``w[b, i, :n] = softmax(w[b, i, :n])``, shifted by the row's maximum."""
     top = w[b, i, 0]
@@ -44,7 +45,7 @@ def softmax_in_place(w, b, i, n):  # pragma: no cover - jitted
         w[b, i, j] /= total
 
 
-@njit(cache=True, fastmath=_FAST, error_model="numpy")
+@njit(cache=True, fastmath=FAST_MATH, error_model="numpy")
 def _forward(q, k, v, a, y, w, av):  # pragma: no cover - jitted
     nb, nq, e = q.shape
     n, d = k.shape[1], v.shape[2]
@@ -66,7 +67,7 @@ def _forward(q, k, v, a, y, w, av):  # pragma: no cover - jitted
             y[b, i] = acc
 
 
-@njit(cache=True, fastmath=_FAST, error_model="numpy")
+@njit(cache=True, fastmath=FAST_MATH, error_model="numpy")
 def _backward(q, k, v, a, w, av, y, g, gq, gk, gv, ga):  # pragma: no cover - jitted
     # every output entry is written here (no zeroed buffers: fresh pages are slow)
     nb, nq, e = q.shape

@@ -19,11 +19,8 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
+from sketchsim.experiments.softmax_kernel import FAST_MATH as _FAST
 from sketchsim.experiments.softmax_kernel import softmax_in_place
-
-#: Reassociated, contracted float sums (vectorized); NaN and infinity keep their
-#: IEEE meaning (no ``nnan``/``ninf``), and division by zero gives inf, not an error.
-_FAST = {"reassoc", "contract"}
 
 __all__ = ["kernel_readout", "softmax_readout_vocab", "readout_reference"]
 
@@ -100,41 +97,21 @@ class _KernelReadout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, kmat, av, bias, iq, ids, eps):
         kmat, av, bias = (t.detach().contiguous() for t in (kmat, av, bias))
-        shape = iq.shape
-        y, num, den = (kmat.new_empty(shape) for _ in range(3))
+        y, num, den = (kmat.new_empty(iq.shape) for _ in range(3))
         iqn, idn = iq.contiguous().numpy(), ids.contiguous().numpy()
-        _kernel_forward(
-            kmat.numpy(),
-            av.numpy(),
-            bias.numpy(),
-            iqn,
-            idn,
-            eps,
-            y.numpy(),
-            num.numpy(),
-            den.numpy(),
-        )
-        ctx.saved = (kmat, av, bias, iqn, idn, eps, num, den)
+        arrays = (kmat.numpy(), av.numpy(), bias.numpy(), iqn, idn, eps)
+        _kernel_forward(*arrays, y.numpy(), num.numpy(), den.numpy())
+        ctx.saved = (kmat, av, iqn, idn, eps, num, den)
         return y
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        kmat, av, bias, iqn, idn, eps, num, den = ctx.saved
-        gk, gav, gbias = torch.zeros_like(kmat), torch.zeros_like(av), torch.zeros_like(bias)
-        _kernel_backward(
-            kmat.numpy(),
-            av.numpy(),
-            iqn,
-            idn,
-            eps,
-            num.numpy(),
-            den.numpy(),
-            g.contiguous().numpy(),
-            gk.numpy(),
-            gav.numpy(),
-            gbias.numpy(),
-        )
+        kmat, av, iqn, idn, eps, num, den = ctx.saved
+        gk, gav = torch.zeros_like(kmat), torch.zeros_like(av)
+        gbias = kmat.new_zeros(kmat.shape[0])
+        arrays = (kmat.numpy(), av.numpy(), iqn, idn, eps, num.numpy(), den.numpy())
+        _kernel_backward(*arrays, g.contiguous().numpy(), gk.numpy(), gav.numpy(), gbias.numpy())
         return gk, gav, gbias, None, None, None
 
 
