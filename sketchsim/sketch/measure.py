@@ -313,36 +313,119 @@ def _gather_varying(tr, rows, vcol, nold, nvar, start, pend, fill):
 
 
 @njit(nogil=True, cache=True)
-def _sorted_runs(pend, fill, slots):
+def _run_end(pend, k, i, n):
+    """First index ``e > i`` with ``pend[k, e] != pend[k, i]`` in the sorted ``pend[k, :n]``, or n.
+
+    Gallops (steps 1, 2, 4, ...) then bisects, so a long run costs its logarithm.
+    """
+    x = pend[k, i]
+    lo, hi, step = i, i + 1, 1
+    while hi < n and pend[k, hi] == x:  # pend[k, lo] == x throughout
+        lo = hi
+        step *= 2
+        hi = lo + step
+    hi = min(hi, n)
+    while hi - lo > 1:  # the first index in (lo, hi] off x: pend[k, hi] != x or hi == n
+        mid = (lo + hi) // 2
+        if pend[k, mid] == x:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+@njit(nogil=True, cache=True)
+def _sorted_runs(pend, fill, slots, value, count, offs):
     """Runs of equal values in the sorted rows ``pend[k, :fill[k]]``, ``k`` in ``slots``.
 
-    Returns ``(k, value, count)`` of every run, row by row in the order of ``slots``.
+    Writes ``(value, count)`` of every run, row by row in the order of ``slots``
+    (room for ``fill[slots].sum()``), with row ``slots[j]``'s runs at
+    ``offs[j]:offs[j + 1]``; returns how many.
     """
-    total = 0
-    for k in slots:
-        if fill[k] > 0:
-            prev = pend[k, 0]
-            total += 1
-            for i in range(1, fill[k]):
-                x = pend[k, i]
-                total += x != prev
-                prev = x
-    slot = np.empty(total, dtype=np.int64)
-    value = np.empty(total, dtype=np.int64)
-    count = np.empty(total, dtype=np.int64)
+    offs[0] = 0
     j = 0
-    for k in slots:
+    for s in range(slots.shape[0]):
+        k = slots[s]
         n = fill[k]
         i = 0
         while i < n:
-            x = pend[k, i]
-            e = i + 1
-            while e < n and pend[k, e] == x:
-                e += 1
-            slot[j], value[j], count[j] = k, x, e - i
+            e = _run_end(pend, k, i, n)
+            value[j] = pend[k, i]
+            count[j] = e - i
             j += 1
             i = e
-    return slot, value, count
+        offs[s + 1] = j
+    return j
+
+
+@njit(nogil=True, cache=True)
+def _merge_two(va, ca, a0, a1, vb, cb, b0, b1, vo, co, o):
+    """Merge the sorted distinct ``va[a0:a1]`` and ``vb[b0:b1]`` into ``vo[o:]``, adding counts.
+
+    Values in both take the sum of their counts ``ca``, ``cb``; returns the end in ``vo``.
+    """
+    i, j = a0, b0
+    while i < a1 and j < b1:
+        x, y = va[i], vb[j]
+        if x < y:
+            vo[o], co[o] = x, ca[i]
+            i += 1
+        elif y < x:
+            vo[o], co[o] = y, cb[j]
+            j += 1
+        else:
+            vo[o], co[o] = x, ca[i] + cb[j]
+            i += 1
+            j += 1
+        o += 1
+    for r in range(i, a1):
+        vo[o], co[o] = va[r], ca[r]
+        o += 1
+    for r in range(j, b1):
+        vo[o], co[o] = vb[r], cb[r]
+        o += 1
+    return o
+
+
+@njit(nogil=True, cache=True)
+def _merge_parts(va, ca, sa, vb, cb, sb, vc, cc, sc, out_entry, out_value, out_count, out_starts):
+    """Merge three parts sorted by entry, then value, with distinct pairs, adding equal pairs.
+
+    A part is ``(values, counts, starts)``: its entry ``e`` spans
+    ``starts[e]:starts[e + 1]`` of ``values``, ``counts``.  Writes the merged
+    values and counts (room for the parts' total) with their entry bounds to
+    ``out_starts``, and the entry of each to ``out_entry`` unless it is empty;
+    returns how many.  Per entry, two parts' segments are merged into the output,
+    three by way of a scratch row (the entry's first two, merged).
+    """
+    n_entries = out_starts.shape[0] - 1
+    entries = out_entry.shape[0] > 0
+    longest = 0
+    for e in range(n_entries):
+        longest = max(longest, sa[e + 1] - sa[e] + sb[e + 1] - sb[e])
+    tv = np.empty(longest, dtype=np.int64)  # scratch values and counts
+    tc = np.empty(longest, dtype=np.int64)
+    o = 0
+    out_starts[0] = 0
+    for e in range(n_entries):
+        a0, a1, b0, b1, c0, c1 = sa[e], sa[e + 1], sb[e], sb[e + 1], sc[e], sc[e + 1]
+        o0 = o
+        if a0 == a1 and b0 == b1:
+            o = _merge_two(vc, cc, c0, c1, vc, cc, c1, c1, out_value, out_count, o)
+        elif c0 == c1:
+            o = _merge_two(va, ca, a0, a1, vb, cb, b0, b1, out_value, out_count, o)
+        elif b0 == b1:
+            o = _merge_two(va, ca, a0, a1, vc, cc, c0, c1, out_value, out_count, o)
+        elif a0 == a1:
+            o = _merge_two(vb, cb, b0, b1, vc, cc, c0, c1, out_value, out_count, o)
+        else:
+            t = _merge_two(va, ca, a0, a1, vb, cb, b0, b1, tv, tc, 0)
+            o = _merge_two(tv, tc, 0, t, vc, cc, c0, c1, out_value, out_count, o)
+        out_starts[e + 1] = o
+        if entries:
+            for i in range(o0, o):
+                out_entry[i] = e
+    return o
 
 
 @njit(nogil=True, cache=True)
@@ -394,6 +477,35 @@ def merge_triples(entry: np.ndarray, value: np.ndarray, count: np.ndarray):
     return entry[pick], value[pick], total
 
 
+def merge_sorted_parts(parts: list[tuple], n_entries: int):
+    """Merge parts ``(values, counts, starts)`` into sorted ``(entry, value, count)`` triples.
+
+    Each part is sorted by entry, then value, with distinct pairs; entry ``e``
+    spans ``starts[e]:starts[e + 1]``.  Equal pairs' counts are added, as
+    :func:`merge_triples` does.  Three parts are merged in one linear pass (the
+    smallest three first while there are more), so nothing is sorted again.
+    """
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(n_entries + 1, np.int64))
+    parts = sorted(parts, key=lambda part: part[0].size)
+    while True:
+        group, parts = parts[:3], parts[3:]
+        last = not parts
+        group += [empty] * (3 - len(group))
+        bound = sum(part[0].size for part in group)
+        entry = np.empty(bound if last else 0, dtype=np.int64)
+        value = np.empty(bound, dtype=np.int64)
+        count = np.empty(bound, dtype=np.int64)
+        starts = np.empty(n_entries + 1, dtype=np.int64)
+        n = _merge_parts(*group[0], *group[1], *group[2], entry, value, count, starts)
+        if last:
+            if n <= bound // 2:  # many pairs added up: do not keep the room
+                return entry[:n].copy(), value[:n].copy(), count[:n].copy()
+            return entry[:n], value[:n], count[:n]
+        merged = (value[:n], count[:n], starts)
+        sizes = [part[0].size for part in parts]
+        parts.insert(int(np.searchsorted(sizes, n)), merged)
+
+
 class EntryTally:
     """:class:`EntryCounts` for the engine's own transcripts, one per worker thread.
 
@@ -423,6 +535,7 @@ class EntryTally:
         self.sparse_cols = np.flatnonzero(sparse).astype(np.int64)
         self.n = 0
         self.parts: list[tuple] = []  # (entry, value, count) triples, merged in result()
+        self.runs: list[tuple] = []  # (values, counts, starts) of each flush, sorted by entry
         self.pending_bytes = int(pending_bytes)
         n_sparse = self.sparse_cols.size
         self.sparse_rows = 0  # rows seen by the sparse entries
@@ -495,10 +608,21 @@ class EntryTally:
         pend[:bulk, : self.pending_rows].sort(axis=1)  # rows sorted in place, one call
         for k in range(bulk, nvar):  # entries that began to vary since the last flush
             pend[k, : fill[k]].sort()
-        by_entry = np.argsort(self.vcol[:nvar])  # triples sorted by entry, then value
-        slot, value, count = _sorted_runs(pend, fill, by_entry)
-        self.parts.append((self.vcol[slot], value, count))
+        by_entry = np.argsort(self.vcol[:nvar])  # runs sorted by entry, then value
+        offs = np.empty(nvar + 1, dtype=np.int64)
+        bound = int(fill[:nvar].sum())
+        value = np.empty(bound, dtype=np.int64)  # pages past the runs are never touched
+        count = np.empty(bound, dtype=np.int64)
+        total = _sorted_runs(pend, fill, by_entry, value, count, offs)
+        if total <= bound // 2:  # few runs: do not keep the room
+            value, count = value[:total].copy(), count[:total].copy()
+        starts = np.zeros(self.n_entries + 1, dtype=np.int64)
+        entries = self.vcol[by_entry]
+        starts[entries + 1] = np.diff(offs)
+        np.cumsum(starts, out=starts)
+        self.runs.append((value, count, starts))
         fill[:nvar] = 0
+        self.vcol[:nvar] = entries  # all empty now: later gathers read columns in order
         self.pending_rows = 0
 
     def _constant_parts(self) -> list[tuple]:
@@ -516,6 +640,7 @@ class EntryTally:
         self.hist += other.hist
         self.n += other.n
         self.parts += other.parts + other._constant_parts()
+        self.runs += other.runs
 
     def result(self) -> EntryCounts:
         """The counts as an :class:`EntryCounts`."""
@@ -527,9 +652,19 @@ class EntryTally:
         if nz.size:
             j = np.searchsorted(self.offsets, nz, side="right") - 1
             parts.append((self.cols[j], nz - self.offsets[j], self.hist[nz]))
+        merged = None
         if parts:
-            triples = (np.concatenate([p[k] for p in parts]) for k in range(3))
-            out.entry, out.value, out.count = merge_triples(*triples)
+            merged = merge_triples(*(np.concatenate([p[k] for p in parts]) for k in range(3)))
+        if not self.runs:
+            if merged is not None:
+                out.entry, out.value, out.count = merged
+            return out
+        runs = list(self.runs)
+        if merged is not None:
+            starts = np.zeros(self.n_entries + 1, dtype=np.int64)
+            np.cumsum(np.bincount(merged[0], minlength=self.n_entries), out=starts[1:])
+            runs.append((merged[1], merged[2], starts))
+        out.entry, out.value, out.count = merge_sorted_parts(runs, self.n_entries)
         return out
 
 

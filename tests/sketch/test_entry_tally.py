@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nojit import run_without_jit
 
 from sketchsim.sketch.measure import (
     DENSE_VALUES,
@@ -19,8 +20,12 @@ from sketchsim.sketch.measure import (
     EntryTally,
     _drop_varying,
     _gather_varying,
+    _merge_parts,
+    _merge_two,
+    _run_end,
     _runs_of_keys,
     _sorted_runs,
+    merge_sorted_parts,
     merge_triples,
 )
 
@@ -156,6 +161,18 @@ def test_gather_varying_matches_reference(kernel, seed):
     assert (pend[nvar] == -1).all()
 
 
+@pytest.mark.parametrize("kernel", both(_run_end))
+def test_run_end_matches_reference(kernel):
+    rng = np.random.default_rng(7)
+    for length in (1, 2, 3, 7, 64, 65, 200):
+        for spread in (1, 2, 5, 1000):
+            row = np.sort(rng.integers(0, spread, length))
+            pend = np.vstack([np.full(length + 3, 99), np.append(row, [-5, -5, -5])])
+            for i in range(length):
+                expect = next((e for e in range(i + 1, length) if row[e] != row[i]), length)
+                assert kernel(pend, 1, i, length) == expect
+
+
 @pytest.mark.parametrize("kernel", both(_sorted_runs))
 @pytest.mark.parametrize("seed", range(8))
 def test_sorted_runs_matches_reference(kernel, seed):
@@ -165,14 +182,102 @@ def test_sorted_runs_matches_reference(kernel, seed):
     fill = rng.integers(0, 41, nvar + 1)
     fill[:1] = 1 if seed % 2 else 0  # one value, or none
     for k in range(nvar):
-        pend[k, : fill[k]] = np.sort(rng.integers(-2, 3 + 10 * k, fill[k]))
+        top = 3 + 10 * k if seed % 3 else 1 << 62  # runs, or (nearly) all distinct
+        pend[k, : fill[k]] = np.sort(rng.integers(-2, top, fill[k]))
     slots = rng.permutation(nvar).astype(np.int64)
-    slot, value, count = kernel(pend, fill, slots)
+    offs = np.full(nvar + 1, -1, dtype=np.int64)
+    bound = int(fill[slots].sum())
+    value = np.full(bound + 2, -7, dtype=np.int64)
+    count = np.full(bound + 2, -7, dtype=np.int64)
+    total = kernel(pend, fill, slots, value, count, offs)
     expect = []
-    for k in slots:
-        expect += [(k, v, c) for v, c in sorted(Counter(pend[k, : fill[k]].tolist()).items())]
-    assert nvar == 0 or set(slot.tolist()) <= set(slots.tolist())
-    assert as_list(slot, value, count) == expect
+    for j, k in enumerate(slots):
+        runs = sorted(Counter(pend[k, : fill[k]].tolist()).items())
+        assert offs[j + 1] - offs[j] == len(runs)
+        expect += runs
+    assert offs[0] == 0 and total == len(expect) == offs[-1]
+    assert list(zip(value[:total].tolist(), count[:total].tolist(), strict=True)) == expect
+    assert (value[total:] == -7).all() and (count[total:] == -7).all()
+
+
+def random_part(rng, n_entries, size, wide):
+    """A part ``(values, counts, starts)``: sorted distinct pairs on a random subset of entries."""
+    top = 1 << 62 if wide else 4
+    pairs = {(int(rng.integers(0, n_entries)), int(rng.integers(-top, top))) for _ in range(size)}
+    pairs = sorted(pairs)
+    entry = np.array([e for e, _ in pairs], dtype=np.int64)
+    values = np.array([v for _, v in pairs], dtype=np.int64)
+    counts = rng.integers(1, 1 << 40, len(pairs))
+    starts = np.searchsorted(entry, np.arange(n_entries + 1)).astype(np.int64)
+    return entry, (values, counts, starts)
+
+
+@pytest.mark.parametrize("kernel", both(_merge_two))
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_two_matches_reference(kernel, seed):
+    rng = np.random.default_rng(seed)
+    a = np.unique(rng.integers(-5, 5, int(rng.integers(0, 9))))
+    b = np.unique(rng.integers(-5, 5, int(rng.integers(0, 9))))
+    ca, cb = rng.integers(1, 9, a.size), rng.integers(1, 9, b.size)
+    a0, a1 = sorted(rng.integers(0, a.size + 1, 2))
+    b0, b1 = sorted(rng.integers(0, b.size + 1, 2))
+    vo = np.full(20, 77, dtype=np.int64)
+    co = np.full(20, 77, dtype=np.int64)
+    end = kernel(a, ca, a0, a1, b, cb, b0, b1, vo, co, 3)
+    expect = Counter()
+    for v, c in zip(np.append(a[a0:a1], b[b0:b1]), np.append(ca[a0:a1], cb[b0:b1]), strict=True):
+        expect[int(v)] += int(c)
+    assert end == 3 + len(expect)
+    assert list(zip(vo[3:end].tolist(), co[3:end].tolist(), strict=True)) == sorted(expect.items())
+    assert (vo[:3] == 77).all() and (vo[end:] == 77).all()
+
+
+@pytest.mark.parametrize("kernel", both(_merge_parts))
+@pytest.mark.parametrize("seed", range(12))
+def test_merge_parts_matches_reference(kernel, seed):
+    rng = np.random.default_rng(seed)
+    n_entries = int(rng.choice([1, 2, 5, 65]))
+    made = [random_part(rng, n_entries, int(rng.integers(0, 60)), seed % 2) for _ in range(3)]
+    if seed % 4 == 0:  # one part empty
+        made[seed % 3] = random_part(rng, n_entries, 0, False)
+    bound = sum(p[0].size for _, p in made)
+    out = [np.full(bound + 2, -9, dtype=np.int64) for _ in range(3)]
+    out_starts = np.full(n_entries + 1, -9, dtype=np.int64)
+    entries = out[0] if seed % 3 else out[0][:0]  # entries written, or not asked for
+    n = kernel(*made[0][1], *made[1][1], *made[2][1], entries, out[1], out[2], out_starts)
+    expect = ref_triples(
+        (e, v, c)
+        for entry, (values, counts, _) in made
+        for e, v, c in zip(entry, values, counts, strict=True)
+    )
+    assert n == len(expect)
+    pairs = list(zip(out[1][:n].tolist(), out[2][:n].tolist(), strict=True))
+    assert pairs == [(v, c) for _, v, c in expect]
+    got_entry = np.searchsorted(out_starts, np.arange(n), side="right") - 1
+    assert got_entry.tolist() == [e for e, _, _ in expect]
+    assert out_starts[0] == 0 and out_starts[-1] == n
+    if seed % 3:
+        assert out[0][:n].tolist() == [e for e, _, _ in expect]
+    assert (out[1][n:] == -9).all()
+
+
+@pytest.mark.parametrize("n_parts", [0, 1, 2, 3, 4, 7, 12])
+def test_merge_sorted_parts_matches_merge_triples(n_parts):
+    rng = np.random.default_rng(n_parts)
+    n_entries = 9
+    made = [
+        random_part(rng, n_entries, int(rng.integers(0, 40)), n_parts % 2) for _ in range(n_parts)
+    ]
+    got = merge_sorted_parts([p for _, p in made], n_entries)
+    triples = [np.zeros(0, np.int64)] * 3
+    if made:
+        triples = [
+            np.concatenate([m[0] for m in made]),
+            *(np.concatenate(x) for x in zip(*[m[1][:2] for m in made], strict=True)),
+        ]
+    for a, b in zip(got, merge_triples(*triples), strict=True):
+        assert a.dtype == np.int64
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("kernel", both(_runs_of_keys))
@@ -359,3 +464,29 @@ def test_tally_matches_counter_on_structured_columns(sizes, kinds, threads, pend
             tr[:, c] = rng.integers(0, 3 if seed % 4 else 4, total)  # sometimes out of range
     batches = [tr[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
     check_tally(run_tally(batches, ranges, threads, pending), tr)
+
+
+def test_tally_without_jit_matches_entry_counts():
+    """The whole tally as plain Python (NUMBA_DISABLE_JIT=1): flushes, merges, three-way merges."""
+    code = """
+import numpy as np
+from sketchsim.sketch.measure import EntryCounts, EntryTally
+rng = np.random.default_rng(9)
+tr = rng.integers(0, 5, (60, 9))
+tr[:, 0] = 4
+tr[30:, 1] = rng.integers(-(1 << 62), 1 << 62, 30)
+tr[:, 2] = rng.integers(0, 1 << 40, 60)
+ranges = np.array([8, 1 << 24, 1 << 24, 3, 1 << 24, 5, 1 << 24, 1 << 24, 1 << 24])
+tallies = [EntryTally(ranges, pending_bytes=8 * 16 * 7) for _ in range(2)]
+for k, lo in enumerate(range(0, 60, 7)):
+    block = np.ascontiguousarray(tr[lo : lo + 7])
+    tallies[k % 2].add(block, block.shape[0])
+tallies[0].merge(tallies[1])
+got = tallies[0].result()
+ref = EntryCounts(9)
+ref.add(tr)
+print(len(tallies[0].runs) > 3, got.n == 60)
+for a, b in [(got.entry, ref.entry), (got.value, ref.value), (got.count, ref.count)]:
+    print(a.dtype == np.int64 and np.array_equal(a, b))
+"""
+    assert run_without_jit(code)[:4] == ["True True", "True", "True", "True"]
