@@ -282,34 +282,82 @@ def _drop_varying(tr, rows, ccol, cfirst, nconst, start):
 
 #: Rows and entries per tile of :func:`_gather_varying` (a blocked transpose).
 GATHER_TILE = 32
+#: Values around its first one that a varying sparse entry counts in a small table.
+WINDOW = 64
+#: At most this many small-table counters per tally (8 bytes each).
+WINDOW_TOTAL = 1 << 20
 
 
 @njit(nogil=True, cache=True)
-def _gather_varying(tr, rows, vcol, nold, nvar, start, pend, fill):
-    """Append column ``vcol[k]`` of rows ``start[k]..rows-1`` to ``pend[k, fill[k]:]``.
+def _gather_varying(tr, rows, vcol, nold, nvar, start, pend, fill, lo, hi, small):
+    """Count or append column ``vcol[k]`` of rows ``start[k]..rows-1``, ``k < nvar``.
 
-    Columns ``k < nold`` take every row (``start`` is not read for them); ``fill``
-    is advanced by the rows appended.  The rows are copied by tiles of
-    ``GATHER_TILE`` rows and entries, so that neither side is walked with a
-    stride through more lines than the cache holds.
+    Columns ``k < nold`` take every row (``start`` is not read for them).  A value
+    ``v`` with ``lo[k] <= v < hi[k]`` is counted in ``small[k, v - lo[k]]``; the
+    others are appended to ``pend[k, fill[k]:]``, ``fill`` advanced by them (all
+    values are, with one comparison less, when the window is empty).  The
+    rows are read by tiles of ``GATHER_TILE`` rows and entries, so that neither
+    side is walked with a stride through more lines than the cache holds.
     """
     t = GATHER_TILE
     for r0 in range(0, rows, t):
         r1 = min(rows, r0 + t)
         for k0 in range(0, nold, t):
             for k in range(k0, min(nold, k0 + t)):
-                c = vcol[k]
-                f = fill[k]
-                for r in range(r0, r1):
-                    pend[k, f + r] = tr[r, c]
+                c, f = vcol[k], fill[k]
+                if lo[k] < hi[k]:
+                    fill[k] = _count_or_append(tr, r0, r1, c, k, f, lo[k], hi[k], pend, small)
+                else:  # no window: a plain copy, `fill` advanced below
+                    for r in range(r0, r1):
+                        pend[k, f + r] = tr[r, c]
     for k in range(nold):
-        fill[k] += rows
-    for k in range(nold, nvar):
-        c = vcol[k]
-        f = fill[k] - start[k]
-        for r in range(start[k], rows):
-            pend[k, f + r] = tr[r, c]
-        fill[k] = f + rows
+        if lo[k] >= hi[k]:
+            fill[k] += rows
+    for k in range(nold, nvar):  # entries that began to vary in this batch
+        c, f = vcol[k], fill[k]
+        if lo[k] < hi[k]:
+            fill[k] = _count_or_append(tr, start[k], rows, c, k, f, lo[k], hi[k], pend, small)
+        else:
+            f -= start[k]
+            for r in range(start[k], rows):
+                pend[k, f + r] = tr[r, c]
+            fill[k] = f + rows
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _count_or_append(tr, r0, r1, c, k, f, a, b, pend, small):
+    """Rows ``r0..r1-1`` of column ``c``: values in ``a..b-1`` counted, others appended at ``f``.
+
+    Returns the new fill of ``pend[k]``.
+    """
+    for r in range(r0, r1):
+        v = tr[r, c]
+        if a <= v and v < b:
+            small[k, v - a] += 1
+        else:
+            pend[k, f] = v
+            f += 1
+    return f
+
+
+@njit(nogil=True, cache=True)
+def _small_runs(small, lo, slots, value, count, offs):
+    """The nonzero counters ``small[k]`` of ``k`` in ``slots`` as ``(value, count)``; zeroes them.
+
+    Row ``slots[j]``'s go to ``offs[j]:offs[j + 1]`` (value ``lo[k] + d`` for
+    counter ``d``, increasing); returns how many.
+    """
+    offs[0] = 0
+    j = 0
+    for s in range(slots.shape[0]):
+        k = slots[s]
+        for d in range(small.shape[1]):
+            if small[k, d]:
+                value[j], count[j] = lo[k] + d, small[k, d]
+                small[k, d] = 0
+                j += 1
+        offs[s + 1] = j
+    return j
 
 
 @njit(nogil=True, cache=True)
@@ -514,10 +562,13 @@ class EntryTally:
     releases the GIL; a batch with a value outside its range counts those entries
     by sorting instead.  Every other (sparse) entry keeps its first value while it
     stays constant, which costs one comparison per row; once it varies, the rows so
-    far become one ``(entry, value, count)`` triple and its later values are gathered
-    into a pending buffer (at most ``pending_bytes``, or one batch), sorted one entry
-    at a time when full.  :meth:`result` gives the same counts as
-    :meth:`EntryCounts.add` on every batch.
+    far become one ``(entry, value, count)`` triple.  Its later values within
+    :data:`WINDOW` of its first one are counted in a small table (at most
+    :data:`WINDOW_TOTAL` counters; an entry whose values mostly miss it stops
+    looking), the others gathered into a pending buffer (at most ``pending_bytes``,
+    or one batch), sorted one entry at a time when full.  Each flush keeps its runs
+    sorted by entry and value, so :meth:`result` merges them in linear passes.  It
+    gives the same counts as :meth:`EntryCounts.add` on every batch.
     """
 
     def __init__(self, ranges: np.ndarray, pending_bytes: int = 1 << 25):
@@ -550,6 +601,11 @@ class EntryTally:
         self.nvar = 0
         self.fill = np.zeros(n_sparse, dtype=np.int64)
         self.pend = np.zeros((0, 0), dtype=np.int64)
+        # varying entry k counts values lo[k] <= v < hi[k] in small[k], the others go to pend
+        window = min(WINDOW, WINDOW_TOTAL // max(n_sparse, 1))
+        self.lo = np.zeros(n_sparse, dtype=np.int64)
+        self.hi = np.zeros(n_sparse, dtype=np.int64)
+        self.small = np.zeros((n_sparse, window), dtype=np.int64)
         self.pending_rows = 0  # rows gathered since the last flush (the largest fill)
 
     def add(self, tr: np.ndarray, rows: int) -> None:
@@ -577,11 +633,31 @@ class EntryTally:
             )
             self.vcol[nold:nvar] = self.ccol[new]
             self.vstart[nold:nvar] = self.start[new]
+            self._windows(nold, nvar, self.cfirst[new])
             self.nconst, self.nvar = after, nvar
         if nvar:
-            _gather_varying(tr, rows, self.vcol, nold, nvar, self.vstart, self.pend, self.fill)
+            _gather_varying(
+                tr, rows, self.vcol, nold, nvar, self.vstart, self.pend, self.fill,
+                self.lo, self.hi, self.small,
+            )  # fmt: skip
             self.pending_rows += rows
+            self._close_windows(nvar)
         self.sparse_rows += rows
+
+    def _windows(self, k0: int, k1: int, first: np.ndarray) -> None:
+        """Small-table windows of slots ``k0..k1-1``: the values around ``first`` (no overflow)."""
+        half, bottom, top = self.small.shape[1] // 2, np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        lo = np.where(first < bottom + half, bottom, first - half)  # wraps only where not taken
+        self.lo[k0:k1] = lo
+        self.hi[k0:k1] = np.where(lo > top - self.small.shape[1], top, lo + self.small.shape[1])
+
+    def _close_windows(self, nvar: int) -> None:
+        """Empty the windows of entries whose values mostly miss them (one comparison less)."""
+        if self.small.shape[1] == 0:
+            return
+        lo, hi, fill = self.lo[:nvar], self.hi[:nvar], self.fill[:nvar]
+        miss = (hi > lo) & (fill >= self.small.shape[1]) & (fill > self.small[:nvar].sum(axis=1))
+        hi[miss] = lo[miss]  # `lo` still gives the values of the counts already in `small`
 
     def _reserve(self, nvar: int, rows: int) -> None:
         """Room in ``pend`` for ``nvar`` entries and ``rows`` more rows, flushing if needed."""
@@ -606,24 +682,37 @@ class EntryTally:
         full = fill[:nvar] == self.pending_rows
         bulk = nvar if full.all() else int(np.argmin(full))
         pend[:bulk, : self.pending_rows].sort(axis=1)  # rows sorted in place, one call
-        for k in range(bulk, nvar):  # entries that began to vary since the last flush
-            pend[k, : fill[k]].sort()
+        for k in range(bulk, nvar):  # rows shorter: new entries, values counted in `small`
+            if fill[k] > 1:
+                pend[k, : fill[k]].sort()
         by_entry = np.argsort(self.vcol[:nvar])  # runs sorted by entry, then value
+        entries = self.vcol[by_entry]
         offs = np.empty(nvar + 1, dtype=np.int64)
         bound = int(fill[:nvar].sum())
         value = np.empty(bound, dtype=np.int64)  # pages past the runs are never touched
         count = np.empty(bound, dtype=np.int64)
         total = _sorted_runs(pend, fill, by_entry, value, count, offs)
+        self._keep_runs(entries, offs, value, count, total, bound)
+        bound = int(nvar * self.small.shape[1])
+        value = np.empty(bound, dtype=np.int64)
+        count = np.empty(bound, dtype=np.int64)
+        total = _small_runs(self.small, self.lo, by_entry, value, count, offs)
+        self._keep_runs(entries, offs, value, count, total, bound)
+        fill[:nvar] = 0
+        self.vcol[:nvar] = entries  # all empty now: later gathers read columns in order
+        self.lo[:nvar], self.hi[:nvar] = self.lo[by_entry], self.hi[by_entry]
+        self.pending_rows = 0
+
+    def _keep_runs(self, entries, offs, value, count, total: int, bound: int) -> None:
+        """Keep ``total`` runs, those of ``entries[j]`` at ``offs[j]:offs[j + 1]``, as a part."""
+        if total == 0:
+            return
         if total <= bound // 2:  # few runs: do not keep the room
             value, count = value[:total].copy(), count[:total].copy()
         starts = np.zeros(self.n_entries + 1, dtype=np.int64)
-        entries = self.vcol[by_entry]
         starts[entries + 1] = np.diff(offs)
         np.cumsum(starts, out=starts)
         self.runs.append((value, count, starts))
-        fill[:nvar] = 0
-        self.vcol[:nvar] = entries  # all empty now: later gathers read columns in order
-        self.pending_rows = 0
 
     def _constant_parts(self) -> list[tuple]:
         """The entries still constant, as triples sorted by entry (the tally is not changed)."""

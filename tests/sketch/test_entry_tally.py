@@ -24,6 +24,7 @@ from sketchsim.sketch.measure import (
     _merge_two,
     _run_end,
     _runs_of_keys,
+    _small_runs,
     _sorted_runs,
     merge_sorted_parts,
     merge_triples,
@@ -140,25 +141,87 @@ def test_drop_varying_edges(kernel):
 def test_gather_varying_matches_reference(kernel, seed):
     rng = np.random.default_rng(seed)
     rows, width = int(rng.integers(0, 80)), int(rng.integers(1, 70))  # tiles of 32 and ragged
-    tr = rng.integers(-(1 << 62), 1 << 62, (rows + 1, width))
+    if seed % 2:
+        tr = rng.integers(-(1 << 62), 1 << 62, (rows + 1, width))
+    else:  # small values, some inside the windows
+        tr = rng.integers(-6, 6, (rows + 1, width))
+    tr[0, 0] = -(1 << 63)  # the int64 extremes: no window arithmetic overflows
+    tr[-1, -1] = (1 << 63) - 1
     nvar = int(rng.integers(0, width + 1))
     nold = int(rng.integers(0, nvar + 1))
     vcol = rng.permutation(width)[:nvar].astype(np.int64)
     start = np.where(np.arange(nvar) < nold, 99, rng.integers(0, rows + 1, nvar))  # 99: unread
     fill = rng.integers(0, 5, nvar)
+    lo = rng.integers(-8, 3, nvar)
+    hi = lo + rng.choice([0, 0, 1, 4, 8], nvar)  # empty windows: a plain copy
+    lo[: nvar // 4] = -(1 << 63)  # windows at the int64 extremes
+    hi[: nvar // 4] = -(1 << 63) + 3
+    small = rng.integers(0, 3, (nvar + 1, 8))
     pend = np.full((nvar + 1, rows + 6), -1, dtype=np.int64)
     for k in range(nvar):
         pend[k, : fill[k]] = rng.integers(0, 9, fill[k])
     expect = [list(pend[k, : fill[k]]) for k in range(nvar)]
+    counted = small.copy()
     for k in range(nvar):
-        expect[k] += [tr[r, vcol[k]] for r in range(0 if k < nold else start[k], rows)]
+        for r in range(0 if k < nold else start[k], rows):
+            v = int(tr[r, vcol[k]])
+            if lo[k] <= v < hi[k]:
+                counted[k, v - lo[k]] += 1
+            else:
+                expect[k].append(v)
     fill2 = fill.copy()
-    kernel(tr, rows, vcol, nold, nvar, start.astype(np.int64), pend, fill2)
+    kernel(tr, rows, vcol, nold, nvar, start.astype(np.int64), pend, fill2, lo, hi, small)
     for k in range(nvar):
         assert fill2[k] == len(expect[k])
         assert list(pend[k, : fill2[k]]) == expect[k]
         assert (pend[k, fill2[k] :] == -1).all()
     assert (pend[nvar] == -1).all()
+    np.testing.assert_array_equal(small, counted)
+
+
+@pytest.mark.parametrize("kernel", both(_small_runs))
+@pytest.mark.parametrize("seed", range(6))
+def test_small_runs_matches_reference(kernel, seed):
+    rng = np.random.default_rng(seed)
+    slots_n, width = int(rng.integers(0, 7)), int(rng.choice([1, 3, 64]))
+    small = rng.integers(0, 3, (slots_n + 1, width)) * (rng.random((slots_n + 1, width)) < 0.4)
+    lo = rng.integers(-(1 << 62), 1 << 62, slots_n + 1)
+    lo[-1] = (1 << 63) - width  # the last window ends at the largest int64
+    slots = rng.permutation(slots_n + 1)[: max(slots_n, 1)].astype(np.int64)
+    before = small.copy()
+    value = np.full(small.size + 1, -7, dtype=np.int64)
+    count = np.full(small.size + 1, -7, dtype=np.int64)
+    offs = np.full(slots.size + 1, -1, dtype=np.int64)
+    total = kernel(small, lo, slots, value, count, offs)
+    expect = []
+    for j, k in enumerate(slots):
+        row = [(int(lo[k]) + d, int(c)) for d, c in enumerate(before[k]) if c]
+        assert offs[j + 1] - offs[j] == len(row)
+        expect += row
+        assert (small[k] == 0).all()  # emptied
+    others = np.setdiff1d(np.arange(slots_n + 1), slots)
+    np.testing.assert_array_equal(small[others], before[others])
+    assert total == len(expect) == offs[-1] and offs[0] == 0
+    assert list(zip(value[:total].tolist(), count[:total].tolist(), strict=True)) == expect
+    assert (value[total:] == -7).all()
+
+
+def test_small_values_are_counted_in_windows():
+    """Values near an entry's first value are counted, not gathered; far ones close its window."""
+    rng = np.random.default_rng(8)
+    tr = rng.integers(0, 3, (200, 6))
+    tr[:, 4] = rng.integers(0, 1 << 40, 200)  # misses its window: the window closes
+    tr[:, 5] = 7
+    tr[150:, 5] = [10**12, -(10**12)] * 25  # begins to vary late, far from its window
+    tally = EntryTally(np.full(6, WIDE, dtype=np.int64))
+    for lo in range(0, 200, 50):
+        tally.add(np.ascontiguousarray(tr[lo : lo + 50]), 50)
+    slot = {int(c): k for k, c in enumerate(tally.vcol[: tally.nvar])}
+    assert all(tally.fill[slot[c]] == 0 for c in range(4))  # all counted in `small`
+    assert tally.hi[slot[4]] == tally.lo[slot[4]]  # closed
+    assert tally.fill[slot[4]] == tally.pending_rows - 1  # row 0 is its constant start
+    assert tally.fill[slot[5]] == 50 and tally.small[slot[5]].sum() == 0
+    check_tally(tally.result(), tr)
 
 
 @pytest.mark.parametrize("kernel", both(_run_end))
