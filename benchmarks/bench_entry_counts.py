@@ -11,8 +11,9 @@ Rows (minimum over repeats, seconds; ratio = peer / ours):
   by a jitted loop; the others keep their first value while constant (one jitted
   pass per batch), and only the ones that vary are gathered and sorted per entry.
 - two harder cases for that sparse path, on a quarter of the rows: every wide
-  entry varying, with 3 values (gather and sort) and with 24-bit values (about
-  one triple per value and window, all merged by one sort at the end).
+  entry varying, with 3 values (counted in each entry's small table around its
+  first value) and with 24-bit values (gathered and sorted: about one run per
+  value and flush, the flushes' sorted runs merged in one linear pass at the end).
 - per-column ``np.unique(return_counts=True)`` in a Python loop (the NumPy a
   user would write), and ``collections.Counter`` per column (the naive one).
 - the cost inside ``measure``: the engine with exact transcripts stored versus
