@@ -606,6 +606,7 @@ class EntryTally:
         self.lo = np.zeros(n_sparse, dtype=np.int64)
         self.hi = np.zeros(n_sparse, dtype=np.int64)
         self.small = np.zeros((n_sparse, window), dtype=np.int64)
+        self.open_windows = 0  # slots with hi > lo, among the varying ones
         self.pending_rows = 0  # rows gathered since the last flush (the largest fill)
 
     def add(self, tr: np.ndarray, rows: int) -> None:
@@ -650,14 +651,16 @@ class EntryTally:
         lo = np.where(first < bottom + half, bottom, first - half)  # wraps only where not taken
         self.lo[k0:k1] = lo
         self.hi[k0:k1] = np.where(lo > top - self.small.shape[1], top, lo + self.small.shape[1])
+        self.open_windows += int((self.hi[k0:k1] > lo).sum())
 
     def _close_windows(self, nvar: int) -> None:
         """Empty the windows of entries whose values mostly miss them (one comparison less)."""
-        if self.small.shape[1] == 0:
+        if self.open_windows == 0:
             return
         lo, hi, fill = self.lo[:nvar], self.hi[:nvar], self.fill[:nvar]
         miss = (hi > lo) & (fill >= self.small.shape[1]) & (fill > self.small[:nvar].sum(axis=1))
         hi[miss] = lo[miss]  # `lo` still gives the values of the counts already in `small`
+        self.open_windows -= int(miss.sum())
 
     def _reserve(self, nvar: int, rows: int) -> None:
         """Room in ``pend`` for ``nvar`` entries and ``rows`` more rows, flushing if needed."""

@@ -219,6 +219,7 @@ def test_small_values_are_counted_in_windows():
     slot = {int(c): k for k, c in enumerate(tally.vcol[: tally.nvar])}
     assert all(tally.fill[slot[c]] == 0 for c in range(4))  # all counted in `small`
     assert tally.hi[slot[4]] == tally.lo[slot[4]]  # closed
+    assert tally.open_windows == int((tally.hi[: tally.nvar] > tally.lo[: tally.nvar]).sum()) == 5
     assert tally.fill[slot[4]] == tally.pending_rows - 1  # row 0 is its constant start
     assert tally.fill[slot[5]] == 50 and tally.small[slot[5]].sum() == 0
     check_tally(tally.result(), tr)
