@@ -77,6 +77,33 @@ def workloads(quick: bool):
     yield "ood 12:256 softmax", train, ("softmax", 12, 0, "-")
 
 
+def measure(name, split, spec, steps: int, repeats: int) -> tuple:
+    """One report row: ms per step of ``fit`` and of the plain-torch loop."""
+    model, m, r, fmap = spec
+    x, ids, t, vocab = _tensors(split, "cpu", torch.float32)
+
+    def head():
+        return make_head(model, m, r, fmap, vocab=vocab, seed=0, encoding="pm1")
+
+    with torch.no_grad():  # the peer computes the same function
+        h = head()
+        assert torch.allclose(user_forward(h, x, ids), h(x, ids), rtol=1e-4, atol=1e-4), name
+
+    def ours():
+        fit(head(), x, ids, t, steps=steps, lr=0.01, scored=split.scored, stop_below=1e-9)
+
+    def theirs():
+        user_steps(head(), x, ids, t, split.scored, steps)
+
+    ours()  # compile the jitted kernels, warm the caches
+    return (
+        f"train step: {name}",
+        best_ms(ours, repeats, steps),
+        "torch einsum + optim.Adam",
+        best_ms(theirs, repeats, steps),
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
@@ -87,33 +114,7 @@ def main() -> None:
     steps = 30 if args.quick else args.steps
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), {steps} steps per repeat")
-    rows = []
-    for name, split, (model, m, r, fmap) in workloads(args.quick):
-        x, ids, t, vocab = _tensors(split, "cpu", torch.float32)
-
-        def head():
-            return make_head(model, m, r, fmap, vocab=vocab, seed=0, encoding="pm1")
-
-        with torch.no_grad():  # the peer computes the same function
-            h = head()
-            y_user, y_ours = user_forward(h, x, ids), h(x, ids)
-            assert torch.allclose(y_user, y_ours, rtol=1e-4, atol=1e-4), name
-
-        def ours():
-            fit(head(), x, ids, t, steps=steps, lr=0.01, scored=split.scored, stop_below=1e-9)
-
-        def theirs():
-            user_steps(head(), x, ids, t, split.scored, steps)
-
-        ours()  # compile the jitted kernels, warm the caches
-        rows.append(
-            (
-                f"train step: {name}",
-                best_ms(ours, args.repeats, steps),
-                "torch einsum + optim.Adam",
-                best_ms(theirs, args.repeats, steps),
-            )
-        )
+    rows = [measure(*w, steps, args.repeats) for w in workloads(args.quick)]
     report("bench_torch", rows)
 
 
