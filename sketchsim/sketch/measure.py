@@ -395,7 +395,7 @@ def _sorted_runs(pend, fill, slots, value, count, offs):
     for s in range(slots.shape[0]):
         k = slots[s]
         n = fill[k]
-        i = 0
+        i = np.int64(0)  # not the literal 0: one compiled _run_end
         while i < n:
             e = _run_end(pend, k, i, n)
             value[j] = pend[k, i]
@@ -453,7 +453,10 @@ def _merge_parts(va, ca, sa, vb, cb, sb, vc, cc, sc, out_entry, out_value, out_c
         longest = max(longest, sa[e + 1] - sa[e] + sb[e + 1] - sb[e])
     tv = np.empty(longest, dtype=np.int64)  # scratch values and counts
     tc = np.empty(longest, dtype=np.int64)
-    o = 0
+    # an int64 zero, not the literal 0: every call of _merge_two then has the
+    # same argument types, and numba compiles it once
+    nil = np.int64(0)
+    o = nil
     out_starts[0] = 0
     for e in range(n_entries):
         a0, a1, b0, b1, c0, c1 = sa[e], sa[e + 1], sb[e], sb[e + 1], sc[e], sc[e + 1]
@@ -467,8 +470,8 @@ def _merge_parts(va, ca, sa, vb, cb, sb, vc, cc, sc, out_entry, out_value, out_c
         elif a0 == a1:
             o = _merge_two(vb, cb, b0, b1, vc, cc, c0, c1, out_value, out_count, o)
         else:
-            t = _merge_two(va, ca, a0, a1, vb, cb, b0, b1, tv, tc, 0)
-            o = _merge_two(tv, tc, 0, t, vc, cc, c0, c1, out_value, out_count, o)
+            t = _merge_two(va, ca, a0, a1, vb, cb, b0, b1, tv, tc, nil)
+            o = _merge_two(tv, tc, nil, t, vc, cc, c0, c1, out_value, out_count, o)
         out_starts[e + 1] = o
         if entries:
             for i in range(o0, o):
