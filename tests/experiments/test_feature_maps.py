@@ -69,9 +69,7 @@ def test_same_numbers_as_the_string_dispatch_for_fixed_seeds(kind):
         assert params == int(old[f"params/{kind}/{r}"][0])
         for what, value in new.items():
             ref = old[f"{what}/{kind}/{r}"]
-            # bit for bit where the arithmetic library is the same; training uses
-            # torch's fused Adam since, equal to the old per-tensor loop up to rounding
-            if same_torch and what != "trained":
+            if same_torch:  # bit for bit where the arithmetic library is the same
                 assert np.array_equal(value, ref), (what, kind, r)
             else:
                 np.testing.assert_allclose(value, ref, rtol=1e-5, atol=1e-6)
