@@ -11,3 +11,14 @@ def run_without_jit(code: str) -> list[str]:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return out.stdout.split("\n")
+
+
+def with_and_without_jit(code: str) -> tuple:
+    """``result`` as ``code`` sets it here (jitted) and in a fresh interpreter without JIT.
+
+    ``result`` must be a literal-printable value (lists of numbers).
+    """
+    here: dict = {}
+    exec(code, here)
+    plain = eval(run_without_jit(code + "\nprint(repr(result))\n")[0])
+    return here["result"], plain

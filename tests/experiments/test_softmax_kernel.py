@@ -5,7 +5,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 torch.set_num_threads(1)
 
-from nojit import run_without_jit  # noqa: E402
+from nojit import with_and_without_jit  # noqa: E402
 
 from sketchsim.experiments.softmax_kernel import (  # noqa: E402
     softmax_readout,
@@ -61,22 +61,16 @@ def test_large_scores_do_not_overflow():
 
 
 def test_the_plain_python_path_gives_the_same_numbers():
-    code = (
+    jitted, plain = with_and_without_jit(
         "import torch\n"
         "from sketchsim.experiments.softmax_kernel import softmax_readout as f\n"
         "g = torch.Generator().manual_seed(1)\n"
         "ts = [torch.randn(3, 2, 4, generator=g, dtype=torch.float64).requires_grad_()"
         " for _ in range(4)]\n"
         "y = f(*ts); y.sum().backward()\n"
-        "print(repr([y.tolist()] + [t.grad.tolist() for t in ts]))\n"
+        "result = [y.tolist()] + [t.grad.tolist() for t in ts]\n"
     )
-    got = eval(run_without_jit(code)[0])
-    g = torch.Generator().manual_seed(1)
-    ts = [torch.randn(3, 2, 4, generator=g, dtype=torch.float64).requires_grad_() for _ in range(4)]
-    y = softmax_readout(*ts)
-    y.sum().backward()
-    want = [y.tolist()] + [t.grad.tolist() for t in ts]
-    for a, b in zip(got, want, strict=True):
+    for a, b in zip(plain, jitted, strict=True):
         torch.testing.assert_close(torch.tensor(a), torch.tensor(b), rtol=1e-12, atol=1e-12)
 
 

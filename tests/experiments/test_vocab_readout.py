@@ -5,7 +5,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 torch.set_num_threads(1)
 
-from nojit import run_without_jit  # noqa: E402
+from nojit import with_and_without_jit  # noqa: E402
 
 from sketchsim.experiments.vocab_readout import (  # noqa: E402
     kernel_readout,
@@ -49,7 +49,7 @@ def test_values_and_gradients_match_the_torch_formula(kind, dtype, v, b, n, nq):
 
 
 def test_the_plain_python_path_gives_the_same_numbers():
-    code = (
+    jitted, plain = with_and_without_jit(
         "import torch\n"
         "from sketchsim.experiments.vocab_readout import kernel_readout, softmax_readout_vocab\n"
         "g = torch.Generator().manual_seed(2)\n"
@@ -59,18 +59,9 @@ def test_the_plain_python_path_gives_the_same_numbers():
         "ids = torch.randint(0, 4, (5, 3), generator=g)\n"
         "y = kernel_readout(k, av, b, ids, ids, 1e-6) + softmax_readout_vocab(k, av, b, ids, ids)\n"
         "y.sum().backward()\n"
-        "print(repr([y.tolist(), k.grad.tolist(), av.grad.tolist(), b.grad.tolist()]))\n"
+        "result = [y.tolist(), k.grad.tolist(), av.grad.tolist(), b.grad.tolist()]\n"
     )
-    got = eval(run_without_jit(code)[0])
-    g = torch.Generator().manual_seed(2)
-    k = (torch.rand(4, 4, generator=g, dtype=torch.float64) + 0.1).requires_grad_()
-    av = torch.randn(4, 4, generator=g, dtype=torch.float64).requires_grad_()
-    b = torch.randn(4, generator=g, dtype=torch.float64).requires_grad_()
-    ids = torch.randint(0, 4, (5, 3), generator=g)
-    y = kernel_readout(k, av, b, ids, ids, 1e-6) + softmax_readout_vocab(k, av, b, ids, ids)
-    y.sum().backward()
-    want = [y.tolist(), k.grad.tolist(), av.grad.tolist(), b.grad.tolist()]
-    for a, w in zip(got, want, strict=True):
+    for a, w in zip(plain, jitted, strict=True):
         torch.testing.assert_close(torch.tensor(a), torch.tensor(w), rtol=1e-12, atol=1e-12)
 
 
