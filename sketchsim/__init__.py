@@ -8,6 +8,10 @@ re-exports are resolved on first use, so ``import sketchsim`` (and
 
 __version__ = "0.1.0"
 
+from sketchsim import numba_cache as _numba_cache  # noqa: E402  (before any kernel is defined)
+
+_numba_cache.configure()
+
 __all__ = ["__version__", "pack_bits", "unpack_bits", "minip_targets"]
 
 _LAZY = {

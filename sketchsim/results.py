@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import sketchsim
 from sketchsim.errors import SketchsimError
+from sketchsim.machine import machine_facts, portable_argv, versions
 
 __all__ = [
     "versions",
@@ -25,24 +23,6 @@ __all__ = [
     "finite_json",
     "field_problem",
 ]
-
-
-def versions() -> dict:
-    """Versions of everything that can change a result."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    def dist(name: str) -> str | None:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return None
-
-    return {
-        "sketchsim": sketchsim.__version__,
-        "python": platform.python_version(),
-        "numpy": dist("numpy"),
-        "numba": dist("numba"),
-    }
 
 
 def finite_json(value):
@@ -107,13 +87,19 @@ def write_json_atomic(path: str | os.PathLike, payload: dict) -> Path:
 
 
 def result_payload(command: str, params: dict, result: dict) -> dict:
-    """A result file: the measured keys at top level, plus provenance."""
+    """A result file: the measured keys at top level, plus provenance.
+
+    Provenance is the command, its parameters, the versions, the machine (CPU
+    model, the kernels torch and numba chose, threads: see
+    :mod:`sketchsim.machine`) and the command line without absolute paths.
+    """
     return {
         **result,
         "command": command,
         "parameters": params,
         "versions": versions(),
-        "argv": sys.argv,
+        "machine": machine_facts(),
+        "argv": portable_argv(),
     }
 
 

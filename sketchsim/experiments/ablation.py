@@ -239,10 +239,7 @@ def _save(path, command: str, params: dict, results: dict) -> None:
     """Write a screen's rows (each with its seed) atomically, with parameters and versions."""
     from sketchsim.results import result_payload, write_json_atomic
 
-    payload = result_payload(command, params, results)
-    write_json_atomic(
-        path, {**payload, "versions": {**payload["versions"], "torch": torch.__version__}}
-    )
+    write_json_atomic(path, result_payload(command, params, results))
 
 
 def _screen_main(args) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import platform
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -25,7 +24,8 @@ from sketchsim.errors import SketchsimError
 from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split
 from sketchsim.experiments.train import fit, metrics, pick_device
-from sketchsim.results import read_json, versions, write_json_atomic
+from sketchsim.machine import machine_facts, versions
+from sketchsim.results import read_json, write_json_atomic
 from sketchsim.tokens import token_ids
 
 __all__ = [
@@ -246,7 +246,8 @@ def _payload(header, context, rows, complete):
         "context": context,
         "runs": rows,
         "complete": complete,
-        "versions": {**versions(), "torch": torch.__version__, "machine": platform.machine()},
+        "versions": versions(),
+        "machine": machine_facts(),
     }
 
 
