@@ -145,3 +145,24 @@ def test_a_read_only_install_and_home_run_with_one_warning_line(tmp_path, mkdtem
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning:"), out.stderr
     assert ("for this run only" if mkdtemp_works else "compiled on every run") in lines[0]
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def test_committed_records_hold_no_machine_paths():
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    files = sorted(docs.rglob("*.json"))
+    assert files
+    for path in files:
+        bad = [s for s in _strings(json.loads(path.read_text())) if s.startswith(("/", "~"))]
+        assert not bad, (path.name, bad[:3])
