@@ -29,7 +29,7 @@ import naive  # noqa: E402
 from sketchsim.certify import build_witness, certify  # noqa: E402
 from sketchsim.certify import certificate as cert_mod  # noqa: E402
 from sketchsim.certify.certificate import Graph, build_graph, chain_dp  # noqa: E402
-from sketchsim.codes import golay_octads, greedy_code  # noqa: E402
+from sketchsim.certify.codes import golay_octads, greedy_code  # noqa: E402
 
 
 def _naive_graph(family, positional=True):

@@ -4,7 +4,7 @@ Run: python benchmarks/bench_cluster.py [--m 9] [--n 3] [--only verify|transcrip
 
 verify --m 9 --n 3 enumerates 2^27 inputs (above the single-process limit of
 2^26, so the one-process side calls the same jitted enumeration,
-``sketchsim.verify.check_range``, over the whole index space).  That kernel
+``sketchsim.heads.verify.check_range``, over the whole index space).  That kernel
 runs numba threads over both cores, so it is timed twice: with its default
 threads and pinned to one thread (what one Dask worker gets).  For small N the
 single-process ``verify`` uses count patterns instead and is far faster than
@@ -63,9 +63,9 @@ def main():
 
 
 def bench_verify(args):
-    from sketchsim.cluster import connect, parse_cluster
-    from sketchsim.cluster_tasks import verify_on_cluster
-    from sketchsim.verify import check_range
+    from sketchsim.cluster.client import connect, parse_cluster
+    from sketchsim.cluster.verify import verify_on_cluster
+    from sketchsim.heads.verify import check_range
 
     m, n = args.m, args.n
     total = 1 << (m * n)
@@ -107,9 +107,9 @@ def bench_verify(args):
 
 def _transcript_one(q, s, spec):
     """The single-process transcript of every input of F(q, s): (seconds, report dict)."""
-    from sketchsim.plugins import resolve
     from sketchsim.sketch.family import HardFamily
-    from sketchsim.transcript import measure
+    from sketchsim.sketch.plugins import resolve
+    from sketchsim.sketch.transcript import measure
 
     r = resolve(spec)
     small = HardFamily(3, s)
@@ -124,10 +124,10 @@ def _transcript_one(q, s, spec):
 
 
 def bench_transcript(args):
-    from sketchsim.cluster import connect, parse_cluster
-    from sketchsim.cluster_transcript import measure_on_cluster
-    from sketchsim.plugins import resolve
+    from sketchsim.cluster.client import connect, parse_cluster
+    from sketchsim.cluster.transcript import measure_on_cluster
     from sketchsim.sketch.family import HardFamily
+    from sketchsim.sketch.plugins import resolve
 
     q, s = args.q, args.s
     fam = HardFamily(q, s)

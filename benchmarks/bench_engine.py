@@ -35,12 +35,12 @@ from numba import njit
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ratios import report  # noqa: E402
 
-from sketchsim.bits import popcount64  # noqa: E402
-from sketchsim.plugins import resolve_spec  # noqa: E402
+from sketchsim.minip.bits import popcount64  # noqa: E402
 from sketchsim.sketch import HardFamily, Layer, Plan, Protocol  # noqa: E402
 from sketchsim.sketch.engine import Engine  # noqa: E402
-from sketchsim.sketch.tokens import field  # noqa: E402
-from sketchsim.transcript import measure  # noqa: E402
+from sketchsim.sketch.packed_tokens import field  # noqa: E402
+from sketchsim.sketch.plugins import resolve_spec  # noqa: E402
+from sketchsim.sketch.transcript import measure  # noqa: E402
 
 # ---- the raw plan before issue 11 (the peer for raw's speed-up) ---------------------------
 

@@ -122,9 +122,9 @@ def main():
         print(f"  np.unique per column               {t_np:8.3f}   x{t_np / t_ours:.1f}")
         print(f"  Counter per column (naive)         {t_naive:8.3f}   x{t_naive / t_ours:.1f}")
 
-    from sketchsim.plugins import resolve_spec
     from sketchsim.sketch import HardFamily
     from sketchsim.sketch.engine import Engine
+    from sketchsim.sketch.plugins import resolve_spec
 
     fam = HardFamily(64, 7)
     tokens = fam.tokens(fam.sample_answers(n // 4))

@@ -37,8 +37,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ratios import best_of, report  # noqa: E402
 
 from sketchsim import minip_targets, pack_bits  # noqa: E402
-from sketchsim.bits import popcount64  # noqa: E402
-from sketchsim.minip import (  # noqa: E402
+from sketchsim.minip.bits import popcount64  # noqa: E402
+from sketchsim.minip.kernel import (  # noqa: E402
     _LONG_N,
     _run_serially,
     minip_targets_packed,

@@ -22,7 +22,7 @@ from ratios import report
 from torch.nn import functional as F
 
 from sketchsim.certify import build_witness
-from sketchsim.codes import hadamard_code
+from sketchsim.certify.codes import hadamard_code
 from sketchsim.experiments.models import KernelHead, make_head
 from sketchsim.experiments.suites import ood_splits, random_triples, witness_split
 from sketchsim.experiments.sweep import _tensors

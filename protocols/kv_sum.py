@@ -11,8 +11,8 @@ the protocol must be wrong somewhere (family ``mqar``).
 from numba import njit
 
 from sketchsim.sketch import Param, Plan, Protocol
+from sketchsim.sketch.packed_tokens import field
 from sketchsim.sketch.protocol import Layer
-from sketchsim.sketch.tokens import field
 
 
 @njit

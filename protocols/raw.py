@@ -12,9 +12,9 @@ popcount of two int64 loads.
 import numpy as np
 from numba import njit
 
-from sketchsim.bits import popcount64
+from sketchsim.minip.bits import popcount64
 from sketchsim.sketch import Layer, Plan, Protocol
-from sketchsim.sketch.tokens import field
+from sketchsim.sketch.packed_tokens import field
 
 
 @njit(cache=True)

@@ -15,9 +15,9 @@ _numba_cache.configure()
 __all__ = ["__version__", "pack_bits", "unpack_bits", "minip_targets"]
 
 _LAZY = {
-    "pack_bits": "sketchsim.bits",
-    "unpack_bits": "sketchsim.bits",
-    "minip_targets": "sketchsim.minip",
+    "pack_bits": "sketchsim.minip.bits",
+    "unpack_bits": "sketchsim.minip.bits",
+    "minip_targets": "sketchsim.minip.kernel",
 }
 
 

@@ -1,6 +1,7 @@
 import os
 import sys
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -15,10 +16,26 @@ os.environ["COLUMNS"] = "200"
 @pytest.fixture(params=["serial", "parallel"])
 def kernel_path(request, monkeypatch):
     """Min-IP tests: run a test through the calling-thread path and through the parallel kernels."""
-    import sketchsim.minip as minip
+    import sketchsim.minip.kernel as minip
 
     if request.param == "parallel":
         monkeypatch.setattr(minip, "_SERIAL_BYTES", -1)
         monkeypatch.setattr(minip, "_SERIAL_WORD_PAIRS", -1)
         monkeypatch.setattr(minip, "_TASK_WORDS", 64)  # many small tasks
     return request.param
+
+
+C1, C2 = [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]
+
+
+@pytest.fixture
+def tiny_path(tmp_path):
+    """Sweep tests: a witness family of 8 inputs (two codewords of width 6) saved as .npz."""
+    from sketchsim.certify import Family, save_family
+    from sketchsim.minip.kernel import minip_targets
+
+    t = []
+    for x, c, d in ((C2, C1, C2), (C1, C2, C1)):
+        t += [(x, c, c), (x, d, d), (x, c, d), (x, d, c)]
+    tokens = np.array(t, dtype=np.uint8)
+    return save_family(Family(tokens, 1, minip_targets(tokens)[:, 0], {}), tmp_path / "t.npz")

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from sketchsim.sketch import Layer, Plan, Protocol
-from sketchsim.sketch.tokens import count_ones
+from sketchsim.sketch.packed_tokens import count_ones
 
 {header}
 

@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 from sketchsim.sketch import Layer, Param, Plan, Protocol
-from sketchsim.sketch.tokens import count_ones
+from sketchsim.sketch.packed_tokens import count_ones
 
 
 @njit

@@ -131,7 +131,7 @@ def test_a_read_only_install_and_home_run_with_one_warning_line(tmp_path, mkdtem
     code = (
         "import tempfile\n"
         + ("" if mkdtemp_works else "def no(*a, **k): raise OSError('ro')\ntempfile.mkdtemp = no\n")
-        + "import numpy as np\nfrom sketchsim.minip import minip_targets\n"
+        + "import numpy as np\nfrom sketchsim.minip.kernel import minip_targets\n"
         "x = np.array([[[1, 0], [1, 1], [0, 1]]], dtype=np.uint8)\n"
         "print(minip_targets(x).tolist())\n"
     )

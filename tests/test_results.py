@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sketchsim.certify import build_witness, load_family, save_family
-from sketchsim.codes import hadamard_code
+from sketchsim.certify.codes import hadamard_code
 from sketchsim.results import atomic_path, write_json_atomic
 
 

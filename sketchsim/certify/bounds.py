@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sketchsim.attention import softmax_threshold
 from sketchsim.certify.certificate import certified_rank, choose_pairs, rank_bound
 from sketchsim.certify.chains import LIMIT, best_chain_product
-from sketchsim.codes import (
+from sketchsim.certify.codes import (
     golay_dodecads,
     golay_octads,
     greedy_code,
@@ -30,6 +29,7 @@ from sketchsim.codes import (
     hadamard_orders,
     random_code,
 )
+from sketchsim.heads.attention import softmax_threshold
 
 __all__ = ["code_bound", "BoundRow", "best_bound", "candidate_codes", "fit_growth"]
 

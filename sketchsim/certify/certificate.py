@@ -24,7 +24,7 @@ from numba import njit
 from sketchsim.certify.chains import LIMIT, log_rho
 from sketchsim.certify.witness import Family
 from sketchsim.errors import FamilyError
-from sketchsim.tokens import PACKED_MAX_M, ids_of_keys, packed_keys, token_ids
+from sketchsim.minip.token_ids import PACKED_MAX_M, ids_of_keys, packed_keys, token_ids
 
 __all__ = [
     "Graph",

@@ -22,7 +22,7 @@ import numpy as np
 import sketchsim
 from sketchsim.certify.chains import best_steps
 from sketchsim.errors import FamilyError
-from sketchsim.minip import minip_targets
+from sketchsim.minip.kernel import minip_targets
 from sketchsim.results import atomic_path
 
 __all__ = ["Family", "build_witness", "save_family", "load_family", "check_witness_size"]

@@ -32,7 +32,7 @@ PAPER_WITNESS_BOUND = 8
 @click.option("--out", type=OutputPath((".npy", ".txt")), help="Write the code (.npy, or .txt).")
 def codes(m, kind, d, w, seed, out):
     """Build a constant-weight code and print its size, weight and minimum distance."""
-    from sketchsim.codes import STATS_MAX_WORDS, code_stats, make_code
+    from sketchsim.certify.codes import STATS_MAX_WORDS, code_stats, make_code
 
     if m < 1:
         raise SketchsimError(f"--m must be >= 1, got {m}")
@@ -93,8 +93,8 @@ def codes(m, kind, d, w, seed, out):
 def witness(m, kind, codewords, complements, chains, both_orders, seed, out, json_path):
     """Build a length-3 witness family from a code and certify it."""
     from sketchsim.certify import build_witness, certify, save_family
+    from sketchsim.certify.codes import hadamard_code, make_code
     from sketchsim.certify.witness import check_witness_size
-    from sketchsim.codes import hadamard_code, make_code
 
     if codewords < 0:
         raise SketchsimError(f"--codewords must be >= 0, got {codewords}")

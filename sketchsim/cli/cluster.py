@@ -12,7 +12,7 @@ __all__ = ["cluster_option", "cluster_options"]
 def _parse(ctx, param, value):
     if value is None:
         return None
-    from sketchsim.cluster import parse_cluster
+    from sketchsim.cluster.client import parse_cluster
 
     return parse_cluster(value)
 

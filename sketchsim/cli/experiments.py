@@ -14,7 +14,7 @@ from sketchsim.cli.paths import OutputPath
 from sketchsim.config import OOD_STOP_BELOW
 from sketchsim.errors import SketchsimError
 from sketchsim.results import write_json_atomic
-from sketchsim.specs import parse_int
+from sketchsim.sketch.specs import parse_int
 
 
 def _ints(text: str, name: str) -> list[int]:
@@ -268,7 +268,7 @@ def _cluster_client(cluster, device):
     if cluster is None:
         yield None
         return
-    from sketchsim.cluster import connect
+    from sketchsim.cluster.client import connect
     from sketchsim.experiments.sweep import task_resources
 
     def note(msg):
@@ -339,7 +339,7 @@ def _plan(
 
     if suite == "witness":
         from sketchsim.certify import build_witness, certify, load_family
-        from sketchsim.codes import hadamard_code
+        from sketchsim.certify.codes import hadamard_code
 
         family = (
             load_family(family_path)
@@ -350,7 +350,7 @@ def _plan(
             raise SketchsimError(f"the family {family_path} has no inputs")
         bound = certify(family, eps_list=()).certified_rank["0.5"]
         split = witness_split(family)
-        from sketchsim.tokens import token_ids
+        from sketchsim.minip.token_ids import token_ids
 
         vocab = token_ids(family.tokens)[1]
         sizes = [(family.m, vocab)]
@@ -544,8 +544,8 @@ def reproduce(quick, out_dir, device, threads, cluster):
     from dataclasses import replace
     from pathlib import Path
 
-    from sketchsim.reproduce import Settings
-    from sketchsim.reproduce import reproduce as run
+    from sketchsim.experiments.reproduce import Settings
+    from sketchsim.experiments.reproduce import reproduce as run
 
     _one_thread_on_cluster(cluster, threads)
     with _cluster_client(cluster, device) as client:

@@ -27,8 +27,8 @@ def validate_sizes(q: int, s: int, samples: int | None, seed: int) -> None:
 
 def build_family(spec: str, q: int, s: int, samples: int | None, seed: int):
     """``(family, default protocol specs)`` from a ``--family`` spec, after validation."""
-    from sketchsim.families import resolve_family
-    from sketchsim.transcript import DEFAULT_SPECS
+    from sketchsim.sketch.family_plugins import resolve_family
+    from sketchsim.sketch.transcript import DEFAULT_SPECS
 
     validate_sizes(q, s, samples, seed)
     ftype, fparams, _source = resolve_family(spec)
@@ -38,7 +38,7 @@ def build_family(spec: str, q: int, s: int, samples: int | None, seed: int):
 
 def check_support(resolved, family) -> None:
     """Refuse, before any work, a protocol that does not declare the family."""
-    from sketchsim.transcript import check_family
+    from sketchsim.sketch.transcript import check_family
 
     for item in resolved:
         proto = item[1]
@@ -47,8 +47,8 @@ def check_support(resolved, family) -> None:
 
 
 def choose_inputs(family, exhaustive, samples):
-    """:func:`sketchsim.transcript.choose_answers`, with the limits worded for the CLI."""
-    from sketchsim.transcript import InputLimitError, choose_answers
+    """:func:`sketchsim.sketch.transcript.choose_answers`, with the limits worded for the CLI."""
+    from sketchsim.sketch.transcript import InputLimitError, choose_answers
 
     try:
         return choose_answers(family, exhaustive, samples)

@@ -15,7 +15,7 @@ from sketchsim.results import result_payload, write_json_atomic
 @main.command()
 def families():
     """List every input family found: built-ins, installed plug-ins."""
-    from sketchsim.families import discover_families
+    from sketchsim.sketch.family_plugins import discover_families
 
     table = Table(title="input families")
     for col in ("name", "source", "description", "parameters", "default protocols"):
@@ -98,9 +98,9 @@ def frontier(
 ):
     """Smallest parameter value correct on every input, per (q, s), against the bound."""
     from sketchsim.cli.familyopts import build_family, check_support
-    from sketchsim.frontier import frontier_cell, parse_vary
-    from sketchsim.plugins import discover, resolve
-    from sketchsim.transcript import InputLimitError
+    from sketchsim.sketch.frontier import frontier_cell, parse_vary
+    from sketchsim.sketch.plugins import discover, resolve
+    from sketchsim.sketch.transcript import InputLimitError
 
     if resume and not json_path:
         raise click.UsageError("--resume needs --json PATH")

@@ -78,7 +78,8 @@ def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_
     heads (each re-checked on all 2^(3m) inputs, weights saved), 2^m, and the
     softmax temperatures.
     """
-    from sketchsim.minrank import MINRANK_MAX_M, minrank_row
+    from sketchsim.certify.minrank import MINRANK_MAX_M
+    from sketchsim.experiments.minrank import minrank_row
 
     widths = parse_widths(m_text, MINRANK_MAX_M)
     if n != 3:

@@ -20,7 +20,7 @@ from sketchsim.results import result_payload, write_json_atomic
 @main.command()
 def protocols():
     """List every protocol found: built-ins, installed plug-ins."""
-    from sketchsim.plugins import discover
+    from sketchsim.sketch.plugins import discover
 
     table = Table(title="sketch protocols")
     for col in ("name", "source", "description", "parameters"):
@@ -75,8 +75,8 @@ def transcript(
 ):
     """Measure transcript bits of sketch protocols against the bound q*log2(s+1)."""
 
-    from sketchsim.plugins import discover, resolve
-    from sketchsim.transcript import measure
+    from sketchsim.sketch.plugins import discover, resolve
+    from sketchsim.sketch.transcript import measure
 
     if resume and not json_path:
         raise click.UsageError("--resume needs --json PATH")
@@ -159,10 +159,10 @@ def _cluster_runner(stack, cluster, family, family_spec, exhaustive, samples, n_
     Returns ``(mode, inputs, run, progress units, extra JSON fields)`` where
     ``run(spec, resolved, update)`` measures one protocol on the cluster.
     """
-    from sketchsim.cluster import connect, worker_threads
-    from sketchsim.cluster_transcript import estimate, measure_on_cluster, plan_cluster_inputs
-    from sketchsim.transcript import InputLimitError
-    from sketchsim.verify import _duration
+    from sketchsim.cluster.client import connect, worker_threads
+    from sketchsim.cluster.transcript import estimate, measure_on_cluster, plan_cluster_inputs
+    from sketchsim.heads.verify import _duration
+    from sketchsim.sketch.transcript import InputLimitError
 
     try:
         mode, n_inputs = plan_cluster_inputs(family, exhaustive, samples)

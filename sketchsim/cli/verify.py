@@ -15,7 +15,7 @@ from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_options
 from sketchsim.cli.paths import OutputPath
 
-#: ``sketchsim.attention.CONSTRUCTIONS`` (a test keeps the two equal); spelled out
+#: ``sketchsim.heads.attention.CONSTRUCTIONS`` (a test keeps the two equal); spelled out
 #: here so that ``--help`` does not import NumPy.
 CONSTRUCTION_NAMES = ("rank1", "softmax", "onehot")
 
@@ -76,8 +76,8 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
         # verify never calls BLAS: NumPy's import need not start an OpenBLAS thread
         # per core (measured 70 ms of a 0.3 s run); a value the user set is kept
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from sketchsim.verify import VerifyInterrupted, check_verify_size
-    from sketchsim.verify import verify as run_verify
+    from sketchsim.heads.verify import VerifyInterrupted, check_verify_size
+    from sketchsim.heads.verify import verify as run_verify
 
     params = {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
     if cluster is not None:
@@ -101,10 +101,10 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
 
 def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, cluster, state_dir):
     from sketchsim import config
-    from sketchsim.cluster import connect
-    from sketchsim.cluster_tasks import estimate_verify_seconds, verify_on_cluster
+    from sketchsim.cluster.client import connect
+    from sketchsim.cluster.verify import estimate_verify_seconds, verify_on_cluster
     from sketchsim.errors import SketchsimError
-    from sketchsim.verify import _duration
+    from sketchsim.heads.verify import _duration
 
     if m * n > config.CLUSTER_VERIFY_MAX_BITS:
         raise SketchsimError(
@@ -136,7 +136,7 @@ def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, clust
 
 
 def _render(res, causal, n, construction, json_path, params):
-    from sketchsim.attention import softmax_threshold
+    from sketchsim.heads.attention import softmax_threshold
 
     head = Panel.fit(
         f"m = {res.m}, N = {res.n}, construction [bold]{res.construction}[/bold]"

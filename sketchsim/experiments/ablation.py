@@ -343,7 +343,7 @@ def _screen_stop_main(args) -> None:
 
 def main(argv=None) -> None:
     from sketchsim.certify import build_witness
-    from sketchsim.codes import hadamard_code
+    from sketchsim.certify.codes import hadamard_code
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=2)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sketchsim.errors import SketchsimError
-from sketchsim.minip import minip_targets
+from sketchsim.minip.kernel import minip_targets
 
 __all__ = [
     "Split",

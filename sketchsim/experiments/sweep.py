@@ -25,8 +25,8 @@ from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split
 from sketchsim.experiments.train import fit, metrics, pick_device
 from sketchsim.machine import machine_facts, versions
+from sketchsim.minip.token_ids import token_ids
 from sketchsim.results import read_json, write_json_atomic
-from sketchsim.tokens import token_ids
 
 __all__ = [
     "Run",
@@ -275,7 +275,7 @@ def run_sweep(
     ----------
     client : distributed.Client, optional
         Run on a Dask cluster: one task per run, written to ``path`` as it
-        completes (see :func:`sketchsim.cluster.connect`).  Each task trains
+        completes (see :func:`sketchsim.cluster.client.connect`).  Each task trains
         with one torch thread, so its numbers are the in-process run's (CPU).
         Runs request the worker resource ``GPU=1`` when ``device`` is not
         ``cpu`` and the cluster's workers advertise GPUs (:func:`task_resources`).

@@ -21,7 +21,7 @@ from sketchsim.config import EXACT_TOLERANCE
 from sketchsim.experiments.models import predict
 from sketchsim.experiments.optim import FlatAdam, lr_factor
 from sketchsim.experiments.vocabulary import Vocabulary
-from sketchsim.tokens import token_ids
+from sketchsim.minip.token_ids import token_ids
 
 __all__ = ["LOSSES", "TrainResult", "metrics", "fit", "pick_device", "token_ids", "loss_fn"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from numba import njit
 
+from sketchsim.sketch.packed_tokens import count_ones
 from sketchsim.sketch.protocol import Layer, Plan
-from sketchsim.sketch.tokens import count_ones
 
 __all__ = ["block_counts_plan"]
 

@@ -6,7 +6,7 @@ Every input is identified by its answer vector ``t`` (row of ``T``); the data
 tokens are a deterministic function of ``t`` and the family's seed, so the
 input distribution is the uniform distribution over answer vectors and the
 bound of THEORY section 5 is the entropy of that vector, ``q log2(s+1)``.
-Families are plug-ins (:class:`FamilyType`, see :mod:`sketchsim.families`).
+Families are plug-ins (:class:`FamilyType`, see :mod:`sketchsim.sketch.family_plugins`).
 
 :class:`HardFamily` is the hard Min-IP family F(q, s) of THEORY section 5:
 ``m = q*s + s + 1``: ``q`` blocks of ``s`` bits, then a pad of ``s + 1`` bits.
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit, prange
 
-from sketchsim.bits import n_words, pack_bits, unpack_bits
 from sketchsim.errors import FamilyError
+from sketchsim.minip.bits import n_words, pack_bits, unpack_bits
 from sketchsim.sketch.protocol import Context, Param, resolve_params
 
 __all__ = [

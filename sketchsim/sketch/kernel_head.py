@@ -23,11 +23,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sketchsim.bits import popcount64
 from sketchsim.errors import PluginError
+from sketchsim.minip.bits import popcount64
 from sketchsim.sketch.contract import check_engine_size
+from sketchsim.sketch.packed_tokens import count_ones
 from sketchsim.sketch.protocol import Layer, Param, Plan
-from sketchsim.sketch.tokens import count_ones
 
 __all__ = ["KERNEL_PARAMS", "kernel_plan", "head_dims"]
 

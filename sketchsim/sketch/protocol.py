@@ -10,7 +10,7 @@ per speaker, alphabet, speakers), the state size, and three functions
   place from the layer's sketch;
 - ``answer(pos, bits, ctx, state, aux) -> int``: the answer at query ``pos``.
 
-``bits`` are the token's private input as uint64 words (see :mod:`sketchsim.bits`),
+``bits`` are the token's private input as uint64 words (see :mod:`sketchsim.minip.bits`),
 ``ctx`` is the int64 array ``[q, s, m, n_tokens]``, ``state`` an int64 array of
 the declared size, ``aux`` a float64 array the plan provides.  When all three
 functions are numba-jitted the engine is jitted; otherwise it runs in Python.
@@ -28,7 +28,7 @@ import numpy as np
 from sketchsim import config
 from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.channels import CHANNELS
-from sketchsim.specs import parse_int
+from sketchsim.sketch.specs import parse_int
 
 __all__ = ["Param", "Layer", "Plan", "Context", "Protocol"]
 
@@ -233,7 +233,7 @@ class Protocol:
     #: Integer parameters in which correctness is monotone non-decreasing
     #: (``frontier`` bisects these and scans the others).
     monotone: tuple[str, ...] = ()
-    #: Set by :mod:`sketchsim.plugins` on the protocols shipped with sketchsim (tested by
+    #: Set by :mod:`sketchsim.sketch.plugins` on the protocols shipped with sketchsim (tested by
     #: its suite): their jitted functions skip the bounds-checked first pass.
     builtin: bool = field(default=False, compare=False, repr=False)
 

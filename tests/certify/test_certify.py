@@ -7,15 +7,15 @@ import pytest
 from click.testing import CliRunner
 from cliutil import assert_error_line
 
-from sketchsim.attention import OneHot, Softmax
 from sketchsim.certify import Family, build_witness, certify, load_family, rho, save_family
 from sketchsim.certify.bounds import code_bound
 from sketchsim.certify.certificate import build_graph, chain_dp, choose_pairs, pair_matrix
 from sketchsim.certify.chains import best_chain_product, best_steps
+from sketchsim.certify.codes import greedy_code, hadamard_code
 from sketchsim.cli import main
-from sketchsim.codes import greedy_code, hadamard_code
 from sketchsim.errors import FamilyError
-from sketchsim.minip import minip_targets
+from sketchsim.heads.attention import OneHot, Softmax
+from sketchsim.minip.kernel import minip_targets
 
 
 def family_from(triples, position=1):
@@ -270,7 +270,7 @@ def test_code_bound_grows_with_linear_distance_codes():
 
 def test_exact_softmax_threshold_brackets_the_closed_form():
     from sketchsim.certify.softmax import closed_form_threshold, exact_softmax_threshold
-    from sketchsim.verify import verify
+    from sketchsim.heads.verify import verify
 
     for m in (1, 2, 3):
         res = exact_softmax_threshold(m, tol=1e-3)
@@ -365,7 +365,7 @@ def test_sizes_refused_before_allocating(args, needle, tmp_path, monkeypatch):
 
 
 def test_greedy_code_stats_do_not_allocate_all_pairs():
-    from sketchsim.codes import STATS_MAX_WORDS
+    from sketchsim.certify.codes import STATS_MAX_WORDS
 
     res = CliRunner().invoke(main, ["codes", "--kind", "greedy", "--m", "24", "--d", "2"])
     assert res.exit_code == 0 and "not computed" in res.output

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sketchsim.codes import (
+from sketchsim.certify.codes import (
     code_stats,
     golay_code,
     golay_dodecads,
@@ -104,7 +104,7 @@ def test_make_code_errors():
 def test_greedy_filter_matches_naive(m, d):
     import naive
 
-    from sketchsim.codes import greedy_filter
+    from sketchsim.certify.codes import greedy_filter
 
     rng = np.random.default_rng(m + d)
     top = 2**m
@@ -121,7 +121,7 @@ def test_greedy_filter_matches_naive(m, d):
 
 
 def test_random_code_is_a_seeded_constant_weight_code():
-    from sketchsim.codes import random_code
+    from sketchsim.certify.codes import random_code
 
     a = random_code(64, 32, 20, limit=200, seed=5)
     assert np.array_equal(a, random_code(64, 32, 20, limit=200, seed=5))

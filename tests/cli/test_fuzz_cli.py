@@ -54,7 +54,7 @@ FAMILY_FILES = [
 
 def _write_families(folder: Path) -> None:
     from sketchsim.certify import build_witness, save_family
-    from sketchsim.codes import hadamard_code
+    from sketchsim.certify.codes import hadamard_code
 
     fam = build_witness(hadamard_code(8), "hadamard", codewords=4)
     save_family(fam, folder / "good.npz")

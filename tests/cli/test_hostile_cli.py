@@ -35,7 +35,7 @@ def test_verify_softmax_underflow_is_one_line_without_numpy_warnings():
 @pytest.fixture
 def family_file(tmp_path):
     from sketchsim.certify import build_witness, save_family
-    from sketchsim.codes import hadamard_code
+    from sketchsim.certify.codes import hadamard_code
 
     return save_family(build_witness(hadamard_code(8), "hadamard", 4), tmp_path / "w.npz")
 

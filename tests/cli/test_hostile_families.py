@@ -54,7 +54,7 @@ F = FamilyType("hostile", "a misbehaving family", build)
 PROTOCOL = """
 import dataclasses
 
-from sketchsim.plugins import resolve_spec
+from sketchsim.sketch.plugins import resolve_spec
 
 RAW = dataclasses.replace(resolve_spec("raw")[0], families=("hostile",), builtin=False)
 """

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from cliutil import assert_error_line
 
 from sketchsim.certify import build_witness, save_family
+from sketchsim.certify.codes import hadamard_code
 from sketchsim.cli import main
-from sketchsim.codes import hadamard_code
 
 
 def run(*args):

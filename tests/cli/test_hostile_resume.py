@@ -200,7 +200,7 @@ def test_deeply_nested_resume_file_is_one_line(tmp_path, argv):
 
 
 def test_cluster_state_with_a_deeply_nested_manifest_is_one_line(tmp_path):
-    from sketchsim.cluster import _open_state
+    from sketchsim.cluster.client import _open_state
     from sketchsim.errors import SketchsimError
 
     (tmp_path / "manifest.json").write_text(DEEP)

@@ -9,7 +9,7 @@ torch.set_num_threads(1)
 from sketchsim.experiments.feature_maps import REGISTRY, make_feature_map  # noqa: E402
 from sketchsim.experiments.models import FEATURE_MAPS, KernelHead, make_head  # noqa: E402
 from sketchsim.experiments.train import fit, loss_fn, metrics, token_ids  # noqa: E402
-from sketchsim.minip import minip_targets  # noqa: E402
+from sketchsim.minip.kernel import minip_targets  # noqa: E402
 
 C1, C2 = [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]
 
@@ -174,7 +174,7 @@ def test_softmax_baseline_fits_tiny_family():
 def test_softmax_head_represents_the_exact_construction():
     """Set to THEORY 3b by hand (q = -2x, k = x, v = x, a = x) it is exact on the witness."""
     from sketchsim.certify import build_witness
-    from sketchsim.codes import hadamard_code
+    from sketchsim.certify.codes import hadamard_code
 
     fam = build_witness(hadamard_code(24), "hadamard", 12)
     head = make_head("softmax", 24, seed=0)

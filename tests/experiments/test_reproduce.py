@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from sketchsim.reproduce import Settings, reproduce
+from sketchsim.experiments.reproduce import Settings, reproduce
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 torch.set_num_threads(1)

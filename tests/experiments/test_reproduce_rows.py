@@ -1,6 +1,6 @@
 """The OOD row of the reproduce report: the transition per map and scale, from a summary."""
 
-from sketchsim.reproduce import OOD_ACCURACY, Settings, _ood_transition_row
+from sketchsim.experiments.reproduce import OOD_ACCURACY, Settings, _ood_transition_row
 
 
 def _summary(curves):
@@ -51,7 +51,7 @@ def test_a_scale_without_a_transition_shows_its_best_mean_and_the_row_says_no():
 
 
 def test_the_softmax_ood_verdict_names_the_scales_below_the_bar():
-    from sketchsim.reproduce import SOFTMAX_OOD_ACCURACY, _softmax_ood_verdict
+    from sketchsim.experiments.reproduce import SOFTMAX_OOD_ACCURACY, _softmax_ood_verdict
 
     ok = [{"scale": "8:64:100", "min": 1.0}, {"scale": "10:128:100", "min": SOFTMAX_OOD_ACCURACY}]
     assert _softmax_ood_verdict(ok) == "yes"

@@ -21,7 +21,7 @@ from sketchsim.experiments.sweep import (  # noqa: E402
     transition,
     transition_grows,
 )
-from sketchsim.minip import minip_targets  # noqa: E402
+from sketchsim.minip.kernel import minip_targets  # noqa: E402
 
 
 @pytest.mark.slow

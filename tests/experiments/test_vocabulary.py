@@ -15,8 +15,8 @@ from sketchsim.experiments import vocabulary as vocab_mod  # noqa: E402
 from sketchsim.experiments.models import FEATURE_MAPS, make_head, predict  # noqa: E402
 from sketchsim.experiments.train import fit, metrics  # noqa: E402
 from sketchsim.experiments.vocabulary import Vocabulary  # noqa: E402
-from sketchsim.minip import minip_targets  # noqa: E402
-from sketchsim.tokens import token_ids  # noqa: E402
+from sketchsim.minip.kernel import minip_targets  # noqa: E402
+from sketchsim.minip.token_ids import token_ids  # noqa: E402
 
 
 def _inputs(b=40, n=3, m=6, pool=9, seed=0):

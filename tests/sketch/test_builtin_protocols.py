@@ -15,10 +15,10 @@ import sys
 import numpy as np
 import pytest
 
-from sketchsim.bits import unpack_bits
-from sketchsim.plugins import resolve_spec
+from sketchsim.minip.bits import unpack_bits
 from sketchsim.sketch import HardFamily
 from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.plugins import resolve_spec
 
 
 def kernel_reference(X, q, s, r, bits, values, heads):
@@ -119,7 +119,7 @@ def test_raw_matches_dense_min_ip(q, s):
 
 _CHILD = """
 import json, sys
-from sketchsim.plugins import resolve_spec
+from sketchsim.sketch.plugins import resolve_spec
 from sketchsim.sketch import HardFamily
 from sketchsim.sketch.engine import Engine
 fam = HardFamily(3, 2)

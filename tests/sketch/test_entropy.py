@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from sketchsim.plugins import resolve_spec
 from sketchsim.sketch import HardFamily, Layer, Plan, Protocol
 from sketchsim.sketch.measure import EntryCounts, entry_bits
-from sketchsim.sketch.tokens import count_ones
-from sketchsim.transcript import measure
+from sketchsim.sketch.packed_tokens import count_ones
+from sketchsim.sketch.plugins import resolve_spec
+from sketchsim.sketch.transcript import measure
 
 
 def naive_entry_counts(tr):

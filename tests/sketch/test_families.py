@@ -12,12 +12,12 @@ from fake_entry_points import FakeEntryPoint
 
 from sketchsim.cli import main
 from sketchsim.errors import FamilyError, PluginError
-from sketchsim.families import discover_families, resolve_family
-from sketchsim.plugins import resolve_spec
 from sketchsim.sketch.family import HardFamily
+from sketchsim.sketch.family_plugins import discover_families, resolve_family
 from sketchsim.sketch.measure import entropy_bits, group_transcripts
 from sketchsim.sketch.mqar import MQARFamily
-from sketchsim.transcript import InputLimitError, measure, plan_inputs
+from sketchsim.sketch.plugins import resolve_spec
+from sketchsim.sketch.transcript import InputLimitError, measure, plan_inputs
 
 
 def run(*args):
@@ -192,8 +192,8 @@ def test_cli_families_and_mqar_transcript():
 
 
 def test_entry_points_are_listed_and_failures_do_not_stop_discovery(monkeypatch):
-    import sketchsim.families as families
-    from sketchsim import specs
+    import sketchsim.sketch.family_plugins as families
+    from sketchsim.sketch import specs
     from sketchsim.sketch.family import HARD, FamilyType
 
     other = FamilyType("other", "an installed family", HARD.build)

@@ -8,11 +8,11 @@ from cliutil import assert_error_line
 
 from sketchsim.cli import main
 from sketchsim.errors import SketchsimError
-from sketchsim.frontier import Vary, frontier_cell, is_monotone, parse_vary
-from sketchsim.plugins import resolve_spec
 from sketchsim.sketch import HardFamily, Param, Protocol
 from sketchsim.sketch.block_counts import block_counts_plan
-from sketchsim.transcript import measure
+from sketchsim.sketch.frontier import Vary, frontier_cell, is_monotone, parse_vary
+from sketchsim.sketch.plugins import resolve_spec
+from sketchsim.sketch.transcript import measure
 
 
 def run(*args):
@@ -139,7 +139,7 @@ def test_cli_frontier_errors(tmp_path):
 
 
 def test_gallop_bisect_finds_every_threshold():
-    from sketchsim.frontier import _bisect
+    from sketchsim.sketch.frontier import _bisect
 
     for lo in range(-2, 3):
         for hi in range(lo, lo + 20):

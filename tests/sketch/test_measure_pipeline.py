@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sketchsim.families import resolve_family
-from sketchsim.plugins import resolve_spec
 from sketchsim.sketch import HardFamily
 from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.family_plugins import resolve_family
 from sketchsim.sketch.measure import (
     EntryCounts,
     EntryTally,
@@ -23,7 +22,8 @@ from sketchsim.sketch.measure import (
     entry_ranges,
     match_answers,
 )
-from sketchsim.transcript import measure
+from sketchsim.sketch.plugins import resolve_spec
+from sketchsim.sketch.transcript import measure
 
 
 def as_entry_counts(per_entry, n):

@@ -13,9 +13,9 @@ from plugin_files import write_plugin
 
 from sketchsim.cli import main
 from sketchsim.errors import PluginError, ProtocolError
-from sketchsim.plugins import resolve_spec
 from sketchsim.sketch import HardFamily
-from sketchsim.transcript import measure
+from sketchsim.sketch.plugins import resolve_spec
+from sketchsim.sketch.transcript import measure
 
 FAM = HardFamily(2, 2, seed=0)
 

@@ -8,7 +8,7 @@ from cliutil import assert_error_line
 from plugin_files import write_plugin
 
 from sketchsim.cli import main
-from sketchsim.plugins import builtin_dir, file_identity, resolve
+from sketchsim.sketch.plugins import builtin_dir, file_identity, resolve
 
 
 def transcript(*args):

@@ -11,9 +11,9 @@ from cliutil import assert_error_line
 
 from sketchsim.cli import main
 from sketchsim.errors import PluginError
-from sketchsim.plugins import builtin_dir, discover, parse_params, resolve_spec
 from sketchsim.sketch import HardFamily
-from sketchsim.transcript import measure
+from sketchsim.sketch.plugins import builtin_dir, discover, parse_params, resolve_spec
+from sketchsim.sketch.transcript import measure
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = {"raw", "block-counts", "clipped-counts", "kernel", "multihead"}
@@ -140,7 +140,7 @@ def test_wheel_ships_builtins_not_top_level_protocols(tmp_path):
     assert not (target / "protocols").exists()
     code = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(target)!r})
-        import sketchsim.plugins as p
+        import sketchsim.sketch.plugins as p
         print(p.builtin_dir())
         print(sorted(f.name for f in p.discover() if f.protocol))
     """)

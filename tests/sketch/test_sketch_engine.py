@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 from protocol_examples import BAD, PY_COUNTS, random_protocol
 
 from sketchsim.errors import ProtocolError
-from sketchsim.plugins import resolve_spec
 from sketchsim.sketch import HardFamily
 from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.plugins import resolve_spec
 from sketchsim.sketch.protocol import Layer
-from sketchsim.transcript import choose_answers, measure
+from sketchsim.sketch.transcript import choose_answers, measure
 
 
 def test_family_layout_and_targets():

@@ -1,4 +1,4 @@
-"""The eight-lane Min-IP path (sketchsim.lanes): blocks of 8 sequences, lane-major."""
+"""The eight-lane Min-IP path (sketchsim.minip.lanes): blocks of 8 sequences, lane-major."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from nojit import run_without_jit
 from numba import njit
 
 from sketchsim import minip_targets
-from sketchsim.lanes import LANES, lane_row_minima, transpose8, transpose_lanes
-from sketchsim.minip import _scratch, _task_size, minip_targets_packed, uses_lanes
+from sketchsim.minip.kernel import _scratch, _task_size, minip_targets_packed, uses_lanes
+from sketchsim.minip.lanes import LANES, lane_row_minima, transpose8, transpose_lanes
 
 EDGE_M = [1, 63, 64, 65, 128, 456]
 LANE_N = [4, 5, 16, 31]
@@ -157,7 +157,7 @@ def test_lane_path_without_jit():
     """NUMBA_DISABLE_JIT=1: the Python stand-ins of the two lane helpers agree."""
     code = (
         "import numpy as np, sketchsim;"
-        "from sketchsim.minip import minip_targets_packed;"
+        "from sketchsim.minip.kernel import minip_targets_packed;"
         "X=np.random.default_rng(11).integers(0,2,(11,5,70));"
         "print(sketchsim.minip_targets(X).tolist());"
         "print(minip_targets_packed(sketchsim.pack_bits(X[:, :4, :65])).tolist());"

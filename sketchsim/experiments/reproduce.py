@@ -122,7 +122,7 @@ def reproduce(
 
 
 def _constructions(out, log):
-    from sketchsim.verify import verify
+    from sketchsim.heads.verify import verify
 
     log("exhaustive checks of the constructions")
     r2, r3 = verify(8, 2, "rank1"), verify(8, 3, "rank1")
@@ -155,7 +155,7 @@ def _constructions(out, log):
 
 def _certificate(out, log):
     from sketchsim.certify import build_witness, certify, save_family
-    from sketchsim.codes import hadamard_code
+    from sketchsim.certify.codes import hadamard_code
 
     log("witness family and certificate")
     family = build_witness(hadamard_code(24), "hadamard", 12)
@@ -386,9 +386,9 @@ def _ood_transition_row(acc: list[dict], cfg, grows: list[str]) -> Row:
 
 
 def _transcripts(out, cfg, log):
-    from sketchsim.plugins import discover, resolve_spec
     from sketchsim.sketch import HardFamily
-    from sketchsim.transcript import DEFAULT_SPECS, measure
+    from sketchsim.sketch.plugins import discover, resolve_spec
+    from sketchsim.sketch.transcript import DEFAULT_SPECS, measure
 
     log("transcript bound")
     found = discover()

@@ -1,11 +1,11 @@
-"""sketchsim.specs.discover_entry_points: the one discovery loop of protocols and families."""
+"""specs.discover_entry_points: the one discovery loop of protocols and families."""
 
 from dataclasses import dataclass
 
 import pytest
 from fake_entry_points import FakeEntryPoint
 
-from sketchsim import specs
+from sketchsim.sketch import specs
 
 
 @dataclass
@@ -44,8 +44,8 @@ def test_bad_entry_points_are_reported_and_skipped(monkeypatch):
 
 
 def test_ctrl_c_during_discovery_is_not_swallowed(monkeypatch):
-    import sketchsim.families as families
-    import sketchsim.plugins as plugins
+    import sketchsim.sketch.family_plugins as families
+    import sketchsim.sketch.plugins as plugins
 
     monkeypatch.setattr(
         specs, "entry_points", lambda group: [FakeEntryPoint("x", "m:X", exc=KeyboardInterrupt())]

@@ -18,8 +18,9 @@ This module brackets ``r*(m)``:
   of size <= p (``alpha(x, u) = sum_j c_j C(|x \\ u|, j)``, coefficients from
   a linear program), the smallest p that is exact;
 - :func:`check_table_head`: the exhaustive check of any table head on all
-  ``2^(3m)`` inputs, independent of how the head was found (training lives in
-  :mod:`sketchsim.minrank_train`).
+  ``2^(3m)`` inputs, independent of how the head was found (training, and
+  :func:`~sketchsim.experiments.minrank.minrank_row`, which puts the lower and
+  upper ends side by side, live in :mod:`sketchsim.experiments.minrank`).
 
 For a position-independent head every position of every input asks the same
 thing, "query ``x`` among the keys ``{x, u, w}``", so the causal final-query
@@ -46,8 +47,6 @@ __all__ = [
     "subset_features",
     "Construction",
     "onehot_construction",
-    "search_trained",
-    "minrank_row",
     "load_table_head",
 ]
 
@@ -137,7 +136,7 @@ class LowerBound:
 
 
 def _codes(m: int):
-    from sketchsim.codes import greedy_code
+    from sketchsim.certify.codes import greedy_code
 
     yield "single word", np.ones((1, m), dtype=np.uint8)
     for w in range(1, m):
@@ -180,7 +179,7 @@ def certified_lower(m: int, causal: bool = False):
     family = build_witness(code, name, chains=True)
     if causal:
         from sketchsim.certify.witness import Family
-        from sketchsim.minip import minip_targets
+        from sketchsim.minip.kernel import minip_targets
 
         tokens = np.ascontiguousarray(family.tokens[:, [1, 2, 0]])
         family = Family(tokens, 3, minip_targets(tokens)[:, 2], {**family.meta, "causal": True})
@@ -282,102 +281,6 @@ def onehot_construction(m: int, beta: float = 1.0, causal: bool = False) -> Cons
     overlap = T @ T.T
     alpha = np.exp(-beta * overlap)  # phi_Q(x)_z = exp(-beta <x,z>), phi_K(u) = e_u
     return Construction("onehot", 2**m, check_table_head(alpha, overlap, causal), {"beta": beta})
-
-
-def search_trained(
-    m: int, start: int, stop: int, signed: bool, seeds: int, steps: int, on_try=None
-):
-    """Smallest ``r`` in ``start..stop-1`` at which a trained head is exact on all inputs.
-
-    Tries ``r = start, start + 1, ...`` with seeds ``0..seeds-1`` each and stops at the
-    first exact head.  Returns ``(head or None, tries)``, ``tries`` a list of summaries.
-    """
-    from sketchsim.minrank_train import train_table_head
-
-    tries = []
-    for r in range(max(1, start), stop):
-        for seed in range(seeds):
-            head = train_table_head(m, r, signed=signed, seed=seed, steps=steps)
-            tries.append(head.summary())
-            if on_try is not None:
-                on_try(head)
-            if head.exact:
-                return head, tries
-    return None, tries
-
-
-def minrank_row(
-    m: int,
-    seeds: int = 1,
-    steps: int = 2000,
-    causal: bool = False,
-    train: bool = True,
-    out_dir=None,
-    on_try=None,
-) -> dict:
-    """Every bracket of ``r*(m)`` and ``r_signed(m)`` at one width, as a JSON-ready dict.
-
-    Saves the certificate's family (``minrank-m{m}-family.npz``) and the trained
-    weights (``minrank-m{m}-{nonneg,signed}-r{r}.npz``) under ``out_dir`` when given.
-    """
-    from pathlib import Path
-
-    from sketchsim.certify import save_family
-    from sketchsim.certify.softmax import closed_form_threshold, exact_softmax_threshold
-    from sketchsim.verify import verify
-
-    if not 1 <= m <= MINRANK_MAX_M:
-        raise SketchsimError(f"m must be in 1..{MINRANK_MAX_M}, got {m}")
-    row: dict = {"m": m, "inputs": 8**m, "exact_rank": 2**m, "causal": causal}
-    lower, family = certified_lower(m, causal)
-    row["lower"] = asdict(lower)
-    if out_dir is not None:
-        path = Path(out_dir) / f"minrank-m{m}-family.npz"
-        save_family(family, path)
-        row["lower"]["family_file"] = str(path)
-    constructions = [onehot_construction(m, causal=causal)]
-    sub = subset_construction(m, causal)
-    if sub is not None:
-        constructions.append(sub)
-    onehot_verify = verify(m, 3, "onehot", beta=1.0, causal=causal) if 3 * m <= 24 else None
-    best = min((c for c in constructions if c.check.exact), key=lambda c: c.rank)
-    row["construction"] = {
-        "name": best.name,
-        "rank": best.rank,
-        "max_abs_error": best.check.max_abs_error,
-        "params": best.params,
-        "all": [{"name": c.name, "rank": c.rank, "exact": c.check.exact} for c in constructions],
-        "onehot_verify_exact_fraction": None
-        if onehot_verify is None
-        else onehot_verify.exact_fraction,
-    }
-    soft = exact_softmax_threshold(m, causal=causal)
-    row["softmax"] = {
-        "sufficient": soft.sufficient,
-        "exact_fails": soft.fails,
-        "exact": soft.exact,
-        "closed_form": closed_form_threshold(m),
-    }
-    if train:
-        for kind, signed, start in (
-            ("nonneg", False, lower.certified_rank),
-            ("signed", True, 1),
-        ):
-            stop = best.rank
-            if kind == "signed" and row["trained_nonneg"]["rank"] is not None:
-                stop = row["trained_nonneg"]["rank"]  # a nonnegative head is a signed head
-            head, tries = search_trained(m, start, stop, signed, seeds, steps, on_try)
-            entry = {"rank": None, "tries": tries, "weights_file": None, "via": None}
-            if head is not None:
-                entry.update(rank=head.rank, seed=head.seed, max_abs_error=head.max_abs_error)
-                if out_dir is not None:
-                    path = Path(out_dir) / f"minrank-m{m}-{kind}-r{head.rank}.npz"
-                    head.save(path)
-                    entry["weights_file"] = str(path)
-            elif kind == "signed" and stop < best.rank:
-                entry.update(rank=stop, via="nonneg head")
-            row[f"trained_{kind}"] = entry
-    return row
 
 
 def load_table_head(path) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,7 @@ import naive
 import numpy as np
 import pytest
 
-from sketchsim.attention import (
+from sketchsim.heads.attention import (
     OneHot,
     Rank1,
     Softmax,

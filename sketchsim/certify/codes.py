@@ -23,8 +23,8 @@ import math
 import numpy as np
 from numba import njit
 
-from sketchsim.bits import popcount64
 from sketchsim.errors import SketchsimError
+from sketchsim.minip.bits import popcount64
 
 __all__ = [
     "hadamard_code",

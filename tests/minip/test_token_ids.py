@@ -1,9 +1,9 @@
-"""sketchsim.tokens.token_ids against a plain-Python numbering (sorted distinct tuples)."""
+"""sketchsim.minip.token_ids.token_ids against a plain-Python numbering (sorted distinct tuples)."""
 
 import numpy as np
 import pytest
 
-from sketchsim.tokens import packed_keys, token_ids
+from sketchsim.minip.token_ids import packed_keys, token_ids
 
 
 def naive_ids(tokens):

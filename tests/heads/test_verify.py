@@ -13,17 +13,17 @@ import pytest
 from click.testing import CliRunner
 from cliutil import assert_error_line
 
-from sketchsim.attention import make_construction, softmax_threshold
 from sketchsim.cli import main
 from sketchsim.errors import SketchsimError
-from sketchsim.minip import minip_targets
-from sketchsim.verify import (
+from sketchsim.heads.attention import make_construction, softmax_threshold
+from sketchsim.heads.verify import (
     check_range,
     check_verify_size,
     count_patterns,
     decode_input,
     verify,
 )
+from sketchsim.minip.kernel import minip_targets
 
 
 def reference_verify(m, n, construction, beta=2.0, causal=False):
@@ -152,7 +152,7 @@ def test_both_paths_bit_identical_to_naive(m, n, construction, beta, causal):
 
 @pytest.mark.parametrize("construction", ["rank1", "softmax"])
 def test_verify_enumerates_when_count_vectors_are_too_many(construction, monkeypatch):
-    import sketchsim.verify as ver
+    import sketchsim.heads.verify as ver
 
     counted = verify(3, 3, construction, beta=0.8)
     monkeypatch.setattr(ver, "_PATTERN_CELLS", 0)
@@ -201,15 +201,15 @@ def test_cli_bad_sizes_and_beta_are_one_line(args, needle):
 
 
 def test_cli_construction_names_match_the_library():
-    from sketchsim.attention import CONSTRUCTIONS
     from sketchsim.cli.verify import CONSTRUCTION_NAMES
+    from sketchsim.heads.attention import CONSTRUCTIONS
 
     assert CONSTRUCTION_NAMES == CONSTRUCTIONS
 
 
 def test_interrupt_keeps_finished_chunks(monkeypatch):
     # a SIGINT between chunks stops the run with the chunks so far, marked incomplete
-    import sketchsim.verify as ver
+    import sketchsim.heads.verify as ver
 
     monkeypatch.setattr(ver.config, "VERIFY_CHUNK", 64)
     monkeypatch.setattr(ver, "_PATTERN_CELLS", 0)  # enumerate, chunk by chunk
@@ -276,7 +276,7 @@ def test_ctrl_c_on_a_running_cli_verify_aborts_and_saves_partial_json(tmp_path):
 
 @pytest.mark.parametrize("m,n_types", [(1, 2), (3, 4), (4, 8), (2, 16), (5, 1)])
 def test_count_vectors_are_every_composition_once(m, n_types):
-    from sketchsim.verify import _count_vectors
+    from sketchsim.heads.verify import _count_vectors
 
     rows = _count_vectors(m, n_types)
     assert rows.shape == (n_types, math.comb(m + n_types - 1, n_types - 1))

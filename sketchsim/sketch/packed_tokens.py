@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sketchsim.bits import popcount64
+from sketchsim.minip.bits import popcount64
 
 __all__ = ["bit", "count_ones", "field", "inner_product"]
 

@@ -1,4 +1,4 @@
-"""The jitted exhaustive enumeration behind :func:`sketchsim.verify.verify`.
+"""The jitted exhaustive enumeration behind :func:`sketchsim.heads.verify.verify`.
 
 Input number ``idx`` in ``[0, 2^(m N))`` has token ``j`` equal to bits
 ``j*m .. j*m + m - 1`` of ``idx``.  The kernel visits the inputs in *enumeration
@@ -17,8 +17,8 @@ import numpy as np
 from numba import njit, prange
 
 from sketchsim import config
-from sketchsim.bits import popcount64
-from sketchsim.minip import _dynamic_schedule
+from sketchsim.minip.bits import popcount64
+from sketchsim.minip.kernel import _dynamic_schedule
 
 __all__ = ["check_range", "tables", "KIND"]
 

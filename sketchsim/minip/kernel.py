@@ -4,12 +4,12 @@ Each pair ``<x_i, x_j> = sum_w popcount(x_i[w] & x_j[w])`` is counted once.
 From ``N = 4`` on, the kernel works on blocks of eight sequences at a time: the
 block is transposed lane-major so that one 512-bit vector holds the same word of
 all eight, and a pair is counted for the eight sequences by whole-vector
-``AND`` / ``vpopcntq`` / ``add`` (:mod:`sketchsim.lanes`).  ``N <= 3`` is counted
+``AND`` / ``vpopcntq`` / ``add`` (:mod:`sketchsim.minip.lanes`).  ``N <= 3`` is counted
 in scalar code (``N = 3`` unrolled).  Sequences whose lane block would take
 over 2 MiB fall back to one sequence at a time: pairs once below ``N = 32``, and
 above it each row against all keys in a loop LLVM vectorises.
 Packing from 0/1 bytes reads eight bytes at a time and gathers their low bits
-with one multiply (:data:`sketchsim.bits.GATHER_MAGIC`).  Batches are split into
+with one multiply (:data:`sketchsim.minip.bits.GATHER_MAGIC`).  Batches are split into
 chunks scheduled dynamically over the threads, so a busy core does not hold the
 others up.
 """
@@ -22,8 +22,14 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from sketchsim.bits import as_binary, gather8, load_u64, popcount64
-from sketchsim.lanes import LANES, lane_row_minima, prefetch_words, transpose8, transpose_lanes
+from sketchsim.minip.bits import as_binary, gather8, load_u64, popcount64
+from sketchsim.minip.lanes import (
+    LANES,
+    lane_row_minima,
+    prefetch_words,
+    transpose8,
+    transpose_lanes,
+)
 
 __all__ = ["minip_targets", "minip_targets_packed"]
 

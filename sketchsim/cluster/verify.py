@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from sketchsim import config
-from sketchsim.cluster import run_shards
+from sketchsim.cluster.client import run_shards
 from sketchsim.errors import SketchsimError
 
 __all__ = ["verify_span", "verify_on_cluster", "estimate_verify_seconds"]
@@ -21,7 +21,7 @@ def verify_span(
     construction: str, m: int, n: int, beta: float, causal: bool, start: int, count: int
 ):
     """Check inputs ``start .. start+count-1``: max error, exact count, first wrong index (-1)."""
-    from sketchsim.verify import check_range
+    from sketchsim.heads.verify import check_range
 
     max_err, exact, first_bad = check_range(construction, m, n, beta, causal, start, count)
     return {"max_abs_error": float(max_err), "exact": int(exact), "first_bad": int(first_bad)}
@@ -42,14 +42,14 @@ def verify_on_cluster(
     state_dir,
     progress: Callable[[int, int], None] | None = None,
 ):
-    """:func:`sketchsim.verify.verify` with the index space sharded over a Dask cluster.
+    """:func:`sketchsim.heads.verify.verify` with the index space sharded over a Dask cluster.
 
-    ``client`` is a ``distributed.Client`` (see :func:`sketchsim.cluster.connect`).
-    Returns the same :class:`~sketchsim.verify.VerifyResult` as the single-process
+    ``client`` is a ``distributed.Client`` (see :func:`sketchsim.cluster.client.connect`).
+    Returns the same :class:`~sketchsim.heads.verify.VerifyResult` as the single-process
     path (only ``seconds`` differs).  Finished shards are kept in ``state_dir``.
     """
-    from sketchsim.attention import make_construction
-    from sketchsim.verify import VerifyResult, _describe
+    from sketchsim.heads.attention import make_construction
+    from sketchsim.heads.verify import VerifyResult, _describe
 
     if m * n > config.CLUSTER_VERIFY_MAX_BITS:
         raise SketchsimError(

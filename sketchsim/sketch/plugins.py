@@ -25,8 +25,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from sketchsim import specs
 from sketchsim.errors import PluginError
+from sketchsim.sketch import specs
 from sketchsim.sketch.protocol import Protocol
 
 __all__ = [
@@ -73,13 +73,13 @@ def file_identity(path: Path) -> str:
 
 def builtin_dir() -> Path:
     """The folder of built-in protocol files (installed copy, else the source tree)."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the sketchsim package
     installed = here / "builtin_protocols"
     return installed if installed.is_dir() else here.parent / "protocols"
 
 
 def _load_file(path: Path):
-    """Import a protocol file (see :func:`sketchsim.specs.load_file`)."""
+    """Import a protocol file (see :func:`sketchsim.sketch.specs.load_file`)."""
     return specs.load_file(path, "protocol", "sketchsim_plugin", PluginError)
 
 

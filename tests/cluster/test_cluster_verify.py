@@ -9,7 +9,7 @@ import cloudpickle
 import pytest
 
 from sketchsim import config
-from sketchsim.cluster import connect, parse_cluster, run_shards
+from sketchsim.cluster.client import connect, parse_cluster, run_shards
 from sketchsim.errors import SketchsimError
 
 pytest.importorskip("distributed")  # the cluster extra is part of dev: CI runs these
@@ -84,8 +84,8 @@ def test_worker_death_does_not_change_results(client, tmp_path):
 def test_verify_on_cluster_equals_single_process(
     client, tmp_path, monkeypatch, construction, causal
 ):
-    from sketchsim.cluster_tasks import verify_on_cluster
-    from sketchsim.verify import verify
+    from sketchsim.cluster.verify import verify_on_cluster
+    from sketchsim.heads.verify import verify
 
     monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 1 << 9)
     one = verify(4, 3, construction, 0.9, causal).to_dict()
@@ -97,8 +97,8 @@ def test_verify_on_cluster_equals_single_process(
 
 
 def test_killed_verify_resumes_with_the_same_result(client, tmp_path, monkeypatch):
-    from sketchsim.cluster_tasks import verify_on_cluster
-    from sketchsim.verify import verify
+    from sketchsim.cluster.verify import verify_on_cluster
+    from sketchsim.heads.verify import verify
 
     monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 1 << 8)
     state = tmp_path / "state"
@@ -162,7 +162,7 @@ def test_cluster_bad_address_is_one_line():
 
 @pytest.mark.parametrize("text", ["x", "0", "-1", "nan", "1e9"])
 def test_connect_timeout_env_is_checked(monkeypatch, text):
-    from sketchsim.cluster import connect_timeout
+    from sketchsim.cluster.client import connect_timeout
 
     monkeypatch.setenv("SKETCHSIM_CONNECT_TIMEOUT", text)
     with pytest.raises(SketchsimError, match="SKETCHSIM_CONNECT_TIMEOUT"):
@@ -170,7 +170,7 @@ def test_connect_timeout_env_is_checked(monkeypatch, text):
 
 
 def test_connect_timeout_env_sets_the_wait(monkeypatch):
-    from sketchsim.cluster import CONNECT_TIMEOUT_S, connect_timeout
+    from sketchsim.cluster.client import CONNECT_TIMEOUT_S, connect_timeout
 
     monkeypatch.setenv("SKETCHSIM_CONNECT_TIMEOUT", "2.5")
     assert connect_timeout() == 2.5

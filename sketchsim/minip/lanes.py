@@ -10,7 +10,7 @@ directly (``@intrinsic``); under ``NUMBA_DISABLE_JIT=1`` plain Python versions
 with the same arguments take their place.
 
 numba keys its on-disk cache on the file of the cached function only: after an
-edit here, touch ``sketchsim/minip.py`` (or clear its ``__pycache__``) so that
+edit here, touch ``sketchsim/minip/kernel.py`` (or clear its ``__pycache__``) so that
 its kernels are compiled again.
 """
 

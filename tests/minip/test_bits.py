@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 from nojit import run_without_jit
 
 from sketchsim import minip_targets, pack_bits, unpack_bits
-from sketchsim.bits import popcount64
-from sketchsim.minip import minip_targets_packed
+from sketchsim.minip.bits import popcount64
+from sketchsim.minip.kernel import minip_targets_packed
 
 EDGE_M = [1, 63, 64, 65, 128, 456]
 
@@ -89,7 +89,7 @@ def test_no_jit_fallback_agrees(tmp_path):
     """NUMBA_DISABLE_JIT=1 must still work (Python popcount fallback)."""
     code = (
         "import numpy as np, sketchsim;"
-        "from sketchsim.minip import minip_targets_packed;"
+        "from sketchsim.minip.kernel import minip_targets_packed;"
         "X=np.random.default_rng(5).integers(0,2,(4,3,70));"
         "print(sketchsim.minip_targets(X).tolist());"
         "print(sketchsim.minip_targets(X[:, :2, :5]).tolist());"
@@ -152,7 +152,7 @@ def test_minip_non_contiguous_and_bool_views():
 
 
 def test_gather8_is_the_byte_gather():
-    from sketchsim.bits import gather8, load_u64
+    from sketchsim.minip.bits import gather8, load_u64
 
     rng = np.random.default_rng(0)
     for _ in range(50):

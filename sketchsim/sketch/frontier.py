@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.family import Family
 from sketchsim.sketch.protocol import Protocol
-from sketchsim.transcript import ProtocolReport, choose_answers, measure
+from sketchsim.sketch.transcript import ProtocolReport, choose_answers, measure
 
 __all__ = ["Vary", "Cell", "parse_vary", "is_monotone", "frontier_cell", "BUILTIN_MONOTONE"]
 

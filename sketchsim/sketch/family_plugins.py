@@ -17,8 +17,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from sketchsim import specs
 from sketchsim.errors import FamilyError
+from sketchsim.sketch import specs
 from sketchsim.sketch.family import HARD, FamilyType
 from sketchsim.sketch.mqar import MQAR
 

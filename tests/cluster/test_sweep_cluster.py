@@ -18,7 +18,7 @@ from cliutil import assert_error_line  # noqa: E402
 
 from sketchsim.certify import load_family  # noqa: E402
 from sketchsim.cli import main  # noqa: E402
-from sketchsim.cluster import connect, parse_cluster  # noqa: E402
+from sketchsim.cluster.client import connect, parse_cluster  # noqa: E402
 from sketchsim.errors import SketchsimError  # noqa: E402
 from sketchsim.experiments.suites import Split, witness_split  # noqa: E402
 from sketchsim.experiments.sweep import RunSpec, run_sweep, task_resources  # noqa: E402
@@ -148,7 +148,7 @@ def test_cluster_runs_use_one_torch_thread(command, tmp_path):
 
 @pytest.mark.slow
 def test_reproduce_sweeps_on_a_cluster_match_in_process(client, tmp_path):
-    from sketchsim.reproduce import Settings, reproduce
+    from sketchsim.experiments.reproduce import Settings, reproduce
 
     tiny = Settings(
         seeds=1, steps=5, ranks=(1, 9), scales="4:6:20", ood_seeds=1, ood_steps=5,

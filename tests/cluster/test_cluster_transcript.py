@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sketchsim import config
-from sketchsim.cluster_transcript import (
+from sketchsim.cluster.transcript import (
     _entropy_from_histogram,
     answers_range,
     layout,
@@ -17,17 +17,17 @@ from sketchsim.cluster_transcript import (
     transcript_reduce,
 )
 from sketchsim.errors import SketchsimError
-from sketchsim.plugins import resolve
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.measure import entropy_bits, find_collision_candidates, group_transcripts
-from sketchsim.transcript import InputLimitError, measure
+from sketchsim.sketch.plugins import resolve
+from sketchsim.sketch.transcript import InputLimitError, measure
 
 pytest.importorskip("distributed")  # the cluster extra is part of dev: CI runs these
 
 
 @pytest.fixture(scope="module")
 def client():
-    from sketchsim.cluster import connect, parse_cluster
+    from sketchsim.cluster.client import connect, parse_cluster
 
     with connect(parse_cluster("local:2")) as c:
         yield c
@@ -86,7 +86,7 @@ def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets, tie):
     T = rng.integers(0, 2, size=(B, 3)).astype(np.uint8)  # answers repeat (sampled mode)
     if not hashed:
         T = np.stack([idx // 100, (idx // 10) % 10, idx % 10], axis=1)  # all distinct
-    from sketchsim.cluster_transcript import answer_hashes
+    from sketchsim.cluster.transcript import answer_hashes
 
     hashes = answer_hashes(T) if hashed else None
     shards = [(lo, min(B, lo + 64)) for lo in range(0, B, 64)][::-1]  # any order
@@ -237,7 +237,7 @@ DYING = FamilyType("dying", "kills its first worker", lambda q, s, seed, p: Dyin
 
 
 def test_worker_killed_mid_task_does_not_change_the_result(client, small_shards, tmp_path):
-    from sketchsim.families import resolve_family
+    from sketchsim.sketch.family_plugins import resolve_family
 
     marker = tmp_path / "died"
     path = tmp_path / "dying.py"
@@ -360,7 +360,7 @@ def test_a_worker_with_another_family_version_refuses(tmp_path):
     """The worker rebuilds the family from its spec and compares its tokens' digest
     with the client's: another version of a family plug-in is an error, not a
     measurement of other inputs under the client's name."""
-    from sketchsim.cluster_transcript import TranscriptJob, _prepare, family_digest
+    from sketchsim.cluster.transcript import TranscriptJob, _prepare, family_digest
     from sketchsim.errors import FamilyError
 
     fam = HardFamily(3, 2, seed=1)

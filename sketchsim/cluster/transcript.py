@@ -1,11 +1,11 @@
 """``transcript`` on a Dask cluster: a map-shuffle-reduce over fingerprint prefixes.
 
-The single-process path (:func:`sketchsim.transcript.measure`) holds every
+The single-process path (:func:`sketchsim.sketch.transcript.measure`) holds every
 input's 128-bit transcript fingerprint and sorts them all to group inputs by
 transcript.  Here that array is never built in one place:
 
 - **map** (one task per shard of input indices): run the protocol on the shard,
-  exactly as :func:`~sketchsim.transcript.measure` does chunk by chunk, and
+  exactly as :func:`~sketchsim.sketch.transcript.measure` does chunk by chunk, and
   return a small *summary* (correct inputs, the first wrong input, per-entry
   value counts) plus ``P`` *pieces*: the shard's ``(fingerprint, index)``
   pairs split by the top ``log2 P`` bits of the fingerprint's first word
@@ -172,7 +172,7 @@ def family_digest(family) -> str:
 def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[str, int]:
     """``(mode, inputs)`` for a cluster run, limits checked before anything is allocated.
 
-    The mode is chosen as in :func:`sketchsim.transcript.plan_inputs` (so a run
+    The mode is chosen as in :func:`sketchsim.sketch.transcript.plan_inputs` (so a run
     with and without a cluster measures the same inputs); exhaustive mode is
     accepted up to ``CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX`` inputs.  In sampled
     mode the client draws the answer vectors (as the single process does) and
@@ -182,7 +182,7 @@ def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[
     ------
     InputLimitError
     """
-    from sketchsim.transcript import InputLimitError, exhaustive_mode, max_bytes
+    from sketchsim.sketch.transcript import InputLimitError, exhaustive_mode, max_bytes
 
     limit_n = config.CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX
     if exhaustive_mode(family, exhaustive, limit_n, "the cluster limit"):
@@ -232,10 +232,10 @@ def _prepare(job: TranscriptJob):
         return family, engine, 0.0
     t0 = time.perf_counter()
     _settle_numba_threads()
-    from sketchsim.families import resolve_family
-    from sketchsim.plugins import resolve
     from sketchsim.sketch.engine import Engine
-    from sketchsim.transcript import check_family
+    from sketchsim.sketch.family_plugins import resolve_family
+    from sketchsim.sketch.plugins import resolve
+    from sketchsim.sketch.transcript import check_family
 
     ftype, fparams, _ = resolve_family(job.family_spec)
     family = ftype.make(job.q, job.s, job.seed, fparams)
@@ -295,10 +295,10 @@ def _worker_name() -> str:
 def _run_range(family, engine, T: np.ndarray):
     """``(fingerprints, correct, entry counts, first failure)`` of the inputs ``T``.
 
-    The single process's own loop (:func:`sketchsim.transcript._run_all`), so both
+    The single process's own loop (:func:`sketchsim.sketch.transcript._run_all`), so both
     paths run the same code and count the same entries.
     """
-    from sketchsim.transcript import _run_all
+    from sketchsim.sketch.transcript import _run_all
 
     fingerprints, correct, counts, first_failure = _run_all(family, engine, T, None)
     return fingerprints, int(correct.sum()), counts, first_failure
@@ -541,7 +541,7 @@ def measure_on_cluster(
     progress: Callable[[int, int], None] | None = None,
     retries: int = 2,
 ):
-    """:func:`sketchsim.transcript.measure` with the inputs sharded over a Dask cluster.
+    """:func:`sketchsim.sketch.transcript.measure` with the inputs sharded over a Dask cluster.
 
     Parameters
     ----------
@@ -550,7 +550,7 @@ def measure_on_cluster(
         The client's family (built from ``family_spec``; workers rebuild it).
     family_spec, spec : str
         The ``--family`` and ``--protocol`` specs.
-    resolved : sketchsim.plugins.Resolved
+    resolved : sketchsim.sketch.plugins.Resolved
         ``spec`` resolved on the client.
     mode : {"exhaustive", "sampled"}
     inputs : int
@@ -575,7 +575,7 @@ def measure_on_cluster(
 
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.measure import entropy_bits
-    from sketchsim.transcript import check_family, protocol_report
+    from sketchsim.sketch.transcript import check_family, protocol_report
 
     if mode == "sampled" and (answers is None or answers.shape[0] != inputs):
         raise SketchsimError("sampled mode needs the answer vectors of every input")

@@ -2,7 +2,7 @@
 
 A head is given by feature maps ``phi_Q, phi_K`` (or a kernel), values ``v`` and a
 query-dependent affine readout ``y_i = <a(x_i), o_i> + b(x_i)`` (THEORY section 2).
-This module is the plain NumPy path; :mod:`sketchsim.verify` holds the jitted
+This module is the plain NumPy path; :mod:`sketchsim.heads.verify` holds the jitted
 closed forms that enumerate every input.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sketchsim import config
-from sketchsim.bits import as_binary
 from sketchsim.errors import SketchsimError
+from sketchsim.minip.bits import as_binary
 
 __all__ = [
     "ZeroDenominatorError",

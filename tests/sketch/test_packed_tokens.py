@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from sketchsim import pack_bits
-from sketchsim.sketch.tokens import bit, count_ones, field, inner_product
+from sketchsim.sketch.packed_tokens import bit, count_ones, field, inner_product
 
 
 @pytest.mark.parametrize("m", [1, 63, 64, 65, 128, 200])

@@ -1,4 +1,4 @@
-"""Trained upper bounds on ``r*(m)`` and ``r_signed(m)`` (torch, optional extra).
+"""Trained upper bounds on ``r*(m)`` and ``r_signed(m)`` (torch, optional extra), and the bracket.
 
 A table head of rank ``r`` (``phi_Q, phi_K``: ``2^m x r`` tables, softplus for
 nonnegative features, raw for signed) and a free vote table are trained on
@@ -9,18 +9,37 @@ a smooth maximum (``tau * logsumexp(err / tau)``) of the per-condition errors
 plus a hinge on those above 0.4, which finds exact heads where mean-squared
 error stalls.  The kernel found is then given its best votes by a linear program
 per query (:func:`best_votes`), and the head is reported only after
-:func:`sketchsim.minrank.check_table_head` passes on all inputs.
+:func:`sketchsim.certify.minrank.check_table_head` passes on all inputs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
-from sketchsim.minrank import check_table_head, cube
+from sketchsim.certify import save_family
+from sketchsim.certify.minrank import (
+    MINRANK_MAX_M,
+    certified_lower,
+    check_table_head,
+    cube,
+    onehot_construction,
+    subset_construction,
+)
+from sketchsim.certify.softmax import closed_form_threshold, exact_softmax_threshold
+from sketchsim.errors import SketchsimError
+from sketchsim.heads.verify import verify
 
-__all__ = ["TrainedHead", "train_table_head", "best_votes", "conditions"]
+__all__ = [
+    "TrainedHead",
+    "train_table_head",
+    "best_votes",
+    "conditions",
+    "search_trained",
+    "minrank_row",
+]
 
 
 def conditions(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -191,3 +210,92 @@ def train_table_head(
         phi_k=pk,
         votes=final,
     )
+
+
+def search_trained(
+    m: int, start: int, stop: int, signed: bool, seeds: int, steps: int, on_try=None
+):
+    """Smallest ``r`` in ``start..stop-1`` at which a trained head is exact on all inputs.
+
+    Tries ``r = start, start + 1, ...`` with seeds ``0..seeds-1`` each and stops at the
+    first exact head.  Returns ``(head or None, tries)``, ``tries`` a list of summaries.
+    """
+    tries = []
+    for r in range(max(1, start), stop):
+        for seed in range(seeds):
+            head = train_table_head(m, r, signed=signed, seed=seed, steps=steps)
+            tries.append(head.summary())
+            if on_try is not None:
+                on_try(head)
+            if head.exact:
+                return head, tries
+    return None, tries
+
+
+def minrank_row(
+    m: int,
+    seeds: int = 1,
+    steps: int = 2000,
+    causal: bool = False,
+    train: bool = True,
+    out_dir=None,
+    on_try=None,
+) -> dict:
+    """Every bracket of ``r*(m)`` and ``r_signed(m)`` at one width, as a JSON-ready dict.
+
+    Saves the certificate's family (``minrank-m{m}-family.npz``) and the trained
+    weights (``minrank-m{m}-{nonneg,signed}-r{r}.npz``) under ``out_dir`` when given.
+    """
+
+    if not 1 <= m <= MINRANK_MAX_M:
+        raise SketchsimError(f"m must be in 1..{MINRANK_MAX_M}, got {m}")
+    row: dict = {"m": m, "inputs": 8**m, "exact_rank": 2**m, "causal": causal}
+    lower, family = certified_lower(m, causal)
+    row["lower"] = asdict(lower)
+    if out_dir is not None:
+        path = Path(out_dir) / f"minrank-m{m}-family.npz"
+        save_family(family, path)
+        row["lower"]["family_file"] = str(path)
+    constructions = [onehot_construction(m, causal=causal)]
+    sub = subset_construction(m, causal)
+    if sub is not None:
+        constructions.append(sub)
+    onehot_verify = verify(m, 3, "onehot", beta=1.0, causal=causal) if 3 * m <= 24 else None
+    best = min((c for c in constructions if c.check.exact), key=lambda c: c.rank)
+    row["construction"] = {
+        "name": best.name,
+        "rank": best.rank,
+        "max_abs_error": best.check.max_abs_error,
+        "params": best.params,
+        "all": [{"name": c.name, "rank": c.rank, "exact": c.check.exact} for c in constructions],
+        "onehot_verify_exact_fraction": None
+        if onehot_verify is None
+        else onehot_verify.exact_fraction,
+    }
+    soft = exact_softmax_threshold(m, causal=causal)
+    row["softmax"] = {
+        "sufficient": soft.sufficient,
+        "exact_fails": soft.fails,
+        "exact": soft.exact,
+        "closed_form": closed_form_threshold(m),
+    }
+    if train:
+        for kind, signed, start in (
+            ("nonneg", False, lower.certified_rank),
+            ("signed", True, 1),
+        ):
+            stop = best.rank
+            if kind == "signed" and row["trained_nonneg"]["rank"] is not None:
+                stop = row["trained_nonneg"]["rank"]  # a nonnegative head is a signed head
+            head, tries = search_trained(m, start, stop, signed, seeds, steps, on_try)
+            entry = {"rank": None, "tries": tries, "weights_file": None, "via": None}
+            if head is not None:
+                entry.update(rank=head.rank, seed=head.seed, max_abs_error=head.max_abs_error)
+                if out_dir is not None:
+                    path = Path(out_dir) / f"minrank-m{m}-{kind}-r{head.rank}.npz"
+                    head.save(path)
+                    entry["weights_file"] = str(path)
+            elif kind == "signed" and stop < best.rank:
+                entry.update(rank=stop, via="nonneg head")
+            row[f"trained_{kind}"] = entry
+    return row
