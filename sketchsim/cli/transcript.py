@@ -161,7 +161,7 @@ def _cluster_runner(stack, cluster, family, family_spec, exhaustive, samples, n_
     """
     from sketchsim.cluster.client import connect, worker_threads
     from sketchsim.cluster.transcript import estimate, measure_on_cluster, plan_cluster_inputs
-    from sketchsim.heads.verify import _duration
+    from sketchsim.estimates import duration_words
     from sketchsim.sketch.transcript import InputLimitError
 
     try:
@@ -177,7 +177,7 @@ def _cluster_runner(stack, cluster, family, family_spec, exhaustive, samples, n_
         f"[dim]{n_inputs:,} {mode} inputs x {n_protocols} protocols on {workers} worker "
         f"threads: {est['map_tasks']:,} map tasks x {est['buckets']:,} buckets; per protocol "
         f"{_size(est['shuffle_bytes'])} shuffled, {_size(est['reduce_bytes'])} per reduce task; "
-        f"about {_duration(est['seconds'])} (at {config.TRANSCRIPT_RATE_PER_CORE:,.0f} "
+        f"about {duration_words(est['seconds'])} (at {config.TRANSCRIPT_RATE_PER_CORE:,.0f} "
         "inputs/s per worker; protocols differ)[/dim]"
     )
     answers = family.sample_answers(n_inputs) if mode == "sampled" else None

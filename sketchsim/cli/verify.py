@@ -104,7 +104,7 @@ def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, clust
     from sketchsim.cluster.client import connect
     from sketchsim.cluster.verify import estimate_verify_seconds, verify_on_cluster
     from sketchsim.errors import SketchsimError
-    from sketchsim.heads.verify import _duration
+    from sketchsim.estimates import duration_words
 
     if m * n > config.CLUSTER_VERIFY_MAX_BITS:
         raise SketchsimError(
@@ -125,7 +125,7 @@ def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, clust
             )
         secs = estimate_verify_seconds(m, n, workers)
         render.err_console.print(
-            f"[dim]2^{m * n} inputs on {workers} worker threads: {_duration(secs)}"
+            f"[dim]2^{m * n} inputs on {workers} worker threads: {duration_words(secs)}"
             + (f"; finished shards kept in {state_dir}" if state_dir else "")
             + "[/dim]"
         )

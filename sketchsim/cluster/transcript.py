@@ -46,6 +46,7 @@ import numpy as np
 
 from sketchsim import config
 from sketchsim.errors import FamilyError, PluginError, SketchsimError
+from sketchsim.sketch.fingerprint import answer_hashes
 
 __all__ = [
     "TranscriptJob",
@@ -60,10 +61,6 @@ __all__ = [
 
 #: Collision candidates kept per bucket and verified at most (as the single process).
 CANDIDATES = 8
-
-_G1 = 0x9E3779B97F4A7C15  # position keys of the answer hash
-_G2 = 0xD1B54A32D192ED03
-_MASK = (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -129,29 +126,6 @@ def answers_range(family, lo: int, hi: int) -> np.ndarray:
         rem, digit = np.divmod(rem, base)
         out[:, col] = digit
     return out
-
-
-def answer_hashes(T: np.ndarray) -> np.ndarray:
-    """A 128-bit hash (B, 2) uint64 of each answer vector (sampled mode's shuffle key).
-
-    Equal answers give equal hashes; different answers give equal hashes with
-    probability about 2^-128 (then a collision candidate would be missed).
-    """
-    B, q = T.shape
-    h = np.zeros((B, 2), dtype=np.uint64)
-    for col in range(q):
-        v = T[:, col].astype(np.uint64)
-        k1 = np.uint64(((col + 1) * _G1) & _MASK)
-        k2 = np.uint64(((col + 1) * _G2) & _MASK)
-        x = v + k1
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        y = v ^ k2
-        y = (y ^ (y >> np.uint64(33))) * np.uint64(0xFF51AFD7ED558CCD)
-        y = (y ^ (y >> np.uint64(33))) * np.uint64(0xC4CEB9FE1A85EC53)
-        h[:, 0] += x ^ (x >> np.uint64(31))
-        h[:, 1] += y ^ (y >> np.uint64(33))
-    return h
 
 
 def family_digest(family) -> str:
@@ -295,12 +269,12 @@ def _worker_name() -> str:
 def _run_range(family, engine, T: np.ndarray):
     """``(fingerprints, correct, entry counts, first failure)`` of the inputs ``T``.
 
-    The single process's own loop (:func:`sketchsim.sketch.transcript._run_all`), so both
+    The single process's own loop (:func:`sketchsim.sketch.transcript.run_all`), so both
     paths run the same code and count the same entries.
     """
-    from sketchsim.sketch.transcript import _run_all
+    from sketchsim.sketch.transcript import run_all
 
-    fingerprints, correct, counts, first_failure = _run_all(family, engine, T, None)
+    fingerprints, correct, counts, first_failure = run_all(family, engine, T, None)
     return fingerprints, int(correct.sum()), counts, first_failure
 
 

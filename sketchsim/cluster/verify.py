@@ -49,7 +49,7 @@ def verify_on_cluster(
     path (only ``seconds`` differs).  Finished shards are kept in ``state_dir``.
     """
     from sketchsim.heads.attention import make_construction
-    from sketchsim.heads.verify import VerifyResult, _describe
+    from sketchsim.heads.verify import VerifyResult, describe_counterexample
 
     if m * n > config.CLUSTER_VERIFY_MAX_BITS:
         raise SketchsimError(
@@ -88,6 +88,6 @@ def verify_on_cluster(
         inputs=total,
         max_abs_error=max(p["max_abs_error"] for p in parts),
         exact_fraction=exact / total,
-        counterexample=_describe(head, min(bad), m, n, causal) if bad else None,
+        counterexample=describe_counterexample(head, min(bad), m, n, causal) if bad else None,
         seconds=time.perf_counter() - t0,
     )

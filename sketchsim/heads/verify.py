@@ -35,6 +35,7 @@ import numpy as np
 
 from sketchsim import config
 from sketchsim.errors import SketchsimError
+from sketchsim.estimates import duration_words
 from sketchsim.heads.attention import make_construction
 
 __all__ = [
@@ -232,18 +233,8 @@ def check_verify_size(m: int, n: int) -> None:
         secs = 2.0**log2_secs if log2_secs < 1000 else math.inf
         raise SketchsimError(
             f"m*n = {m * n} exceeds the limit {config.VERIFY_MAX_BITS}: 2^{m * n} inputs "
-            f"would take {_duration(secs)} on 2 cores"
+            f"would take {duration_words(secs)} on 2 cores"
         )
-
-
-def _duration(secs: float) -> str:
-    """``secs`` in words: "about 3 days", "over 1e292 years"."""
-    if not math.isfinite(secs) or secs > 1e300:
-        return "over 1e292 years"
-    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("min", 60)):
-        if secs >= 2 * size:
-            return f"about {secs / size:,.3g} {unit}"
-    return f"about {secs:.3g} s"
 
 
 def verify(
@@ -308,7 +299,7 @@ def verify(
                 progress(start + count, total)
     counterexample = None
     if first_bad >= 0:
-        counterexample = _describe(head, first_bad, m, n, causal)
+        counterexample = describe_counterexample(head, first_bad, m, n, causal)
     result = VerifyResult(
         m=m,
         n=n,
@@ -348,7 +339,7 @@ def _deferred_interrupt():
         signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
 
 
-def _describe(head, idx: int, m: int, n: int, causal: bool) -> dict:
+def describe_counterexample(head, idx: int, m: int, n: int, causal: bool) -> dict:
     """Re-evaluate a wrong input with the NumPy feature maps and name its first bad position."""
     X = decode_input(idx, m, n)
     y = head.evaluate(X[None], causal=causal)[0]

@@ -18,12 +18,12 @@ from numba import njit, prange
 
 from sketchsim import config
 from sketchsim.minip.bits import popcount64
-from sketchsim.minip.kernel import _dynamic_schedule
+from sketchsim.minip.kernel import dynamic_schedule
 
 __all__ = ["check_range", "tables", "KIND"]
 
 KIND = {"rank1": 0, "softmax": 1, "onehot": 1}
-#: Parallel tasks per chunk (handed out one at a time, see ``_dynamic_schedule``).
+#: Parallel tasks per chunk (handed out one at a time, see ``dynamic_schedule``).
 _BLOCKS = 64
 _TOL = config.EXACT_TOLERANCE
 
@@ -206,7 +206,7 @@ def _verify_range(kind, m, n, beta, causal, start, count):
     totals by max, sum and smallest non-negative index.
     """
     etab, egtab = tables(m, float(beta))
-    with _dynamic_schedule():
+    with dynamic_schedule():
         return _check_blocks(kind, m, n, etab, egtab, bool(causal), int(start), int(count))
 
 

@@ -323,7 +323,7 @@ def _run_serially(n_bytes: int, word_pairs: int) -> bool:
 
 
 @contextmanager
-def _dynamic_schedule():
+def dynamic_schedule():
     """Hand out parallel tasks one at a time (numba's chunk size 1) during a call."""
     previous = numba.set_parallel_chunksize(1)
     try:
@@ -342,7 +342,7 @@ def minip_targets_packed(W) -> np.ndarray:
         out = np.empty((B, N), dtype=np.int64)
         _row_minima(W, 0, B, out, 0, *_scratch(N, nw))
         return out
-    with _dynamic_schedule():
+    with dynamic_schedule():
         return _minip_packed(W, _task_size(N, nw))
 
 
@@ -385,7 +385,7 @@ def minip_targets(X) -> np.ndarray:
         bad = _pack_range(X.reshape(-1), m, 0, B, Q) & _HIGH_BITS
         _row_minima(Q, 0, B, t, 0, *_scratch(N, nw))
     else:
-        with _dynamic_schedule():
+        with dynamic_schedule():
             t, bad = _minip_bytes(X, _task_size(N, nw))
     if bad:
         n_bad = int(np.count_nonzero(X > 1))

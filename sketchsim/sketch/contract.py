@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from sketchsim.errors import PluginError, ProtocolError, SketchsimError
+from sketchsim.sketch.fingerprint import SEED1, SEED2, fold_py
 
 __all__ = [
     "SAMPLE_INPUTS",
@@ -164,7 +165,6 @@ def run_checked(engine, tokens: np.ndarray, store: bool, python: bool = False):
     ProtocolError
         One line: protocol, function, layer/token or query, and the bad value or error.
     """
-    from sketchsim.sketch.engine import _SEED1, _SEED2, _fold_py
 
     plan, name = engine.plan, engine.name
     funcs = [plan.emit, plan.update, plan.answer]
@@ -185,7 +185,7 @@ def run_checked(engine, tokens: np.ndarray, store: bool, python: bool = False):
         state = np.zeros((N, plan.state_size), dtype=np.int64)
         sk = np.zeros(max(engine.total_len, 1), dtype=np.int64)
         bits = [_readonly(tokens[b, pos]) for pos in range(N)]
-        h1, h2 = _SEED1, _SEED2
+        h1, h2 = SEED1, SEED2
         for lay in range(layers.shape[0]):
             chan, k, a, levels, lo, hi = (int(x) for x in layers[lay])
             spoken = 0
@@ -205,7 +205,7 @@ def run_checked(engine, tokens: np.ndarray, store: bool, python: bool = False):
             if chan == 0 and levels > 0:
                 np.minimum(sk[lo:hi], levels - 1, out=sk[lo:hi])
             for e in range(lo, hi):
-                h1, h2 = _fold_py(h1, h2, e, sk[e])
+                h1, h2 = fold_py(h1, h2, e, sk[e])
             sketch = _readonly(sk[lo:hi].copy())
             for pos in range(N):
                 where = f"update at layer {lay + 1}, token {pos + 1}"

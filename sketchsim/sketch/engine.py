@@ -1,6 +1,6 @@
 """The sketch-model engine: runs a protocol's plan over a batch of inputs.
 
-numba compiles one loop (:func:`_one_input`, :func:`_loop`) with the plan's
+numba compiles one loop (:mod:`sketchsim.sketch.loop`) with the plan's
 jitted functions bound in; pure-Python plans run in the checked Python engine
 (:func:`sketchsim.sketch.contract.run_checked`), which computes the same
 results.  Per input it returns a 128-bit fingerprint of the transcript (two
@@ -25,10 +25,10 @@ from types import FunctionType
 
 import numba
 import numpy as np
-from numba import carray, njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from sketchsim.errors import ProtocolError, SketchsimError
+from sketchsim.sketch import loop as engine_loop
 from sketchsim.sketch.channels import CHANNEL_CODE, sketch_length
 from sketchsim.sketch.contract import (
     brief,
@@ -37,181 +37,10 @@ from sketchsim.sketch.contract import (
     run_checked,
     sample_indices,
 )
-from sketchsim.sketch.engine_cache import cached_loop as _cached_loop
+from sketchsim.sketch.engine_cache import cached_loop
 from sketchsim.sketch.protocol import Context, Plan
 
 __all__ = ["RunResult", "Engine", "full_tokens"]
-
-_M1 = 0xBF58476D1CE4E5B9  # splitmix64 finalizer
-_M2 = 0x94D049BB133111EB
-_C1 = 0xFF51AFD7ED558CCD  # murmur3 fmix64
-_C2 = 0xC4CEB9FE1A85EC53
-_G1 = 0x9E3779B97F4A7C15  # position keys
-_G2 = 0xD1B54A32D192ED03
-_SEED1 = 0x243F6A8885A308D3
-_SEED2 = 0x13198A2E03707344
-
-
-@njit(inline="always")
-def _fold(h1, h2, e, v):
-    """Add entry ``e`` (value ``v``) of the transcript to both hashes; uint64 arithmetic.
-
-    Each lane is a sum over entries of a 64-bit mixer (splitmix64, murmur3 fmix64)
-    applied to the value keyed by its position, so entries hash independently
-    and the sum vectorises (a chained hash costs ~15 cycles of latency per entry).
-    """
-    u = np.uint64(v)
-    p = np.uint64(e) + np.uint64(1)
-    x = u + p * np.uint64(_G1)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(_M1)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(_M2)
-    y = u ^ (p * np.uint64(_G2))
-    y = (y ^ (y >> np.uint64(33))) * np.uint64(_C1)
-    y = (y ^ (y >> np.uint64(33))) * np.uint64(_C2)
-    return h1 + (x ^ (x >> np.uint64(31))), h2 + (y ^ (y >> np.uint64(33)))
-
-
-_MASK = (1 << 64) - 1
-
-
-def _fold_py(h1, h2, e, v):
-    """:func:`_fold` on Python ints (the plain-Python engine)."""
-    u = int(v) & _MASK
-    p = e + 1
-    x = (u + p * _G1) & _MASK
-    x = ((x ^ (x >> 30)) * _M1) & _MASK
-    x = ((x ^ (x >> 27)) * _M2) & _MASK
-    y = u ^ ((p * _G2) & _MASK)
-    y = ((y ^ (y >> 33)) * _C1) & _MASK
-    y = ((y ^ (y >> 33)) * _C2) & _MASK
-    return (h1 + (x ^ (x >> 31))) & _MASK, (h2 + (y ^ (y >> 33))) & _MASK
-
-
-# The engine loop.  ``_one_input`` and ``_loop`` refer to the protocol's functions
-# as the globals ``_emit``, ``_update`` and ``_answer``: :func:`_jitted_loop` binds
-# them either by rebinding the globals of these very code objects (any plug-in),
-# or by writing this source into a small generated module that numba caches on
-# disk (the protocols shipped with sketchsim; see :func:`_cached_loop`).
-#
-# ``layers`` is an int64 table with one row per layer:
-# ``[channel code, symbols k, alphabet a, levels, first entry, end entry]``
-# (entries of the concatenated transcript); ``sizes`` is
-# ``[state size, largest k, transcript length]``; ``outputs`` is the tuple
-# ``(transcripts, fingerprints, answers, errors)``.  The hot loops take indices
-# and scalars; the only views made are the arguments the plug-in API defines.
-_emit = _update = _answer = _one_input_jit = None  # bound per protocol
-
-
-@intrinsic
-def _data_pointer(typingctx, arr):
-    """The data pointer of a contiguous array (for :func:`_unowned`)."""
-    sig = types.CPointer(arr.dtype)(arr)
-
-    def codegen(context, builder, signature, args):
-        return context.make_array(signature.args[0])(context, builder, args[0]).data
-
-    return sig, codegen
-
-
-@njit(inline="always")
-def _unowned(a):
-    """A view of C-contiguous ``a`` without a reference count; ``a`` must outlive it."""
-    return carray(_data_pointer(a), a.shape)
-
-
-def _one_input(b, tokens, fixed, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk):
-    # Inner loops run over unsigned indices: numba then emits no negative-index
-    # wraparound, and LLVM vectorises them (about 4x on the sum channel).
-    # Token ``pos`` is ``fixed[pos]`` (shared by every input) below ``nf``, else
-    # ``tokens[b, pos - nf]``.
-    transcripts, fingerprints, answers, errors = outputs
-    nf = fixed.shape[0]
-    N = nf + tokens.shape[1]
-    h1 = np.uint64(_SEED1)
-    h2 = np.uint64(_SEED2)
-    for lay in range(layers.shape[0]):
-        chan, k, a = layers[lay, 0], layers[lay, 1], layers[lay, 2]
-        levels, lo, hi = layers[lay, 3], layers[lay, 4], layers[lay, 5]
-        ua, uk, ulo, uhi = np.uint64(a), np.uint64(k), np.uint64(lo), np.uint64(hi)
-        for e in range(ulo, uhi):
-            sk[e] = 0
-        spoken = 0
-        for pos in range(N):
-            if not speak[lay, pos]:
-                continue
-            for c in range(uk):
-                sym[c] = 0
-            bits = fixed[pos] if pos < nf else tokens[b, pos - nf]
-            _emit(lay, pos, bits, ctx, state[pos], aux, sym)
-            # the largest symbol as unsigned: a negative one shows as huge
-            worst = np.uint64(0)
-            if chan == 0:
-                for c in range(uk):
-                    v = sym[c]
-                    worst = max(worst, np.uint64(v))
-                    sk[ulo + c] += v
-            elif chan == 2:
-                base = ulo + np.uint64(spoken) * uk
-                for c in range(uk):
-                    v = sym[c]
-                    worst = max(worst, np.uint64(v))
-                    sk[base + c] = v
-            else:
-                for c in range(uk):
-                    worst = max(worst, np.uint64(sym[c]))
-                if worst < ua:
-                    for c in range(k):
-                        sk[lo + c * a + sym[c]] += 1
-            if worst >= ua:  # the run stops: report the first bad slot
-                for c in range(k):
-                    if np.uint64(sym[c]) >= ua:
-                        errors[b, 0] = 1
-                        errors[b, 1] = lay
-                        errors[b, 2] = pos
-                        errors[b, 3] = sym[c]
-                        errors[b, 4] = c
-                        return
-            spoken += 1
-        if chan == 0 and levels > 0:
-            for e in range(ulo, uhi):
-                sk[e] = min(sk[e], levels - 1)
-        for e in range(ulo, uhi):
-            h1, h2 = _fold(h1, h2, e, sk[e])
-        layer_sketch = sk[lo:hi]
-        for pos in range(N):
-            bits = fixed[pos] if pos < nf else tokens[b, pos - nf]
-            _update(lay, pos, bits, ctx, state[pos], layer_sketch, aux)
-    fingerprints[b, 0] = h1
-    fingerprints[b, 1] = h2
-    if store:
-        for e in range(np.uint64(transcripts.shape[1])):
-            transcripts[b, e] = sk[e]
-    for i in range(queries.shape[0]):
-        p = queries[i]
-        bits = fixed[p] if p < nf else tokens[b, p - nf]
-        answers[b, i] = _answer(p, bits, ctx, state[p], aux)
-
-
-def _loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, outputs):
-    state_size, kmax, total_len = sizes[0], sizes[1], sizes[2]
-    state_mem = np.zeros((fixed.shape[0] + tokens.shape[1], state_size), dtype=np.int64)
-    sym_mem = np.zeros(max(1, kmax), dtype=np.int64)
-    sk_mem = np.zeros(max(1, total_len), dtype=np.int64)
-    # Views of these carry no reference count (they outlive the loop): the per-call
-    # views tokens[b, pos], state[pos] cost no atomic increments and decrements.
-    tk = _unowned(tokens)
-    fx = _unowned(fixed)
-    state = _unowned(state_mem)
-    sym = _unowned(sym_mem)
-    sk = _unowned(sk_mem)
-    for b in range(lo, hi):
-        state[:, :] = 0
-        _one_input_jit(b, tk, fx, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk)
-    # Numba frees a variable after its last use: without this use the owners of
-    # the unowned views above were freed before the loop (a use-after-free that
-    # crashed once the buffers were large enough to be unmapped on free).
-    return state_mem.shape[0] + sym_mem.shape[0] + sk_mem.shape[0] + tokens.size + fixed.size
-
 
 _LOOPS: dict = {}
 
@@ -219,18 +48,18 @@ _LOOPS: dict = {}
 def _jitted_loop(emit, update, answer, cache: bool = False):
     """The compiled loop for these three functions, built once per process.
 
-    ``cache``: try the on-disk cache first (:func:`_cached_loop`).  A serial,
+    ``cache``: try the on-disk cache first (:mod:`~sketchsim.sketch.engine_cache`).  A serial,
     GIL-free loop run on threads compiles in about a third of the time of a
     ``prange`` version and runs as fast.
     """
     key = (emit, update, answer)
     if key not in _LOOPS:
-        loop = _cached_loop(emit, update, answer) if cache else None
+        loop = cached_loop(emit, update, answer) if cache else None
         if loop is None:
-            g = {**globals(), "_emit": emit, "_update": update, "_answer": answer}
-            one = FunctionType(_one_input.__code__, g, "_one_input")
+            g = {**vars(engine_loop), "_emit": emit, "_update": update, "_answer": answer}
+            one = FunctionType(engine_loop.one_input.__code__, g, "one_input")
             g["_one_input_jit"] = njit(inline="always")(one)
-            loop = njit(nogil=True)(FunctionType(_loop.__code__, g, "_loop"))
+            loop = njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
         _LOOPS[key] = loop
     return _LOOPS[key]
 

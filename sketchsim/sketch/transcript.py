@@ -273,7 +273,7 @@ def measure(
     B = T.shape[0]
     if exact is None:
         exact = family.log2_size <= 62 and B == family.size
-    fingerprints, correct, counts, first_failure = _run_all(family, engine, T, progress)
+    fingerprints, correct, counts, first_failure = run_all(family, engine, T, progress)
     inverse, group_counts = group_transcripts(fingerprints)
     return protocol_report(
         protocol.name, params, source, family, plan, engine.layers, engine.jitted,
@@ -337,7 +337,7 @@ _BATCH_BYTES = 1 << 20
 _CHUNK_SECONDS = 0.5
 
 
-def _run_all(family: Family, engine: Engine, T: np.ndarray, progress):
+def run_all(family: Family, engine: Engine, T: np.ndarray, progress):
     """Run the engine over all inputs: fingerprints, correctness, entry counts, first failure.
 
     Inputs go in chunks (one progress step each) split between the engine's
@@ -406,7 +406,7 @@ def _run_all(family: Family, engine: Engine, T: np.ndarray, progress):
 
 
 class _Worker:
-    """One thread's share of :func:`_run_all`: buffers, entry tally, first failure."""
+    """One thread's share of :func:`run_all`: buffers, entry tally, first failure."""
 
     def __init__(self, family, engine, T, fixed, ranges, batch, lock):
         self.family, self.engine, self.T, self.fixed = family, engine, T, fixed

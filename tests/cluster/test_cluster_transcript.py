@@ -86,7 +86,7 @@ def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets, tie):
     T = rng.integers(0, 2, size=(B, 3)).astype(np.uint8)  # answers repeat (sampled mode)
     if not hashed:
         T = np.stack([idx // 100, (idx // 10) % 10, idx % 10], axis=1)  # all distinct
-    from sketchsim.cluster.transcript import answer_hashes
+    from sketchsim.sketch.fingerprint import answer_hashes
 
     hashes = answer_hashes(T) if hashed else None
     shards = [(lo, min(B, lo + 64)) for lo in range(0, B, 64)][::-1]  # any order
