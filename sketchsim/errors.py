@@ -2,7 +2,16 @@
 
 
 class SketchsimError(Exception):
-    """Base class of every error caused by bad input or a bad plug-in."""
+    """Base class of every error caused by bad input or a bad plug-in.
+
+    Messages speak of parameters, not command-line flags: ``param`` names the
+    library parameter at fault (``"codewords"``), and the CLI shows it as the
+    flag that sets it (``--codewords``).
+    """
+
+    def __init__(self, message: str = "", param: str | None = None):
+        super().__init__(message)
+        self.param = param
 
 
 class ProtocolError(SketchsimError):

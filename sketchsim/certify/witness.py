@@ -106,7 +106,7 @@ def build_witness(
         chosen = code
     else:
         if codewords < 2:
-            raise FamilyError(f"--codewords must be >= 2, got {codewords}")
+            raise FamilyError(f"codewords must be >= 2, got {codewords}", param="codewords")
         chosen = code[np.sort(rng.choice(K0, size=codewords, replace=False))]
     triples = []
     for c in chosen:

@@ -115,7 +115,7 @@ class SketchsimGroup(click.Group):
         except click.ClickException as exc:
             _fail(exc.format_message())
         except SketchsimError as exc:
-            _fail(str(exc))
+            _fail(flag_message(exc))
         except OverflowError as exc:
             _fail(f"a size is too large for this machine's integers ({exc})")
         except MemoryError:
@@ -124,6 +124,17 @@ class SketchsimGroup(click.Group):
             where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
             _fail(f"{exc.strerror or exc}{where}")
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def flag_message(exc: SketchsimError) -> str:
+    """The error's message with its library parameter named as the flag that sets it."""
+    message, param = str(exc), getattr(exc, "param", None)
+    if not param:
+        return message
+    flag = "--" + param.replace("_", "-")
+    if message.startswith(param + " ") or message.startswith(param + ":"):
+        return flag + message[len(param) :]
+    return f"{message} ({flag})"
 
 
 def _fail(message: str) -> None:
@@ -140,12 +151,3 @@ def main():
     Exhaustive checks of attention constructions, transcript-bit measurements of
     multilayer sketch protocols, and certified feature-rank bounds.
     """
-
-
-def _positive(name):
-    def check(ctx, param, value):
-        if value is not None and value <= 0:
-            raise click.BadParameter(f"{name} must be > 0, got {value}", param_hint=f"--{name}")
-        return value
-
-    return check

@@ -87,23 +87,26 @@ def parse_cluster(text: str) -> ClusterSpec:
             n = 0
         if not 1 <= n <= MAX_LOCAL_WORKERS:
             raise SketchsimError(
-                f"--cluster {text!r}: local:N needs 1 <= N <= {MAX_LOCAL_WORKERS} worker processes"
+                f"cluster {text!r}: local:N needs 1 <= N <= {MAX_LOCAL_WORKERS} worker processes",
+                param="cluster",
             )
         return ClusterSpec("local", workers=n)
     if value.startswith(("tcp://", "tls://")):
         rest = value.split("://", 1)[1]
         host, _, port = rest.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise SketchsimError(f"--cluster {text!r}: expected tcp://HOST:PORT")
+            raise SketchsimError(f"cluster {text!r}: expected tcp://HOST:PORT", param="cluster")
         return ClusterSpec("remote", address=value)
-    raise SketchsimError(f"--cluster {text!r}: use local:N or tcp://HOST:PORT")
+    raise SketchsimError(f"cluster {text!r}: use local:N or tcp://HOST:PORT", param="cluster")
 
 
 def _require_distributed():
     try:
         import distributed
     except ImportError:
-        raise SketchsimError(f"--cluster needs Dask distributed: {INSTALL_HINT}") from None
+        raise SketchsimError(
+            f"cluster needs Dask distributed: {INSTALL_HINT}", param="cluster"
+        ) from None
     return distributed
 
 
@@ -177,7 +180,8 @@ def _open_state(state_dir: Path, key: dict, n_shards: int) -> dict[int, object]:
         if not isinstance(have, dict) or have.get("digest") != want["digest"]:
             raise SketchsimError(
                 f"state directory {state_dir} belongs to another run; "
-                "remove it or choose another --state"
+                "remove it or choose another state directory",
+                param="state",
             )
     else:
         write_json_atomic(manifest, want)

@@ -75,7 +75,7 @@ def parse_scales(text: str) -> list[tuple[int, int, int]]:
             raise SketchsimError(f"scale {part!r}: a pool of {pool} has too few triples")
         scales.append((m, pool, triples))
     if not scales:
-        raise SketchsimError("--scales is empty")
+        raise SketchsimError("scales is empty", param="scales")
     return scales
 
 

@@ -122,10 +122,6 @@ def checked_copy(fn):
     return _COPIES[fn]
 
 
-class _Stop(Exception):
-    """Internal: a contract violation already worded."""
-
-
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = a.view()
     a.setflags(write=False)

@@ -67,3 +67,16 @@ def test_verify_exact_softmax_reports_none():
 def test_bad_input_one_line_exit_2(args, needle):
     res = run(*args)
     assert_error_line(res, needle)
+
+
+def test_library_errors_name_parameters_and_the_cli_names_flags(tmp_path):
+    """The library speaks of ``codewords``; the CLI shows the flag that set it."""
+    from sketchsim.certify import build_witness
+    from sketchsim.certify.codes import hadamard_code
+    from sketchsim.errors import SketchsimError
+
+    with pytest.raises(SketchsimError, match="^codewords must be >= 2") as info:
+        build_witness(hadamard_code(8), "hadamard", codewords=1)
+    assert info.value.param == "codewords"
+    res = run("witness", "--codewords", "1", "--out", str(tmp_path / "w.npz"))
+    assert_error_line(res, "--codewords must be >= 2, got 1")
