@@ -22,7 +22,7 @@ EXACT_TOLERANCE = 0.5
 
 #: OOD training protocol (every model alike): a run stops once every training
 #: error is below this, or at its step budget.  Chosen on the validation split
-#: of the train pools (``python -m sketchsim.experiments.ablation
+#: of the train pools (``sketchsim ablation
 #: --screen-stop 0.25,0.1,0.05,0.02``: the margin with the highest worst softmax
 #: validation accuracy), never on the test pool; docs/results.md has the screen.
 OOD_STOP_BELOW = 0.05

@@ -1,6 +1,6 @@
 """Why the learned softmax head failed on the witness family: a small ablation.
 
-Run ``python -m sketchsim.experiments.ablation [--seeds S] [--json PATH]``; it
+``sketchsim ablation [--seeds S] [--json PATH]`` (:mod:`sketchsim.cli.ablation`)
 prints one markdown table (docs/results.md quotes it).  Every row trains the
 same :class:`~sketchsim.experiments.models.SoftmaxHead` from random init and
 reports the error on the witness family; only the training data, the token
@@ -16,7 +16,6 @@ transition runs is chosen without looking at the test pool.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +34,6 @@ __all__ = [
     "screen_maps",
     "screen_stops",
     "pick_margin",
-    "main",
 ]
 
 
@@ -211,180 +209,3 @@ def pick_margin(rows: list[dict]) -> float:
             s = row["stop_below"]
             worst[s] = min(worst.get(s, 1.0), row["validation_accuracy"])
     return max(worst, key=lambda s: (worst[s], s))
-
-
-def _parse_list(text: str, convert, flag: str, what: str) -> tuple:
-    """``text`` split at commas and converted, or a one-line error naming ``flag``."""
-    from sketchsim.errors import SketchsimError
-
-    try:
-        return tuple(convert(v) for v in text.split(","))
-    except ValueError:
-        raise SketchsimError(f"{flag} must be comma-separated {what}, got {text!r}") from None
-
-
-def _check_budget(args) -> None:
-    """The options both screens share: seeds, steps and the learning rate."""
-    import math
-
-    from sketchsim.errors import SketchsimError
-
-    if args.seeds < 1 or args.steps < 1:
-        raise SketchsimError("--seeds and --steps must be >= 1")
-    if not (math.isfinite(args.lr) and 0 < args.lr <= 1e6):
-        raise SketchsimError(f"--lr must be in (0, 1e6], got {args.lr}")
-
-
-def _save(path, command: str, params: dict, results: dict) -> None:
-    """Write a screen's rows (each with its seed) atomically, with parameters and versions."""
-    from sketchsim.results import result_payload, write_json_atomic
-
-    write_json_atomic(path, result_payload(command, params, results))
-
-
-def _screen_main(args) -> None:
-    from sketchsim.errors import SketchsimError
-
-    ranks = _parse_list(args.ranks, int, "--ranks", "integers")
-    if min(ranks) < 1:
-        raise SketchsimError("--ranks must be >= 1")
-    _check_budget(args)
-    print(f"validation split of the train pool of {args.screen_maps} ({args.seeds} seed(s))")
-    rows = screen_maps(
-        args.screen_maps,
-        ranks,
-        args.seeds,
-        steps=args.steps,
-        lr=args.lr,
-        progress=lambda row: print(
-            f"  {row['feature_map']} r={row['rank']} seed {row['seed']}: "
-            f"{row['validation_accuracy']:.3f} ({row['seconds']:.0f} s)",
-            flush=True,
-        ),
-    )
-    print("| map | " + " | ".join(f"r = {r}" for r in ranks) + " |")
-    print("|---|" + "---|" * len(ranks))
-    for fmap in dict.fromkeys(row["feature_map"] for row in rows):
-        cells = []
-        for r in ranks:
-            accs = [
-                x["validation_accuracy"] for x in rows if (x["feature_map"], x["rank"]) == (fmap, r)
-            ]
-            cells.append(f"{np.mean(accs):.3f}")
-        print(f"| {fmap} | " + " | ".join(cells) + " |")
-    if args.json:
-        params = {
-            "scale": args.screen_maps,
-            "ranks": list(ranks),
-            "seeds": args.seeds,
-            "steps": args.steps,
-            "lr": args.lr,
-            "stop_below": OOD_STOP_BELOW,
-        }
-        _save(args.json, "ablation --screen-maps", params, {"rows": rows})
-
-
-def _screen_stop_main(args) -> None:
-    from sketchsim.errors import SketchsimError
-
-    margins = _parse_list(args.screen_stop, float, "--screen-stop", "numbers")
-    if not all(0 < s <= 0.5 for s in margins):
-        raise SketchsimError("stop margins must be in (0, 0.5]")
-    _check_budget(args)
-    print(f"validation splits of the train pools of {args.scales} ({args.seeds} seed(s))")
-    rows = screen_stops(
-        args.scales,
-        margins,
-        args.seeds,
-        steps=args.steps,
-        lr=args.lr,
-        progress=lambda row: print(
-            f"  {row['scale']} {row['model']} stop {row['stop_below']} seed {row['seed']}: "
-            f"{row['validation_accuracy']:.3f} after {row['steps']} steps",
-            flush=True,
-        ),
-    )
-    scales = list(dict.fromkeys(row["scale"] for row in rows))
-    print("| model | stop below | " + " | ".join(scales) + " | worst |")
-    print("|---|---|" + "---|" * (len(scales) + 1))
-    for model, s in dict.fromkeys((row["model"], row["stop_below"]) for row in rows):
-        cells = []
-        for sc in scales:
-            accs = [
-                x["validation_accuracy"]
-                for x in rows
-                if (x["model"], x["stop_below"], x["scale"]) == (model, s, sc)
-            ]
-            cells.append(" / ".join(f"{a:.3f}" for a in accs))
-        worst = min(
-            x["validation_accuracy"] for x in rows if (x["model"], x["stop_below"]) == (model, s)
-        )
-        print(f"| {model} | {s:g} | " + " | ".join(cells) + f" | {worst:.3f} |")
-    kernel = [row for row in rows if row["model"] == "kernel"]
-    if kernel:
-        full = all(row["steps"] == args.steps for row in kernel)
-        print(
-            f"kernel runs that used all {args.steps} steps at the largest margin: "
-            f"{sum(row['steps'] == args.steps for row in kernel)} of {len(kernel)}"
-            + (" (so no margin changes them)" if full else "")
-        )
-    chosen = pick_margin(rows)
-    print(f"chosen stop margin (highest worst validation accuracy): {chosen:g}")
-    if args.json:
-        params = {
-            "scales": args.scales,
-            "margins": list(margins),
-            "seeds": args.seeds,
-            "steps": args.steps,
-            "lr": args.lr,
-        }
-        _save(args.json, "ablation --screen-stop", params, {"rows": rows, "chosen": chosen})
-
-
-def main(argv=None) -> None:
-    from sketchsim.certify import build_witness
-    from sketchsim.certify.codes import hadamard_code
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=2000)
-    ap.add_argument("--lr", type=float, default=0.01, help="with --screen-maps / --screen-stop")
-    ap.add_argument("--triples", type=int, default=4000)
-    ap.add_argument("--screen-maps", metavar="M:POOL:TRIPLES")
-    ap.add_argument("--ranks", default="16,64", help="with --screen-maps")
-    ap.add_argument("--screen-stop", metavar="MARGINS", help="comma list of stop margins")
-    ap.add_argument(
-        "--scales", default="8:64:2000,10:128:2000,12:256:2000", help="with --screen-stop"
-    )
-    ap.add_argument("--json")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(1)
-    if args.screen_maps or args.screen_stop:
-        from sketchsim.errors import SketchsimError
-
-        try:
-            (_screen_main if args.screen_maps else _screen_stop_main)(args)
-        except SketchsimError as exc:
-            ap.exit(2, f"error: {exc}\n")
-        return
-    family = build_witness(hadamard_code(24), "hadamard", 12)
-    base = per_query_baseline(witness_split(family))
-    rows = []
-    print(f"witness family: {len(family.tokens)} inputs; const-per-query MSE {base:.2f}")
-    print("| training | seeds | family sequence error | family max error | family MSE |")
-    print("|---|---|---|---|---|")
-    for v in VARIANTS:
-        got = [run_variant(v, family, s, args.steps, args.triples) for s in range(args.seeds)]
-        rows += got
-        seq = ", ".join(f"{g['family_sequence_error']:.3f}" for g in got)
-        mx = ", ".join(f"{g['family_max_abs_error']:.2f}" for g in got)
-        mse = ", ".join(f"{g['family_mse']:.2f}" for g in got)
-        print(f"| {v.name} | {args.seeds} | {seq} | {mx} | {mse} |", flush=True)
-    if args.json:
-        from sketchsim.results import write_json_atomic
-
-        write_json_atomic(args.json, {"baseline_mse": base, "rows": rows, "args": vars(args)})
-
-
-if __name__ == "__main__":
-    main()

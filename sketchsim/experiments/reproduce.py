@@ -32,7 +32,7 @@ class Settings:
     ``ood_stop_below``, chosen on the validation split: ``OOD_STOP_BELOW``).
     The OOD kernel heads use ``ood_maps``: ``elu1``, the map picked on a
     validation split of the train pool
-    (``python -m sketchsim.experiments.ablation --screen-maps``), never on the
+    (``sketchsim ablation --screen-maps``), never on the
     test pool.  The transition is the smallest rank whose mean test accuracy
     over ``ood_seeds`` seeds reaches :data:`OOD_ACCURACY`.
     """

@@ -57,12 +57,12 @@ def test_the_screen_scores_every_nonnegative_parametric_map():
 )
 def test_the_screen_refuses_bad_input_with_one_line(args, needle, capsys):
     pytest.importorskip("torch", reason="the torch extra is not installed")
-    from sketchsim.experiments.ablation import main
+    from click.testing import CliRunner
+    from cliutil import assert_error_line
 
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    err = capsys.readouterr().err
-    assert exc.value.code == 2 and needle in err and err.count("\n") == 1
+    from sketchsim.cli import main
+
+    assert_error_line(CliRunner().invoke(main, ["ablation", *args]), needle)
 
 
 def test_the_stop_screen_trains_softmax_at_every_margin_and_the_kernel_once():
