@@ -198,56 +198,64 @@ def table_head_max_error(alpha, votes, m: int, causal: bool = False) -> float:
 
 
 def build_graph(family, positional: bool = True):
-    """The certificate's domination graph the first way it was written: void-view token ids
-    and overlaps from an int64 copy of the tokens.  Returns the tuple of Graph fields."""
-    tokens = family.tokens
-    T = tokens.astype(np.int64)
-    p = family.position - 1
+    """The certificate's domination graph from its definition, in plain Python (no NumPy
+    sorting tricks, nothing shared with ``certify/certificate.py``).
+
+    Tokens are numbered in sorted order.  Each self input ``(x; u, u)`` gives the node
+    ``(x, u)`` with its overlap ``<x, u>``; each input ``(x; u, w)`` whose two overlaps
+    differ gives the edge lower-overlap token -> higher one, with gap the difference
+    (positional: only when both orders of the pair occur); an edge needs both of its
+    nodes.  Nodes are listed by (query, token), edges by (query, source overlap, source,
+    target), and ``diag`` holds each query's node of smallest overlap (then token).
+    Returns the tuple of Graph fields.
+    """
+    rows = [[tuple(int(v) for v in tok) for tok in inp] for inp in family.tokens]
+    ids = {tok: i for i, tok in enumerate(sorted({tok for inp in rows for tok in inp}))}
+    p = int(family.position) - 1
     o1, o2 = (i for i in range(3) if i != p)
-    flat = np.ascontiguousarray(tokens.reshape(-1, tokens.shape[-1]))
-    _, ids = np.unique(flat.view(np.dtype((np.void, flat.shape[1]))), return_inverse=True)
-    ids = ids.reshape(tokens.shape[:-1])
-    q, a, b = ids[:, p], ids[:, o1], ids[:, o2]
-    ov_a = (T[:, p] * T[:, o1]).sum(-1)
-    ov_b = (T[:, p] * T[:, o2]).sum(-1)
-    U = int(ids.max()) + 1 if ids.size else 1
 
-    def find(sorted_keys, want):
-        if len(sorted_keys) == 0:
-            return np.zeros(want.shape, dtype=np.int64), np.zeros(want.shape, dtype=bool)
-        pos = np.minimum(np.searchsorted(sorted_keys, want), len(sorted_keys) - 1)
-        return pos, sorted_keys[pos] == want
+    def dot(u, w):
+        return sum(x * y for x, y in zip(u, w))
 
-    self_in = a == b
-    node_keys, first = np.unique(q[self_in] * U + a[self_in], return_index=True)
-    node_query, node_token = node_keys // U, node_keys % U
-    node_overlap = ov_a[self_in][first]
-    mixed = ~self_in
-    lo_is_a = ov_a[mixed] < ov_b[mixed]
-    qa, ta, tb = q[mixed], a[mixed], b[mixed]
-    oa, ob = ov_a[mixed], ov_b[mixed]
-    keep = oa != ob
-    lo = np.where(lo_is_a, ta, tb)[keep]
-    hi = np.where(lo_is_a, tb, ta)[keep]
-    gap = np.abs(ob - oa)[keep]
-    order_bit = np.where(lo_is_a[keep], 1, 2)
-    uniq, inv = np.unique((qa[keep] * U + lo) * U + hi, return_inverse=True)
-    seen = np.zeros(len(uniq), dtype=np.int64)
-    np.bitwise_or.at(seen, inv.reshape(-1), order_bit)
-    ok = seen == 3 if positional else seen > 0
-    uq, ulo, uhi = uniq[ok] // (U * U), (uniq[ok] // U) % U, uniq[ok] % U
-    ugap = np.zeros(len(uniq), dtype=np.int64)
-    ugap[inv.reshape(-1)] = gap
-    src, has_src = find(node_keys, uq * U + ulo)
-    dst, has_dst = find(node_keys, uq * U + uhi)
-    valid = has_src & has_dst
-    src, dst, egap = src[valid], dst[valid], ugap[ok][valid]
-    by = np.lexsort((node_overlap[src], node_query[src]))
-    nodes_by = np.lexsort((node_token, node_overlap, node_query))
-    first_of_query = np.ones(len(nodes_by), dtype=bool)
-    first_of_query[1:] = node_query[nodes_by][1:] != node_query[nodes_by][:-1]
-    diag = nodes_by[first_of_query]
-    return node_query, node_token, node_overlap, src[by], dst[by], egap[by], diag, U
+    nodes = {}  # (query, token) -> overlap
+    orders = {}  # (query, lo, hi) -> set of positions of lo, and the gap
+    for inp in rows:
+        x, u, w = inp[p], inp[o1], inp[o2]
+        q, a, b = ids[x], ids[u], ids[w]
+        if a == b:
+            nodes.setdefault((q, a), dot(x, u))
+            continue
+        oa, ob = dot(x, u), dot(x, w)
+        if oa == ob:
+            continue
+        lo, hi, where = (a, b, 1) if oa < ob else (b, a, 2)
+        seen, _ = orders.get((q, lo, hi), (set(), 0))
+        orders[(q, lo, hi)] = (seen | {where}, abs(ob - oa))
+    keys = sorted(nodes)
+    index = {k: i for i, k in enumerate(keys)}
+    edges = []
+    for (q, lo, hi), (seen, gap) in orders.items():
+        if (seen == {1, 2} or not positional) and (q, lo) in nodes and (q, hi) in nodes:
+            edges.append((q, nodes[(q, lo)], lo, hi, index[(q, lo)], index[(q, hi)], gap))
+    edges.sort()
+    diag = []
+    for q in sorted({k[0] for k in keys}):
+        best = min((nodes[k], k[1]) for k in keys if k[0] == q)
+        diag.append(index[(q, best[1])])
+
+    def arr(values):
+        return np.array(values, dtype=np.int64)
+
+    return (
+        arr([k[0] for k in keys]),
+        arr([k[1] for k in keys]),
+        arr([nodes[k] for k in keys]),
+        arr([e[4] for e in edges]),
+        arr([e[5] for e in edges]),
+        arr([e[6] for e in edges]),
+        arr(diag),
+        max(ids.values()) + 1 if ids else 1,
+    )
 
 
 def hard_data_token(T: np.ndarray, perm: np.ndarray, m: int) -> np.ndarray:
