@@ -1,9 +1,13 @@
 """sketchsim: an information-theoretic sketch simulator for kernel attention.
 
-The public API re-exports the Min-IP core; everything else lives in its
-topic module (``attention``, ``verify``, ``sketch``, ``plugins``).  The
-re-exports are resolved on first use, so ``import sketchsim`` (and
-``sketchsim --help``) loads neither NumPy nor numba.
+The public API is :mod:`sketchsim.api` (``verify``, ``transcript``, ``frontier``,
+``certify``, ``sweep``, ``reproduce``: what the commands of those names call),
+re-exported here with the Min-IP core, except ``certify``, which is the name of
+the :mod:`sketchsim.certify` package (use ``sketchsim.api.certify``).  The
+packages by layer: ``minip``, ``heads``, ``sketch``, ``certify``,
+``experiments``, ``cluster``, ``cli`` (docs/architecture.md).  The re-exports
+are resolved on first use, so ``import sketchsim`` (and ``sketchsim --help``)
+loads neither NumPy nor numba.
 """
 
 __version__ = "0.1.0"
@@ -12,13 +16,17 @@ from sketchsim import numba_cache as _numba_cache  # noqa: E402  (before any ker
 
 _numba_cache.configure()
 
-__all__ = ["__version__", "pack_bits", "unpack_bits", "minip_targets"]
-
 _LAZY = {
     "pack_bits": "sketchsim.minip.bits",
     "unpack_bits": "sketchsim.minip.bits",
     "minip_targets": "sketchsim.minip.kernel",
+    "verify": "sketchsim.api",
+    "transcript": "sketchsim.api",
+    "frontier": "sketchsim.api",
+    "reproduce": "sketchsim.api",
 }
+
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name):

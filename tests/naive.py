@@ -215,7 +215,7 @@ def build_graph(family, positional: bool = True):
     o1, o2 = (i for i in range(3) if i != p)
 
     def dot(u, w):
-        return sum(x * y for x, y in zip(u, w))
+        return sum(x * y for x, y in zip(u, w, strict=True))
 
     nodes = {}  # (query, token) -> overlap
     orders = {}  # (query, lo, hi) -> set of positions of lo, and the gap

@@ -156,7 +156,7 @@ def witness(m, kind, codewords, complements, chains, both_orders, seed, out, jso
 @click.option("--json", "json_path", type=OutputPath())
 def certify(path, eps_list, position_independent, json_path):
     """Certified lower bound on the feature rank r for a length-3 family file."""
-    from sketchsim.certify import certify as run_certify
+    from sketchsim.api import certify as run_certify
     from sketchsim.certify import load_family
     from sketchsim.certify.certificate import DEFAULT_EPS
 

@@ -544,8 +544,8 @@ def reproduce(quick, out_dir, device, threads, cluster):
     from dataclasses import replace
     from pathlib import Path
 
+    from sketchsim.api import reproduce as run
     from sketchsim.experiments.reproduce import Settings
-    from sketchsim.experiments.reproduce import reproduce as run
 
     _one_thread_on_cluster(cluster, threads)
     with _cluster_client(cluster, device) as client:

@@ -1,49 +1,16 @@
-"""What ``transcript`` and ``frontier`` share: the family option, size checks, header."""
+"""What ``transcript`` and ``frontier`` share: input limits worded as flags, the header.
+
+The family, its size checks and protocol support live in :mod:`sketchsim.sketch.inputs`.
+"""
 
 from __future__ import annotations
 
-import click
 from rich.panel import Panel
 
 from sketchsim.cli import render
 from sketchsim.errors import SketchsimError
 
-__all__ = ["build_family", "check_support", "choose_inputs", "render_header", "validate_sizes"]
-
-_SEED_MAX = 2**63 - 1
-
-
-def validate_sizes(q: int, s: int, samples: int | None, seed: int) -> None:
-    """One-line errors for impossible ``--q``, ``--s``, ``--samples``, ``--seed``."""
-    if q < 1:
-        raise click.UsageError(f"--q must be >= 1, got {q}")
-    if s < 1:
-        raise click.UsageError(f"--s must be >= 1, got {s}")
-    if samples is not None and samples < 1:
-        raise click.UsageError(f"--samples must be >= 1, got {samples}")
-    if not 0 <= seed <= _SEED_MAX:
-        raise click.UsageError(f"--seed must be in 0..2^63-1, got {seed}")
-
-
-def build_family(spec: str, q: int, s: int, samples: int | None, seed: int):
-    """``(family, default protocol specs)`` from a ``--family`` spec, after validation."""
-    from sketchsim.sketch.family_plugins import resolve_family
-    from sketchsim.sketch.transcript import DEFAULT_SPECS
-
-    validate_sizes(q, s, samples, seed)
-    ftype, fparams, _source = resolve_family(spec)
-    family = ftype.make(q, s, seed, fparams)
-    return family, ftype.default_protocols or DEFAULT_SPECS
-
-
-def check_support(resolved, family) -> None:
-    """Refuse, before any work, a protocol that does not declare the family."""
-    from sketchsim.sketch.transcript import check_family
-
-    for item in resolved:
-        proto = item[1]
-        proto = getattr(proto, "protocol", proto)  # plugins.resolve returns a record
-        check_family(proto, family)
+__all__ = ["choose_inputs", "render_header"]
 
 
 def choose_inputs(family, exhaustive, samples):

@@ -97,8 +97,8 @@ def frontier(
     quiet,
 ):
     """Smallest parameter value correct on every input, per (q, s), against the bound."""
-    from sketchsim.cli.familyopts import build_family, check_support
     from sketchsim.sketch.frontier import frontier_cell, parse_vary
+    from sketchsim.sketch.inputs import build_family, check_support
     from sketchsim.sketch.plugins import discover, resolve
     from sketchsim.sketch.transcript import InputLimitError
 

@@ -11,10 +11,11 @@ from sketchsim import config
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
-from sketchsim.cli.familyopts import build_family, check_support, choose_inputs, render_header
+from sketchsim.cli.familyopts import choose_inputs, render_header
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.results import result_payload, write_json_atomic
+from sketchsim.sketch.inputs import build_family, check_support
 
 
 @main.command()

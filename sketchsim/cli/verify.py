@@ -76,8 +76,8 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
         # verify never calls BLAS: NumPy's import need not start an OpenBLAS thread
         # per core (measured 70 ms of a 0.3 s run); a value the user set is kept
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from sketchsim.api import verify as run_verify
     from sketchsim.heads.verify import VerifyInterrupted, check_verify_size
-    from sketchsim.heads.verify import verify as run_verify
 
     params = {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
     if cluster is not None:

@@ -28,8 +28,10 @@ def client():
     ["local:0", "local:x", "local:", "tcp://host", "tcp://:80", "tcp://h:0", "ssh://h:1", ""],
 )
 def test_bad_cluster_values(text):
-    with pytest.raises(SketchsimError, match="--cluster"):
+    """The library names the parameter; the CLI shows it as --cluster (tests/cli)."""
+    with pytest.raises(SketchsimError, match="^cluster ") as info:
         parse_cluster(text)
+    assert info.value.param == "cluster"
 
 
 def test_unreachable_scheduler_fails_fast():

@@ -1,0 +1,82 @@
+"""The layering of docs/architecture.md: imports only point down, no cycles, no private names."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "sketchsim"
+#: Lower layers first; a module may import its own layer and those before it.
+LAYERS = ["minip", "heads", "sketch", "certify", "experiments", "cluster", "api", "cli"]
+TOP = {"errors", "config", "results", "machine", "numba_cache", "estimates", "__init__", "__main__"}
+
+
+def _modules() -> dict:
+    out = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(path: Path, modules: dict):
+    """``(target module, imported name)`` of every sketchsim import, top-level or not."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sketchsim"):
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                yield (full, None) if full in modules else (node.module, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("sketchsim"):
+                    yield alias.name, None
+
+
+def _layer(module: str) -> int:
+    part = module.split(".")[1] if "." in module else "__init__"
+    if part in TOP or part == "sketchsim":
+        return -1
+    return LAYERS.index(part)
+
+
+def test_every_package_is_in_a_layer():
+    for module in _modules():
+        assert _layer(module) >= -1, module
+
+
+def test_imports_point_down_and_name_no_private_members():
+    modules = _modules()
+    for module, path in modules.items():
+        for target, name in _imports(path, modules):
+            if target == "sketchsim" or module in ("sketchsim", "sketchsim.__main__"):
+                continue
+            assert target in modules, (module, target)
+            assert _layer(target) <= _layer(module), f"{module} imports up: {target}"
+            if name is not None and name.startswith("_") and target != module:
+                raise AssertionError(f"{module} imports the private {target}.{name}")
+
+
+def test_no_import_cycles():
+    modules = _modules()
+    graph = {
+        m: {
+            t
+            for t, _ in _imports(p, modules)
+            if t in modules and t != m and not t.startswith(m + ".")
+        }
+        for m, p in modules.items()
+    }
+    state: dict = {}
+
+    def visit(m, stack):
+        state[m] = "open"
+        for t in graph[m]:
+            if state.get(t) == "open":
+                raise AssertionError("cycle: " + " -> ".join([*stack[stack.index(t) :], t]))
+            if t not in state:
+                visit(t, [*stack, t])
+        state[m] = "done"
+
+    for m in graph:
+        if m not in state:
+            visit(m, [m])
