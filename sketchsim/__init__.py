@@ -23,6 +23,7 @@ _LAZY = {
     "verify": "sketchsim.api",
     "transcript": "sketchsim.api",
     "frontier": "sketchsim.api",
+    "sweep": "sketchsim.api",
     "reproduce": "sketchsim.api",
 }
 

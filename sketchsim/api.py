@@ -17,7 +17,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["verify", "transcript", "TranscriptRun", "frontier", "certify", "reproduce"]
+__all__ = [
+    "verify",
+    "transcript",
+    "TranscriptRun",
+    "frontier",
+    "certify",
+    "sweep",
+    "reproduce",
+]
 
 
 def verify(
@@ -141,6 +149,46 @@ def certify(family, eps: Sequence[float] | None = None, positional: bool = True)
     if isinstance(family, str | Path):
         family = load_family(family)
     return run(family, DEFAULT_EPS if eps is None else tuple(eps), positional=positional)
+
+
+def sweep(
+    plan=None,
+    path=None,
+    resume: bool = False,
+    device: str = "auto",
+    family=None,
+    client=None,
+    progress: Callable[[int, int], None] | None = None,
+):
+    """Train the heads of a plan (default: reproduce's OOD plan) and summarize them.
+
+    Parameters
+    ----------
+    plan : Plan or str, optional
+        A :class:`sketchsim.experiments.plan.Plan`, or a suite name for its
+        default plan (``"witness"``, ``"ood"``).
+    path : path-like, optional
+        Sweep file written after every run (and resumed from with ``resume``).
+    device : {"auto", "cpu", "cuda"}
+    family : Family, optional
+        Witness suite: train on this family instead of the plan's.
+    client : distributed.Client, optional
+        Run the training runs as Dask tasks.
+    progress : callable, optional
+        ``progress(done, total)`` after each run.
+
+    Returns
+    -------
+    sketchsim.experiments.plan.SweepResult
+    """
+    from sketchsim.experiments import require_torch
+
+    require_torch()
+    from sketchsim.experiments.plan import default_plan, run_plan
+
+    if plan is None or isinstance(plan, str):
+        plan = default_plan(plan or "ood")
+    return run_plan(plan, path, resume, device, family, client, progress)
 
 
 def reproduce(

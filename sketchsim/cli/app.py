@@ -131,6 +131,7 @@ class SketchsimGroup(click.Group):
 def flag_message(exc: SketchsimError) -> str:
     """The error's message with its library parameter named as the flag that sets it."""
     message, param = str(exc), getattr(exc, "param", None)
+    message = message.replace("pass allow_large", "pass --allow-large")
     if not param:
         return message
     flag = "--" + param.replace("_", "-")

@@ -1,0 +1,445 @@
+"""Every trained suite's defaults, defined once: ``sweep``, ``reproduce`` and the API read them.
+
+A :class:`Plan` says what to train (models, feature maps, ranks, seeds), how
+(steps, learning rates, stop rule, loss, encoding) and on which data (the
+witness family, or OOD scales ``m:pool:triples``).  :func:`default_plan` gives
+the plan ``reproduce`` runs, so ``sketchsim sweep --suite ood`` with no flags
+runs exactly reproduce's OOD sweep; the CLI only parses overrides
+(:meth:`Plan.with_`).  :func:`build_runs` turns a plan into run specs and the
+data each run trains and is evaluated on.
+
+The OOD defaults (THEORY section 6, docs/results.md): ``elu1`` features, the
+map chosen on a validation split of the train pools (``sketchsim ablation
+--screen-maps``); a run stops once every training error is below
+:data:`~sketchsim.config.OOD_STOP_BELOW` (a margin chosen on validation); three
+seeds, so that each rank's accuracy has a 95% interval and the transition rank
+is read off its lower end (:mod:`sketchsim.experiments.stats`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+
+from sketchsim import config
+from sketchsim.config import OOD_STOP_BELOW
+from sketchsim.errors import SketchsimError
+from sketchsim.experiments.stats import interval_transition, with_intervals
+
+__all__ = [
+    "Plan",
+    "SUITES",
+    "MODELS",
+    "default_plan",
+    "build_runs",
+    "run_plan",
+    "SweepResult",
+]
+
+SUITES = ("witness", "ood")
+MODELS = ("kernel", "signed", "softmax")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One trained suite: what to train, how, and on what.
+
+    Attributes
+    ----------
+    suite : {"witness", "ood"}
+    models : tuple of str
+        ``kernel``, ``signed``, ``softmax``.
+    ranks : tuple of int
+        Feature ranks of the kernel and signed heads.
+    seeds : int
+        Seeds ``0..seeds-1`` of every kernel and signed cell.
+    softmax_seeds : int
+        Seeds of the softmax head (one cell: it has no rank).
+    feature_maps : tuple of str
+        Nonnegative feature maps of the kernel heads.
+    steps : int
+        Full-batch training steps, at most.
+    lrs : tuple of float
+        Adam learning rates (more than one: a grid).
+    stop_below : float
+        Stop once every training error is below this (0.5: as soon as exact).
+    scales : str
+        OOD scales ``m:pool:triples,...`` (empty for the witness suite).
+    accuracy : float
+        OOD: the test accuracy whose interval's lower end marks the transition.
+    train_on : {"auto", "family", "random"}
+        Witness: the family, random triples of its width, or softmax on random
+        triples and kernels on the family.
+    triples : int
+        Witness: random training triples per seed.
+    family_path : str or None
+        Witness family file (default: the Hadamard family of ``sketchsim witness``).
+    loss, heads, eps, dtype, encoding
+        The training protocol shared by every run (see ``sketchsim sweep --help``).
+    threads : int
+        Torch CPU threads of in-process runs (1 suits these tiny models; cluster
+        tasks always use one).
+    allow_large : bool
+        Go past the size limits of :mod:`sketchsim.config`.
+    """
+
+    suite: str
+    models: tuple[str, ...]
+    ranks: tuple[int, ...]
+    seeds: int
+    softmax_seeds: int
+    feature_maps: tuple[str, ...]
+    steps: int
+    lrs: tuple[float, ...]
+    stop_below: float
+    scales: str = ""
+    accuracy: float = 0.95
+    train_on: str = "auto"
+    triples: int = 4000
+    family_path: str | None = None
+    loss: str = "mse"
+    heads: int = 1
+    eps: float = 1e-6
+    dtype: str = "float32"
+    encoding: str = "pm1"
+    threads: int = 1
+    allow_large: bool = False
+
+    def with_(self, **overrides) -> Plan:
+        """This plan with the given fields replaced; ``None`` values keep the default."""
+        names = {f.name for f in fields(self)}
+        unknown = set(overrides) - names
+        if unknown:
+            raise SketchsimError(f"a plan has no field {sorted(unknown)[0]!r}")
+        plan = replace(self, **{k: v for k, v in overrides.items() if v is not None})
+        plan.validate()
+        return plan
+
+    def validate(self) -> None:
+        """One-line errors naming the parameter, for every impossible value."""
+        _bounded(self.seeds, "seeds", 1, config.SWEEP_MAX_SEEDS, self.allow_large)
+        _bounded(self.softmax_seeds, "softmax_seeds", 1, config.SWEEP_MAX_SEEDS, self.allow_large)
+        _bounded(self.steps, "steps", 1, config.SWEEP_MAX_STEPS, self.allow_large)
+        _bounded(self.heads, "heads", 1, 64, self.allow_large)
+        _bounded(self.triples, "triples", 3, 1_000_000, False)
+        _bounded(self.threads, "threads", 1, 256, False)
+        if self.suite not in SUITES:
+            raise SketchsimError(f"suite must be one of {', '.join(SUITES)}", param="suite")
+        if not self.models or set(self.models) - set(MODELS):
+            raise SketchsimError(f"models must be among {', '.join(MODELS)}", param="model")
+        if not self.ranks or min(self.ranks) < 1:
+            raise SketchsimError("ranks must list integers >= 1", param="ranks")
+        # above 1e6 a float32 Adam step (lr / bias correction) overflows inside torch
+        if not self.lrs or not all(math.isfinite(v) and 0 < v <= 1e6 for v in self.lrs):
+            raise SketchsimError("lr must list finite numbers in (0, 1e6]", param="lr")
+        if not (math.isfinite(self.eps) and 0 <= self.eps <= 1):
+            raise SketchsimError(
+                f"eps must be a finite number in [0, 1], got {self.eps}", param="eps"
+            )
+        if not (math.isfinite(self.stop_below) and 0 < self.stop_below <= 0.5):
+            raise SketchsimError(
+                f"stop_below must be in (0, 0.5], got {self.stop_below}", param="stop_below"
+            )
+        if not (math.isfinite(self.accuracy) and 0 < self.accuracy <= 1):
+            raise SketchsimError(
+                f"accuracy must be in (0, 1], got {self.accuracy}", param="accuracy"
+            )
+        _check_maps(self.feature_maps, self.suite)
+
+    def header(self) -> dict:
+        """The plan as the sweep file's header (what a resumed file must match)."""
+        return {
+            "suite": self.suite,
+            "ranks": list(self.ranks),
+            "seeds": self.seeds,
+            "softmax_seeds": self.softmax_seeds,
+            "feature_maps": list(self.feature_maps),
+            "models": list(self.models),
+            "steps": self.steps,
+            "lr": list(self.lrs),
+            "loss": self.loss,
+            "stop_below": self.stop_below,
+            "heads": self.heads,
+            "eps": self.eps,
+            "dtype": self.dtype,
+            "encoding": self.encoding,
+            "accuracy": self.accuracy if self.suite == "ood" else None,
+            "threads": self.threads,
+            "train_on": {m: self.source(m) for m in self.models},
+        }
+
+    def source(self, model: str) -> str:
+        """Where ``model`` trains: ``family``, ``random`` or ``pool``."""
+        if self.suite == "ood":
+            return "pool"
+        if self.train_on != "auto":
+            return self.train_on
+        return "random" if model == "softmax" else "family"
+
+
+def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> None:
+    if value < low:
+        raise SketchsimError(f"{name} must be >= {low}, got {value}", param=name)
+    if value > high and not allow_large:
+        raise SketchsimError(
+            f"{name} = {value:,} is above the limit {high:,}; pass allow_large to go past it",
+            param=name,
+        )
+
+
+def _check_maps(names, suite: str) -> None:
+    from sketchsim.experiments.feature_maps import REGISTRY
+
+    allowed = [name for name, cls in REGISTRY.items() if cls.nonnegative]
+    if not names:
+        raise SketchsimError("feature_map is empty", param="feature_map")
+    for name in names:
+        if name not in allowed:
+            raise SketchsimError(
+                f"feature_map must list names from {', '.join(allowed)}", param="feature_map"
+            )
+        if suite == "ood" and REGISTRY[name].reads_ids:
+            raise SketchsimError("the ood suite tests unseen tokens: use a parametric feature map")
+
+
+#: The full plans (``reproduce`` and ``sweep`` without flags).
+_FULL = {
+    "witness": Plan(
+        suite="witness",
+        models=("kernel", "softmax"),
+        ranks=(1, 2, 4, *range(8, 17), 32, 64),
+        seeds=3,
+        softmax_seeds=3,
+        feature_maps=("table",),
+        steps=2000,
+        lrs=(0.03,),
+        stop_below=0.5,
+    ),
+    "ood": Plan(
+        suite="ood",
+        models=("kernel", "softmax"),
+        ranks=(4, 8, 12, 16, 24, 32, 64, 128),
+        seeds=3,
+        softmax_seeds=3,
+        feature_maps=("elu1",),
+        # the stop rule ends every run; at 1,000 steps softmax at m = 10, 12 was cut
+        # before reaching it (docs/ood/softmax_steps_screen.json)
+        steps=2000,
+        lrs=(0.01,),
+        stop_below=OOD_STOP_BELOW,
+        scales="8:64:2000,10:128:2000,12:256:2000",
+    ),
+}
+
+#: ``reproduce --quick``: one seed, fewer ranks.  Too small for any verdict that
+#: needs seed statistics; reproduce says so instead of printing one.
+_QUICK = {
+    "witness": _FULL["witness"].with_(ranks=(1, 4, 8, 12, 16, 32), seeds=1, softmax_seeds=1),
+    "ood": _FULL["ood"].with_(
+        ranks=(4, 16, 64), seeds=1, softmax_seeds=1, scales="8:64:1000,10:128:1000,12:256:1000"
+    ),
+}
+
+
+def default_plan(suite: str, quick: bool = False) -> Plan:
+    """The plan ``reproduce`` (``quick``: ``reproduce --quick``) runs for ``suite``."""
+    if suite not in SUITES:
+        raise SketchsimError(f"suite must be one of {', '.join(SUITES)}", param="suite")
+    return (_QUICK if quick else _FULL)[suite]
+
+
+def _check_sizes(plan: Plan, sizes) -> None:
+    from sketchsim.experiments.models import head_parameters
+
+    for m, vocab in sizes:
+        for model in plan.models:
+            for fmap in plan.feature_maps if model == "kernel" else ["signed"]:
+                for r in plan.ranks:
+                    n = head_parameters(model, m, r, fmap, vocab, plan.heads)
+                    if plan.allow_large:
+                        continue
+                    if r > config.SWEEP_MAX_RANK:
+                        raise SketchsimError(
+                            f"ranks {r:,} is above the limit {config.SWEEP_MAX_RANK:,} (a "
+                            f"{model} head would have about {n:,} parameters); pass "
+                            "allow_large to go past it",
+                            param="ranks",
+                        )
+                    if n > config.SWEEP_MAX_PARAMS:
+                        raise SketchsimError(
+                            f"a {model} head with r = {r:,} has about {n:,} parameters, above "
+                            f"the limit {config.SWEEP_MAX_PARAMS:,}; pass allow_large to go "
+                            "past it",
+                            param="ranks",
+                        )
+
+
+def _witness_data(plan: Plan, family):
+    """``(data, header, bound, context, sizes, scales)`` of the witness suite."""
+    from sketchsim.certify import build_witness, certify, load_family
+    from sketchsim.certify.codes import hadamard_code
+    from sketchsim.experiments.suites import random_triples, witness_split
+    from sketchsim.minip.token_ids import token_ids
+
+    if family is None:
+        family = (
+            load_family(plan.family_path)
+            if plan.family_path
+            else build_witness(hadamard_code(24), "hadamard", 12)
+        )
+    if len(family.tokens) == 0:
+        raise SketchsimError(f"the family {plan.family_path or ''} has no inputs", param="family")
+    bound = certify(family, eps_list=()).certified_rank["0.5"]
+    split = witness_split(family)
+    header = {
+        "family_sha256": family.sha256(),
+        "inputs": len(family.tokens),
+        "m": family.m,
+        "certified_rank": bound,
+        "random_triples": plan.triples,
+    }
+    context = {"family_sha256": family.sha256(), "random_triples": plan.triples}
+    randoms: dict = {}
+
+    def data(spec):
+        if spec.train_on == "family":
+            return split, None, None
+        if spec.seed not in randoms:
+            randoms[spec.seed] = random_triples(family.m, plan.triples, spec.seed)
+        return randoms[spec.seed], split, None
+
+    return data, header, bound, context, [(family.m, token_ids(family.tokens)[1])], [""]
+
+
+def _ood_data(plan: Plan):
+    from sketchsim.experiments.suites import ood_splits, parse_scales
+
+    parsed = parse_scales(plan.scales)
+    names = [f"{m}:{p}:{t}" for m, p, t in parsed]
+    cache: dict = {}
+
+    def data(spec):
+        key = (spec.scale, spec.seed)
+        if key not in cache:
+            m, p, t = (int(v) for v in spec.scale.split(":"))
+            cache[key] = ood_splits(m, p, t, spec.seed)
+        return cache[key][0], None, cache[key][1]
+
+    return data, {"scales": names}, None, {}, [(m, 0) for m, _, _ in parsed], names
+
+
+def build_runs(plan: Plan, family=None):
+    """Run specs and data of a plan: ``(specs, data, header, bound, context)``.
+
+    ``data(spec)`` returns the ``(train, evaluate, test)`` splits of a run;
+    ``bound`` is the witness family's certified rank (None for OOD);
+    ``context`` is part of every run's resume key (the data's hash).
+    """
+    from sketchsim.experiments.sweep import RunSpec
+
+    plan.validate()
+    if plan.suite == "witness":
+        data, header, bound, context, sizes, scales = _witness_data(plan, family)
+    else:
+        data, header, bound, context, sizes, scales = _ood_data(plan)
+    _check_sizes(plan, sizes)
+    header = {**plan.header(), **header}
+    proto = dict(
+        steps=plan.steps,
+        loss=plan.loss,
+        stop_below=plan.stop_below,
+        heads=plan.heads,
+        eps=plan.eps,
+        dtype=plan.dtype,
+        encoding=plan.encoding,
+    )
+    specs = []
+    for scale in scales:
+        for model in plan.models:
+            if model == "softmax":
+                cells, seeds = [("-", 0)], plan.softmax_seeds
+            elif model == "signed":
+                cells, seeds = [("signed", r) for r in plan.ranks], plan.seeds
+            else:
+                cells = [(f, r) for f in plan.feature_maps for r in plan.ranks]
+                seeds = plan.seeds
+            for fmap, r in cells:
+                for lr in plan.lrs:
+                    for seed in range(seeds):
+                        specs.append(
+                            RunSpec(
+                                plan.suite,
+                                scale,
+                                model,
+                                fmap,
+                                r,
+                                seed,
+                                lr=lr,
+                                train_on=plan.source(model),
+                                **proto,
+                            )
+                        )
+    return specs, data, header, bound, context
+
+
+@dataclass
+class SweepResult:
+    """A trained sweep: its plan, every run, and the per-cell summary it reports.
+
+    ``summary`` holds, per (scale, model, feature map, rank), the mean, min and
+    max over seeds of the suite's metric (witness: sequence error; OOD: test
+    accuracy) and its 95% interval (``ci_low``, ``ci_high``; None below three
+    seeds).  For OOD, ``transition`` maps each scale to the smallest rank whose
+    interval's lower end reaches ``plan.accuracy``.
+    """
+
+    plan: Plan
+    header: dict
+    runs: list
+    summary: list
+    bound: int | None = None
+    max_abs_error: list | None = None
+    transition: dict | None = None
+
+    @property
+    def metric(self) -> str:
+        """``sequence_error`` (witness) or ``test_accuracy`` (OOD)."""
+        return "sequence_error" if self.plan.suite == "witness" else "test_accuracy"
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (the runs are in the sweep file)."""
+        out = {"summary": self.summary, "certified_rank": self.bound}
+        if self.transition is not None:
+            out["transition"] = self.transition
+        return out
+
+
+def run_plan(
+    plan: Plan,
+    path=None,
+    resume: bool = False,
+    device: str = "auto",
+    family=None,
+    client=None,
+    progress=None,
+) -> SweepResult:
+    """Train every run of ``plan`` (resuming from ``path``) and summarize with 95% intervals.
+
+    See :func:`sketchsim.api.sweep` for the parameters.
+    """
+    import torch
+
+    from sketchsim.experiments.sweep import run_sweep, summarize
+
+    if client is None:
+        torch.set_num_threads(plan.threads)
+    specs, data, header, bound, context = build_runs(plan, family)
+    runs = run_sweep(specs, data, path, header, device, resume, progress, context, client=client)
+    metric = "sequence_error" if plan.suite == "witness" else "test_accuracy"
+    summary = with_intervals(runs, metric, summarize(runs, metric))
+    result = SweepResult(plan, header, runs, summary, bound)
+    if plan.suite == "witness":
+        result.max_abs_error = summarize(runs, "max_abs_error")
+    else:
+        result.transition = interval_transition(summary, plan.accuracy)
+    return result
