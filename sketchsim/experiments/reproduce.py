@@ -11,75 +11,49 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sketchsim.config import OOD_STOP_BELOW, PAPER
+from sketchsim.config import PAPER
+from sketchsim.experiments.plan import Plan, default_plan, run_plan
+from sketchsim.experiments.stats import MIN_SEEDS_FOR_INTERVAL
 from sketchsim.results import write_json_atomic
 
 __all__ = ["Row", "Settings", "reproduce"]
 
-#: Test exact-sequence accuracy (mean over seeds) that marks the OOD transition.
-OOD_ACCURACY = 0.95
 #: Test exact-sequence accuracy every softmax seed must reach at every OOD scale.
 SOFTMAX_OOD_ACCURACY = 0.99
 
 
 @dataclass
 class Settings:
-    """Sizes of a run (``quick``: under a minute on 2 idle CPU cores, docs/results.md).
+    """What a run trains and measures: the two trained suites' plans and the sizes of the rest.
 
-    One training protocol for every model of a sweep: Adam at ``lr``, ``pm1``
-    token encoding, squared error, at most ``steps`` full-batch steps, stop
-    when exact on the training set (OOD: when every training error is below
-    ``ood_stop_below``, chosen on the validation split: ``OOD_STOP_BELOW``).
-    The OOD kernel heads use ``ood_maps``: ``elu1``, the map picked on a
-    validation split of the train pool
-    (``sketchsim ablation --screen-maps``), never on the
-    test pool.  The transition is the smallest rank whose mean test accuracy
-    over ``ood_seeds`` seeds reaches :data:`OOD_ACCURACY`.
+    ``witness`` and ``ood`` are :class:`~sketchsim.experiments.plan.Plan` objects,
+    by default :func:`~sketchsim.experiments.plan.default_plan` (the plans
+    ``sketchsim sweep`` runs without flags).  A row whose claim is about every
+    seed, or about a transition read off 95% intervals, needs at least
+    :data:`~sketchsim.experiments.stats.MIN_SEEDS_FOR_INTERVAL` seeds; with fewer
+    (``--quick``) it says "not measured in quick mode" and the runs it alone
+    needs are skipped.
     """
 
-    seeds: int
-    steps: int
-    ranks: tuple[int, ...]
-    scales: str
-    ood_seeds: int
-    ood_steps: int
-    ood_ranks: tuple[int, ...]
+    witness: Plan
+    ood: Plan
     samples: int
     bound_to: int
-    lr: float = 0.03
-    triples: int = 4000
-    softmax_seeds: int = 3
-    ood_maps: tuple[str, ...] = ("elu1",)
-    ood_lr: float = 0.01
-    ood_stop_below: float = OOD_STOP_BELOW
     threads: int = 1
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
-        if quick:
-            return cls(
-                seeds=1,
-                steps=2000,
-                ranks=(1, 4, 8, 12, 16, 32),
-                scales="8:64:1000,10:128:1000,12:256:1000",
-                ood_seeds=1,
-                ood_steps=1000,
-                ood_ranks=(4, 16, 64),
-                samples=20_000,
-                bound_to=20,
-                softmax_seeds=1,
-            )
+        """The full run, or ``--quick`` (under a minute on 2 idle CPU cores, docs/results.md)."""
         return cls(
-            seeds=3,
-            steps=2000,
-            ranks=(1, 2, 4, *range(8, 17), 32, 64),
-            scales="8:64:2000,10:128:2000,12:256:2000",
-            ood_seeds=2,
-            ood_steps=1000,
-            ood_ranks=(4, 8, 12, 16, 24, 32, 64, 128),
-            samples=100_000,
-            bound_to=28,
+            witness=default_plan("witness", quick),
+            ood=default_plan("ood", quick),
+            samples=20_000 if quick else 100_000,
+            bound_to=20 if quick else 28,
         )
+
+    def plans(self) -> tuple[Plan, Plan]:
+        """Both plans with this run's torch threads."""
+        return self.witness.with_(threads=self.threads), self.ood.with_(threads=self.threads)
 
 
 @dataclass
@@ -183,164 +157,126 @@ def _certificate(out, log):
     )
 
 
+def _not_measured(claim: str, paper: str, seeds: int) -> Row:
+    return Row(
+        claim,
+        paper,
+        f"not measured in quick mode (needs >= {MIN_SEEDS_FOR_INTERVAL} seeds, this run has "
+        f"{seeds}; run without --quick)",
+        "-",
+    )
+
+
 def _sweeps(out, cfg, family, bound, log, device, client=None):
     """The sweep rows, and every training run of both sweeps (resumed ones included)."""
     try:
-        import torch
+        import torch  # noqa: F401
     except ImportError:
         return [Row("trained heads", "see paper", "skipped: torch is not installed", "-")], []
-    from sketchsim.experiments.suites import (
-        ood_splits,
-        parse_scales,
-        random_triples,
-        witness_split,
-    )
-    from sketchsim.experiments.sweep import (
-        RunSpec,
-        plot_sweep,
-        run_sweep,
-        summarize,
-        transition,
-        transition_grows,
-    )
+    witness, ood = cfg.plans()
+    rows, runs = _witness_rows(out, witness, family, bound, log, device, client)
+    ood_rows, ood_runs = _ood_rows(out, ood, log, device, client)
+    return rows + ood_rows, runs + ood_runs
 
-    torch.set_num_threads(cfg.threads)
-    proto = {"steps": cfg.steps, "lr": cfg.lr}
+
+def _witness_rows(out, plan, family, bound, log, device, client):
+    from sketchsim.experiments.sweep import plot_sweep
+
     log("witness sweep (training)")
-    split = witness_split(family)
-    randoms = {}
-
-    def witness_data(spec):
-        if spec.train_on == "family":
-            return split, None, None
-        if spec.seed not in randoms:
-            randoms[spec.seed] = random_triples(family.m, cfg.triples, spec.seed)
-        return randoms[spec.seed], split, None
-
-    specs = [
-        RunSpec("witness", "", "kernel", "table", r, s, **proto)
-        for r in cfg.ranks
-        for s in range(cfg.seeds)
-    ]
-    specs += [
-        RunSpec("witness", "", "softmax", "-", 0, s, train_on="random", **proto)
-        for s in range(cfg.softmax_seeds)
-    ]
-    header = {
-        "suite": "witness",
-        "ranks": list(cfg.ranks),
-        "seeds": cfg.seeds,
-        "softmax_seeds": cfg.softmax_seeds,
-        **proto,
-    }
-    context = {"family_sha256": family.sha256(), "random_triples": cfg.triples}
-    rows_w = run_sweep(
-        specs,
-        witness_data,
-        out / "sweep_witness.json",
-        header,
-        device,
-        True,
-        None,
-        context,
-        client=client,
-    )
-    seq = summarize(rows_w, "sequence_error")
-    mx = summarize(rows_w, "max_abs_error")
+    soft_ok = plan.softmax_seeds >= MIN_SEEDS_FOR_INTERVAL
+    if not soft_ok:  # the softmax row needs seeds: its runs are not made at all
+        plan = plan.with_(models=tuple(m for m in plan.models if m != "softmax"))
+    res = run_plan(plan, out / "sweep_witness.json", True, device, family, client)
+    seq, mx = res.summary, res.max_abs_error
     plot_sweep(seq, out / "sweep_witness.png", "sequence error", "witness suite", bound)
     kern = [(a, b) for a, b in zip(seq, mx, strict=True) if a["model"] == "kernel"]
     below = [b["min"] for a, b in kern if a["rank"] < PAPER["witness_lower_bound"]]
     exact32 = [a["max"] for a, _ in kern if a["rank"] == PAPER["witness_exact_rank"]]
     all_exact = [a["rank"] for a, _ in kern if a["max"] == 0.0]
-    soft = [r for r in rows_w if r["spec"]["model"] == "softmax"]
-    soft_err = [r["sequence_error"] for r in soft]
-    soft_max = [r["max_abs_error"] for r in soft]
-    log("ood sweep (training)")
-    parsed = parse_scales(cfg.scales)
-    names = [f"{m}:{p}:{t}" for m, p, t in parsed]
-    cache = {}
-
-    def data(spec):
-        if (spec.scale, spec.seed) not in cache:
-            m, p, t = (int(v) for v in spec.scale.split(":"))
-            cache[(spec.scale, spec.seed)] = ood_splits(m, p, t, spec.seed)
-        train, test = cache[(spec.scale, spec.seed)]
-        return train, None, test
-
-    oproto = {
-        "steps": cfg.ood_steps,
-        "lr": cfg.ood_lr,
-        "stop_below": cfg.ood_stop_below,
-        "train_on": "pool",
-    }
-    seeds = range(cfg.ood_seeds)
-    specs = [
-        RunSpec("ood", n, "kernel", f, r, s, **oproto)
-        for n in names
-        for f in cfg.ood_maps
-        for r in cfg.ood_ranks
-        for s in seeds
-    ]
-    specs += [RunSpec("ood", n, "softmax", "-", 0, s, **oproto) for n in names for s in seeds]
-    header = {
-        "suite": "ood",
-        "scales": names,
-        "ranks": list(cfg.ood_ranks),
-        "feature_maps": list(cfg.ood_maps),
-        "seeds": cfg.ood_seeds,
-        **oproto,
-    }
-    rows_o = run_sweep(
-        specs, data, out / "sweep_ood.json", header, device, True, None, {}, client=client
-    )
-    acc = summarize(rows_o, "test_accuracy")
-    plot_sweep(acc, out / "sweep_ood.png", "test exact-sequence accuracy", "ood suite")
-    trans = transition(acc, OOD_ACCURACY)
-    soft_acc = [a for a in acc if a["model"] == "softmax"]
-    write_json_atomic(
-        out / "summary.json",
-        {"witness": seq, "witness_max_abs_error": mx, "ood": acc, "transition": trans},
-    )
-    grows = transition_grows(trans)
-    return [
+    soft = [r for r in res.runs if r["spec"]["model"] == "softmax"]
+    rows = [
         Row(
             f"trained heads with r < {PAPER['witness_lower_bound']} on the witness suite",
             f"error > {PAPER['witness_fail_error_below_bound']:.2f}",
-            f"smallest max abs error over r < 8 and seeds: {min(below):.2f}",
-            _yes(min(below) > PAPER["witness_fail_error_below_bound"]),
+            f"smallest max abs error over r < 8 and {plan.seeds} seed(s): {min(below):.2f}"
+            if below
+            else "not run",
+            _yes(bool(below) and min(below) > PAPER["witness_fail_error_below_bound"]),
         ),
         Row(
             f"r = {PAPER['witness_exact_rank']} on the witness suite",
             "exact",
-            f"worst sequence error over seeds: {exact32[0]:.3f}" if exact32 else "not run",
+            f"worst sequence error over {plan.seeds} seed(s): {exact32[0]:.3f}"
+            if exact32
+            else "not run",
             _yes(bool(exact32) and exact32[0] == 0.0),
         ),
-        Row(
-            "smallest trained rank exact on every seed (table map)",
-            f"r = {PAPER['witness_exact_rank']} solves it; bound r >= "
-            f"{PAPER['witness_lower_bound']}",
-            f"r = {min(all_exact)} (ranks tried: {', '.join(map(str, cfg.ranks))}; "
-            f"certified r >= {bound})"
-            if all_exact
-            else "none",
-            _yes(bool(all_exact) and min(all_exact) >= bound),
+    ]
+    claim = "smallest trained rank exact on every seed (table map)"
+    paper = (
+        f"r = {PAPER['witness_exact_rank']} solves it; bound r >= {PAPER['witness_lower_bound']}"
+    )
+    if plan.seeds < MIN_SEEDS_FOR_INTERVAL:
+        rows.append(_not_measured(claim, paper, plan.seeds))
+    else:
+        rows.append(
+            Row(
+                claim,
+                paper,
+                f"r = {min(all_exact)} (ranks tried: {', '.join(map(str, plan.ranks))}; "
+                f"{plan.seeds} seeds; certified r >= {bound})"
+                if all_exact
+                else "none",
+                _yes(bool(all_exact) and min(all_exact) >= bound),
+            )
+        )
+    claim, paper = "dense softmax on the witness suite", "exact on every seed"
+    if not soft_ok:
+        rows.append(_not_measured(claim, paper, plan.softmax_seeds))
+    else:
+        soft_err = [r["sequence_error"] for r in soft]
+        rows.append(
+            Row(
+                claim,
+                paper,
+                f"sequence error {', '.join(f'{e:.3f}' for e in soft_err)} over {len(soft)} "
+                f"seed(s), max error {max(r['max_abs_error'] for r in soft):.2f} (learned "
+                f"from random init on {plan.triples:,} random triples, never on the family)",
+                _yes(bool(soft) and max(soft_err) == 0.0),
+            )
+        )
+    write_json_atomic(out / "summary_witness.json", res.to_dict() | {"max_abs_error": mx})
+    return rows, res.runs
+
+
+def _ood_rows(out, plan, log, device, client):
+    from sketchsim.experiments.sweep import plot_sweep
+
+    claims = [
+        (
+            f"OOD transition point (smallest r whose 95% interval of test accuracy clears "
+            f"{plan.accuracy:g})",
+            "r = " + " -> ".join(map(str, PAPER["ood_transition_ranks"])) + " as scale grows",
         ),
+        ("dense softmax on the OOD suite", "exact on every seed"),
+    ]
+    if min(plan.seeds, plan.softmax_seeds) < MIN_SEEDS_FOR_INTERVAL:
+        log("ood sweep: skipped (quick mode has too few seeds for its verdicts)")
+        return [_not_measured(c, p, min(plan.seeds, plan.softmax_seeds)) for c, p in claims], []
+    log("ood sweep (training)")
+    res = run_plan(plan, out / "sweep_ood.json", True, device, None, client)
+    plot_sweep(res.summary, out / "sweep_ood.png", "test exact-sequence accuracy", "ood suite")
+    write_json_atomic(out / "summary_ood.json", res.to_dict())
+    soft = [a for a in res.summary if a["model"] == "softmax"]
+    return [
+        _ood_transition_row(res.summary, plan, res.transition),
         Row(
-            "dense softmax on the witness suite",
-            "exact on every seed",
-            f"sequence error {', '.join(f'{e:.3f}' for e in soft_err)} over {len(soft)} "
-            f"seed(s), max error {max(soft_max):.2f} (learned from random init on "
-            f"{cfg.triples:,} random triples, never on the family)",
-            _yes(bool(soft) and max(soft_err) == 0.0),
+            *claims[1],
+            ", ".join(f"{a['scale']}: {a['min']:.4f}" for a in soft)
+            + f" (worst test accuracy of {plan.softmax_seeds} seeds)",
+            _softmax_ood_verdict(soft),
         ),
-        _ood_transition_row(acc, cfg, grows),
-        Row(
-            "dense softmax on the OOD suite",
-            "exact on every seed",
-            ", ".join(f"{a['scale']}: {a['min']:.3f}" for a in soft_acc) + " (worst test acc.)",
-            _softmax_ood_verdict(soft_acc),
-        ),
-    ], rows_w + rows_o
+    ], res.runs
 
 
 def _softmax_ood_verdict(soft_acc: list[dict]) -> str:
@@ -353,36 +289,53 @@ def _softmax_ood_verdict(soft_acc: list[dict]) -> str:
     return f"NO: below {SOFTMAX_OOD_ACCURACY} at {where or 'no scale run'}; see docs/results.md"
 
 
-def _ood_transition_row(acc: list[dict], cfg, grows: list[str]) -> Row:
-    """The OOD transition per map and scale: the smallest rank whose seed-mean test
-    accuracy reaches ``OOD_ACCURACY``, with that mean (or the best mean when none does)."""
+def _ood_transition_row(summary: list[dict], plan, transition: dict) -> Row:
+    """The OOD transition per map and scale: the smallest rank whose 95% interval of test
+    accuracy clears ``plan.accuracy``, with that interval (or the best mean when none does)."""
     from sketchsim.experiments.suites import parse_scales
 
     parts = []
-    names = [f"{m}:{p}:{t}" for m, p, t in parse_scales(cfg.scales)]
-    for fmap in cfg.ood_maps:
+    names = [f"{m}:{p}:{t}" for m, p, t in parse_scales(plan.scales)]
+    found = {}
+    for fmap in plan.feature_maps:
         cells = []
         for scale in names:
             curve = sorted(
-                (a for a in acc if a["scale"] == scale and a["feature_map"] == fmap),
+                (a for a in summary if a["scale"] == scale and a["feature_map"] == fmap),
                 key=lambda a: a["rank"],
             )
-            hit = next((a for a in curve if a["mean"] >= OOD_ACCURACY), None)
+            key = scale if len(plan.feature_maps) == 1 else f"{scale} ({fmap})"
+            rank = transition.get(key, {}).get("rank")
+            found.setdefault(fmap, []).append(rank)
+            hit = next((a for a in curve if a["rank"] == rank), None)
             if hit is not None:
-                cells.append(f"{scale}: r = {hit['rank']} ({hit['mean']:.3f})")
+                cells.append(
+                    f"{scale}: r = {rank} ({hit['mean']:.3f}, {hit['ci_low']:.3f}-"
+                    f"{hit['ci_high']:.3f})"
+                )
             elif curve:
                 top = max(curve, key=lambda a: a["mean"])
-                cells.append(f"{scale}: none (best {top['mean']:.3f} at r = {top['rank']})")
-        ranks = f"{min(cfg.ood_ranks)}-{max(cfg.ood_ranks)}"
-        parts.append(f"{fmap} (mean of {cfg.ood_seeds} seed(s), r = {ranks}): " + "; ".join(cells))
-    # with one map swept the transition is keyed by scale alone and the map is ""
-    grows = [g or cfg.ood_maps[0] for g in grows]
+                cells.append(f"{scale}: none (best mean {top['mean']:.3f} at r = {top['rank']})")
+        ranks = f"{min(plan.ranks)}-{max(plan.ranks)}"
+        parts.append(
+            f"{fmap} (mean and 95% interval of {plan.seeds} seeds, r = {ranks}): "
+            + "; ".join(cells)
+        )
+    grows = [f for f, ranks in found.items() if _grows(ranks)]
     return Row(
-        f"OOD transition point (smallest r with mean test accuracy >= {OOD_ACCURACY})",
+        f"OOD transition point (smallest r whose 95% interval of test accuracy clears "
+        f"{plan.accuracy:g})",
         "r = " + " -> ".join(map(str, PAPER["ood_transition_ranks"])) + " as scale grows",
         " / ".join(parts),
         f"yes ({', '.join(grows)}): grows with the scale" if grows else "NO (see docs/results.md)",
     )
+
+
+def _grows(ranks: list) -> bool:
+    """A transition at each of >= 3 scales, never smaller at a larger one, larger at the end."""
+    if len(ranks) < 3 or any(r is None for r in ranks):
+        return False
+    return all(a <= b for a, b in zip(ranks, ranks[1:], strict=False)) and ranks[-1] > ranks[0]
 
 
 def _transcripts(out, cfg, log):

@@ -148,12 +148,15 @@ def test_cluster_runs_use_one_torch_thread(command, tmp_path):
 
 @pytest.mark.slow
 def test_reproduce_sweeps_on_a_cluster_match_in_process(client, tmp_path):
+    from sketchsim.experiments.plan import default_plan
     from sketchsim.experiments.reproduce import Settings, reproduce
 
     tiny = Settings(
-        seeds=1, steps=5, ranks=(1, 9), scales="4:6:20", ood_seeds=1, ood_steps=5,
-        ood_ranks=(1,), samples=200, bound_to=8, triples=50, softmax_seeds=1,
-    )  # fmt: skip
+        witness=default_plan("witness").with_(steps=5, ranks=(1, 9), triples=50),
+        ood=default_plan("ood").with_(steps=5, ranks=(1,), scales="4:6:20"),
+        samples=200,
+        bound_to=8,
+    )
     for name, c in (("one", None), ("many", client)):
         reproduce(tmp_path / name, True, log=lambda m: None, device="cpu", settings=tiny, client=c)
     for sweep in ("sweep_witness.json", "sweep_ood.json"):

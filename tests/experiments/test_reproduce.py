@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from sketchsim.experiments.plan import default_plan
 from sketchsim.experiments.reproduce import Settings, reproduce
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
@@ -11,17 +12,14 @@ torch.set_num_threads(1)
 @pytest.mark.slow
 def test_reproduce_tiny_settings(tmp_path):
     tiny = Settings(
-        seeds=1,
-        steps=5,
-        ranks=(1, 9),
-        scales="4:6:20",
-        ood_seeds=1,
-        ood_steps=5,
-        ood_ranks=(1,),
+        witness=default_plan("witness").with_(
+            seeds=3, softmax_seeds=3, steps=5, ranks=(1, 9), triples=50
+        ),
+        ood=default_plan("ood").with_(
+            seeds=3, softmax_seeds=3, steps=5, ranks=(1,), scales="4:6:20"
+        ),
         samples=200,
         bound_to=8,
-        triples=50,
-        softmax_seeds=1,
     )
     rows = reproduce(tmp_path, quick=True, log=lambda msg: None, device="cpu", settings=tiny)
     by_claim = {r.claim: r for r in rows}
@@ -39,7 +37,8 @@ def test_reproduce_tiny_settings(tmp_path):
         "bound.json",
         "sweep_witness.png",
         "sweep_ood.png",
-        "summary.json",
+        "summary_witness.json",
+        "summary_ood.json",
     ):
         assert (tmp_path / name).exists(), name
     assert json.loads((tmp_path / "report.json").read_text())["rows"]
@@ -57,3 +56,26 @@ def test_reproduce_tiny_settings(tmp_path):
     seconds = sum(r["seconds"] for r in runs)
     header = (tmp_path / "report.md").read_text().splitlines()[2]
     assert f"the {len(runs)} training runs took {seconds:.0f} s" in header
+
+
+def test_quick_mode_prints_no_verdict_it_cannot_support(tmp_path):
+    """One seed: the rows about every seed and the OOD transition say so instead of YES/NO."""
+    quick = Settings.of(quick=True)
+    tiny = Settings(
+        witness=quick.witness.with_(steps=5, ranks=(1, 9), triples=50),
+        ood=quick.ood.with_(steps=5, ranks=(1,), scales="4:6:20"),
+        samples=200,
+        bound_to=8,
+    )
+    rows = reproduce(tmp_path, quick=True, log=lambda msg: None, device="cpu", settings=tiny)
+    skipped = [r for r in rows if r.measured.startswith("not measured in quick mode")]
+    assert {r.claim.split(" (")[0] for r in skipped} == {
+        "smallest trained rank exact on every seed",
+        "dense softmax on the witness suite",
+        "OOD transition point",
+        "dense softmax on the OOD suite",
+    }
+    assert all(r.agrees == "-" and "needs >= 3 seeds" in r.measured for r in skipped)
+    assert not (tmp_path / "sweep_ood.json").exists()  # no runs made for rows not shown
+    witness = json.loads((tmp_path / "sweep_witness.json").read_text())
+    assert {r["spec"]["model"] for r in witness["runs"]} == {"kernel"}

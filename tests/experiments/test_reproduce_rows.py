@@ -1,37 +1,48 @@
-"""The OOD row of the reproduce report: the transition per map and scale, from a summary."""
+"""The OOD rows of the reproduce report: the interval transition per scale, the softmax verdict."""
 
-from sketchsim.experiments.reproduce import OOD_ACCURACY, Settings, _ood_transition_row
+from sketchsim.experiments.plan import default_plan
+from sketchsim.experiments.reproduce import _ood_transition_row
+from sketchsim.experiments.stats import interval_transition
+
+SCALES = "8:64:100,10:128:100,12:256:100"
 
 
-def _summary(curves):
+def _summary(curves, half=0.01):
     return [
-        {"scale": scale, "model": "kernel", "feature_map": fmap, "rank": r, "mean": acc}
+        {
+            "scale": scale,
+            "model": "kernel",
+            "feature_map": fmap,
+            "rank": r,
+            "mean": acc,
+            "ci_low": acc - half,
+            "ci_high": min(1.0, acc + half),
+        }
         for (scale, fmap), by_rank in curves.items()
         for r, acc in by_rank.items()
     ]
 
 
-def _cfg(maps=("elu1",)):
-    cfg = Settings.of(quick=False)
-    cfg.scales, cfg.ood_ranks, cfg.ood_maps = "8:64:100,10:128:100,12:256:100", (4, 16, 64), maps
-    return cfg
+def _plan(maps=("elu1",)):
+    return default_plan("ood").with_(scales=SCALES, ranks=(4, 16, 64), feature_maps=maps)
 
 
-def test_the_row_names_the_rank_and_mean_per_scale_and_says_yes_when_it_grows():
+def test_the_row_names_the_rank_and_interval_per_scale_and_says_yes_when_it_grows():
     acc = _summary(
         {
-            ("8:64:100", "elu1"): {4: 0.9, 16: 0.96, 64: 0.99},
-            ("10:128:100", "elu1"): {4: 0.8, 16: 0.94, 64: 0.97},
-            ("12:256:100", "elu1"): {4: 0.7, 16: 0.90, 64: 0.951},
+            ("8:64:100", "elu1"): {4: 0.9, 16: 0.97, 64: 0.99},
+            ("10:128:100", "elu1"): {4: 0.8, 16: 0.955, 64: 0.97},
+            ("12:256:100", "elu1"): {4: 0.7, 16: 0.90, 64: 0.961},
         }
     )
-    row = _ood_transition_row(acc, _cfg(), ["elu1"])
-    assert str(OOD_ACCURACY) in row.claim
-    # one map swept: transition_grows names it "" (keys are bare scales)
-    assert _ood_transition_row(acc, _cfg(), [""]).agrees == row.agrees
+    plan = _plan()
+    row = _ood_transition_row(acc, plan, interval_transition(acc, plan.accuracy))
+    assert "95% interval" in row.claim and "0.95" in row.claim
+    # 10:128: the mean 0.955 crosses 0.95 at r = 16 but its interval (0.945-) does not
     assert row.measured == (
-        "elu1 (mean of 2 seed(s), r = 4-64): 8:64:100: r = 16 (0.960); "
-        "10:128:100: r = 64 (0.970); 12:256:100: r = 64 (0.951)"
+        "elu1 (mean and 95% interval of 3 seeds, r = 4-64): "
+        "8:64:100: r = 16 (0.970, 0.960-0.980); 10:128:100: r = 64 (0.970, 0.960-0.980); "
+        "12:256:100: r = 64 (0.961, 0.951-0.971)"
     )
     assert row.agrees.startswith("yes (elu1)")
 
@@ -39,15 +50,22 @@ def test_the_row_names_the_rank_and_mean_per_scale_and_says_yes_when_it_grows():
 def test_a_scale_without_a_transition_shows_its_best_mean_and_the_row_says_no():
     acc = _summary(
         {
-            ("8:64:100", "favor"): {4: 0.9, 16: 0.96, 64: 0.99},
+            ("8:64:100", "favor"): {4: 0.9, 16: 0.97, 64: 0.99},
             ("10:128:100", "favor"): {4: 0.8, 16: 0.94, 64: 0.93},
             ("12:256:100", "favor"): {4: 0.7, 16: 0.90, 64: 0.92},
         }
     )
-    row = _ood_transition_row(acc, _cfg(("favor",)), [])
-    assert "10:128:100: none (best 0.940 at r = 16)" in row.measured
-    assert "12:256:100: none (best 0.920 at r = 64)" in row.measured
+    plan = _plan(("favor",))
+    row = _ood_transition_row(acc, plan, interval_transition(acc, plan.accuracy))
+    assert "10:128:100: none (best mean 0.940 at r = 16)" in row.measured
+    assert "12:256:100: none (best mean 0.920 at r = 64)" in row.measured
     assert row.agrees.startswith("NO")
+
+
+def test_too_few_seeds_give_no_transition():
+    acc = _summary({("8:64:100", "elu1"): {4: 0.99, 16: 1.0}})
+    acc[0]["ci_low"] = acc[0]["ci_high"] = None  # one seed at r = 4
+    assert interval_transition(acc, 0.95) == {"8:64:100": {"rank": None, "supported": False}}
 
 
 def test_the_softmax_ood_verdict_names_the_scales_below_the_bar():
