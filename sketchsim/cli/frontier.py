@@ -260,31 +260,31 @@ def _num(x, fmt: str = ",.2f") -> str:
 
 def _render_frontier(cells, vary) -> None:
     table = Table(
-        title=f"bits frontier: smallest {vary.name} in {vary.lo}..{vary.hi} correct on every input",
-        caption="x bound: declared bits / q*log2(s+1); entry entropy Miller-Madow when sampled",
+        title=f"bits frontier: smallest {vary.name} in {vary.lo}..{vary.hi}, decoded and decodable",
+        caption="decoded: the protocol's own readout is right on every input run; decodable: no "
+        "two inputs with different answers share a transcript (some readout exists). "
+        "x bound: declared bits / q*log2(s+1)",
     )
     cols = (
         "q",
         "s",
         "protocol",
-        vary.name,
+        f"{vary.name} decoded",
+        "declared",
+        "x bound",
+        f"{vary.name} decodable",
+        "declared ",
+        "x bound ",
         "inputs",
         "search",
         "bound",
-        "declared",
-        "used",
-        "entry entropy",
-        "x bound",
+        "verdict",
     )
     for col in cols:
-        table.add_column(col, justify="left" if col in ("protocol", "search") else "right")
+        table.add_column(
+            col, justify="left" if col in ("protocol", "search", "verdict") else "right"
+        )
     for c in cells:
-        if c["search"] == "fixed":
-            value = "(none)"
-        elif c["found"]:
-            value = str(c["value"])
-        else:
-            value = "[red]none[/red]"
         search = c["search"]
         if c["search"] == "scan" and c["monotone"] is False:
             search += " [yellow](not monotone)[/yellow]"
@@ -293,16 +293,24 @@ def _render_frontier(cells, vary) -> None:
             str(c["q"]),
             str(c["s"]),
             c["spec"] or c["protocol"],
-            value if c["found"] or c["search"] != "fixed" else "[red]wrong[/red]",
+            _value(c["search"], c["found"], c["value"]),
+            _num(c["declared_bits"]),
+            _num(c["declared_ratio"], ".2f"),
+            _value(c["search"], c.get("decodable_found", False), c.get("decodable_value")),
+            _num(c.get("decodable_declared_bits")),
+            _num(c.get("decodable_declared_ratio"), ".2f"),
             inputs,
             search,
             _num(c["bound_bits"]),
-            _num(c["declared_bits"]),
-            _num(c["used_bits"]),
-            _num(c["entry_entropy_bits"]),
-            _num(c["declared_ratio"], ".2f"),
+            c.get("verdict") or "-",
         )
     render.console.print(table)
+
+
+def _value(search: str, found: bool, value) -> str:
+    if search == "fixed":
+        return "(none)" if found else "[red]no[/red]"
+    return str(value) if found else "[red]none[/red]"
 
 
 def _plot_frontier(cells, vary, path) -> None:

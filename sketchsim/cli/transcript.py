@@ -326,7 +326,7 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
     cols = ["protocol", "declared bits", "used bits", "entry entropy"]
     if exhaustive:
         cols += ["distinct", "log2 distinct", "entropy bits"]
-    cols += ["correct", ">= bound", "entry H / bound", "failure shown by"]
+    cols += ["correct", "decodable", ">= bound", "entry H / bound", "failure shown by"]
     for col in cols:
         table.add_column(col, justify="left" if col == "protocol" else "right")
     for r in results:
@@ -354,6 +354,7 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
                 f"{r['correct_fraction']:.4f}",
                 f"{r['correct_fraction']:.4f}",
             ),
+            render.verdict(r.get("decodable", r["collision"] is None)),
             render.verdict(r["meets_bound"]),
             _entropy_verdict(r, bound),
             cert,
@@ -366,10 +367,17 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
         render.console.print(
             f"[dim]sampled mode: {family.size_text()} inputs exist; a protocol whose entry entropy "
             "is below the bound (upper end of its interval) cannot be correct on this "
-            "distribution; collision certificates need exhaustive mode (small q, s)[/dim]"
+            "distribution; 'correct' and 'decodable' hold for the sampled inputs only (the "
+            "JSON has the 95% upper bound on the error rate); a collision certificate is shown "
+            "when two sampled inputs share a transcript[/dim]"
         )
     for r in results:
         name = r["spec"] or r["name"]
+        if r.get("decodable") and not r.get("decoded", True):
+            render.console.print(
+                f"[bold]{name}[/bold]: decodable but not decoded: no two inputs with different "
+                "answers share a transcript, so some readout is right; this protocol's is not"
+            )
         c = r["collision"]
         if c:
             render.console.print(

@@ -68,7 +68,16 @@ def is_monotone(protocol: Protocol, name: str, source: str = "") -> bool:
 
 @dataclass
 class Cell:
-    """One (q, s, protocol) result of the frontier (a JSON ``cells`` entry)."""
+    """One (q, s, protocol) result of the frontier (a JSON ``cells`` entry).
+
+    Two frontiers per cell: ``value`` is the smallest parameter value whose
+    protocol is **decoded** (its own readout right on every input run), and
+    ``decodable_value`` the smallest whose transcripts are **decodable** (no two
+    inputs with different answers share one: some readout exists).  The first
+    measures one decoder, the second what a sketch of that size carries; both
+    come with their transcript bits against the bound.  ``verdict`` says
+    "correct on every input" only for exhaustive cells.
+    """
 
     q: int
     s: int
@@ -92,6 +101,14 @@ class Cell:
     entropy_ratio: float | None = None
     evaluated: dict = field(default_factory=dict)
     seconds: float = 0.0
+    verdict: str = ""
+    decodable_found: bool = False
+    decodable_value: int | None = None
+    decodable_declared_bits: float | None = None
+    decodable_used_bits: float | None = None
+    decodable_entry_entropy_bits: float | None = None
+    decodable_declared_ratio: float | None = None
+    evaluated_decodable: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -150,11 +167,14 @@ def frontier_cell(
         return cache[value]
 
     def ok(value) -> bool:
-        return run(value).wrong_inputs == 0
+        return run(value).decoded
+
+    def decodable(value) -> bool:
+        return run(value).decodable
 
     if param is None:
-        how, monotone, best = "fixed", None, None
-        found = ok(None)
+        how, monotone, best, carried = "fixed", None, None, None
+        found, carried_found = ok(None), decodable(None)
     else:
         if param.type != "int":
             raise PluginError(
@@ -167,16 +187,9 @@ def frontier_cell(
                 f"the range {vary} has no such value"
             )
         declared = is_monotone(protocol, vary.name, source)
-        if search == "bisect" or (search == "auto" and declared):
-            how, monotone = "bisection", True if declared else None
-            best = _bisect(ok, lo, vary.hi)
-        else:
-            how = "scan"
-            pattern = [ok(v) for v in range(lo, vary.hi + 1)]
-            first = pattern.index(True) if True in pattern else None
-            best = None if first is None else lo + first
-            monotone = first is None or all(pattern[first:])
-        found = best is not None
+        how, monotone, best = _search(ok, lo, vary.hi, search, declared)
+        carried = _search(decodable, lo, vary.hi, search, declared)[2]
+        found, carried_found = best is not None, carried is not None
     rep = cache[best] if found else None
     cell = Cell(
         q=family.q,
@@ -193,7 +206,18 @@ def frontier_cell(
         monotone=monotone,
         bound_bits=family.bound_bits,
         evaluated={str(v): cache[v].correct_fraction for v in sorted(cache, key=lambda x: x or 0)},
+        evaluated_decodable={
+            str(v): cache[v].decodable for v in sorted(cache, key=lambda x: x or 0)
+        },
+        decodable_found=carried_found,
+        decodable_value=carried,
     )
+    if carried_found:
+        dec = cache[carried]
+        cell.decodable_declared_bits = dec.declared_bits
+        cell.decodable_used_bits = dec.used_bits
+        cell.decodable_entry_entropy_bits = dec.entry_entropy_bits
+        cell.decodable_declared_ratio = _ratio(dec.declared_bits, family.bound_bits)
     if rep is not None:
         cell.declared_bits = rep.declared_bits
         cell.used_bits = rep.used_bits
@@ -202,8 +226,19 @@ def frontier_cell(
         cell.declared_ratio = _ratio(rep.declared_bits, family.bound_bits)
         cell.used_ratio = _ratio(rep.used_bits, family.bound_bits)
         cell.entropy_ratio = _ratio(rep.entry_entropy_bits, family.bound_bits)
+        cell.verdict = rep.verdict_text()
     cell.seconds = time.perf_counter() - start
     return cell
+
+
+def _search(ok: Callable[[int], bool], lo: int, hi: int, search: str, declared: bool):
+    """``(how, monotone, smallest v in lo..hi with ok(v) or None)``: bisect or scan."""
+    if search == "bisect" or (search == "auto" and declared):
+        return "bisection", True if declared else None, _bisect(ok, lo, hi)
+    pattern = [ok(v) for v in range(lo, hi + 1)]
+    first = pattern.index(True) if True in pattern else None
+    best = None if first is None else lo + first
+    return "scan", first is None or all(pattern[first:]), best
 
 
 def _bisect(ok: Callable[[int], bool], lo: int, hi: int) -> int | None:

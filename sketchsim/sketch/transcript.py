@@ -49,6 +49,8 @@ __all__ = [
     "InputLimitError",
     "ProtocolReport",
     "check_family",
+    "error_rate_upper",
+    "collision_power",
     "choose_answers",
     "max_bytes",
     "measure",
@@ -186,6 +188,15 @@ class ProtocolReport:
 
     ``distinct_transcripts``, ``log2_distinct`` and ``entropy_bits`` are exact in
     exhaustive mode and capped by the sample in sampled mode (``capped``).
+
+    Two verdicts (THEORY section 5): ``decodable``, the true answers are a
+    function of the transcript on the inputs run (no two inputs with different
+    answers share a transcript; exhaustively a proof for the family, sampled a
+    check whose power is ``collision_check_power``), and ``decoded``, the
+    protocol's own readout is right on every input run.  A protocol can be
+    decodable and not decoded (its readout is wrong, the transcript is not);
+    never decoded and not decodable.  ``error_rate_upper95`` is the one-sided
+    95% upper bound on the readout's error rate (Clopper-Pearson; sampled mode).
     """
 
     name: str
@@ -212,9 +223,25 @@ class ProtocolReport:
     capped: bool = False
     family: str = "hard"
     spec: str = ""
+    inputs: int = 0
+    decodable: bool = True
+    decoded: bool = True
+    error_rate_upper95: float | None = None
+    collision_check_power: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def verdict_text(self) -> str:
+        """ "correct on every input" only when every input of the family was run."""
+        if not self.capped:
+            return "correct on every input" if self.decoded else "wrong on some input"
+        if not self.decoded:
+            return f"wrong on {self.wrong_inputs:,} of {self.inputs:,} sampled inputs"
+        return (
+            f"correct on {self.inputs:,} sampled inputs (error rate < "
+            f"{self.error_rate_upper95:.2g} at 95%)"
+        )
 
 
 def _layer_info(plan, n_tokens: int) -> list[dict]:
@@ -328,7 +355,41 @@ def protocol_report(
         entry_entropy_below_bound=total.ci_high < family.bound_bits - tol,
         capped=not exact,
         family=family.name,
+        inputs=B,
+        decodable=collision is None,
+        decoded=n_correct == B,
+        error_rate_upper95=None if exact else error_rate_upper(B - n_correct, B),
+        collision_check_power=None if exact else collision_power(B),
     )
+
+
+def error_rate_upper(wrong: int, n: int, confidence: float = 0.95) -> float:
+    """One-sided Clopper-Pearson upper bound on an error rate from ``wrong`` of ``n``.
+
+    With no errors it is ``1 - (1 - confidence)^(1/n)`` (about ``3/n``).
+    """
+    if n <= 0:
+        return 1.0
+    if wrong >= n:
+        return 1.0
+    if wrong == 0:
+        return 1.0 - (1.0 - confidence) ** (1.0 / n)
+    from scipy.stats import beta
+
+    return float(beta.ppf(confidence, wrong + 1, n - wrong))
+
+
+def collision_power(n: int, expected: float = 3.0) -> float | None:
+    """The per-pair collision probability a sample of ``n`` inputs detects.
+
+    Two independent draws collide (same transcript, different answers) with
+    probability ``mu`` for a protocol that is not decodable on the distribution;
+    ``n`` draws then hold ``mu * n (n - 1) / 2`` colliding pairs on average.  This
+    returns the ``mu`` for which that average is ``expected`` (3): merges at
+    least that likely are expected to show in the sample; rarer ones may not.
+    """
+    pairs = n * (n - 1) / 2
+    return expected / pairs if pairs > 0 else None
 
 
 #: Bytes per worker batch of transcripts (kept in the core's cache while counted).
