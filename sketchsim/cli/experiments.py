@@ -307,7 +307,8 @@ def _render(result, json_path, plot_path):
             )
     if plot_path:
         ylabel = "sequence error" if suite == "witness" else "test exact-sequence accuracy"
-        plot_sweep(result.summary, plot_path, ylabel, title, bound)
+        threshold = plan.accuracy if suite == "ood" else None
+        plot_sweep(result.summary, plot_path, ylabel, title, bound, threshold)
     if json_path:
         import json
         from pathlib import Path

@@ -265,7 +265,13 @@ def _ood_rows(out, plan, log, device, client):
         return [_not_measured(c, p, min(plan.seeds, plan.softmax_seeds)) for c, p in claims], []
     log("ood sweep (training)")
     res = run_plan(plan, out / "sweep_ood.json", True, device, None, client)
-    plot_sweep(res.summary, out / "sweep_ood.png", "test exact-sequence accuracy", "ood suite")
+    plot_sweep(
+        res.summary,
+        out / "sweep_ood.png",
+        "test exact-sequence accuracy",
+        "ood suite",
+        threshold=plan.accuracy,
+    )
     write_json_atomic(out / "summary_ood.json", res.to_dict())
     soft = [a for a in res.summary if a["model"] == "softmax"]
     return [

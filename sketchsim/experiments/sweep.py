@@ -528,9 +528,19 @@ def transition_grows(found: dict, min_scales: int = 3) -> list[str]:
 
 
 def plot_sweep(
-    summary: list[dict], path: str | Path, ylabel: str, title: str, bound: int | None = None
+    summary: list[dict],
+    path: str | Path,
+    ylabel: str,
+    title: str,
+    bound: int | None = None,
+    threshold: float | None = None,
 ) -> Path:
-    """Error (or accuracy) against r on a log axis; the certified bound as a vertical line."""
+    """Error (or accuracy) against r on a log axis; the certified bound as a vertical line.
+
+    The band is the 95% interval of the seed mean where the summary has one
+    (``ci_low``, ``ci_high``), else the min-max range over seeds; ``threshold``
+    (the OOD transition's accuracy) is a horizontal line.
+    """
     try:
         import matplotlib
 
@@ -551,7 +561,12 @@ def plot_sweep(
             continue
         ranks = [r["rank"] for r in rows]
         ax.plot(ranks, [r["mean"] for r in rows], marker="o", label=label)
-        ax.fill_between(ranks, [r["min"] for r in rows], [r["max"] for r in rows], alpha=0.2)
+        has_ci = all(r.get("ci_low") is not None for r in rows)
+        lo = [r["ci_low"] if has_ci else r["min"] for r in rows]
+        hi = [r["ci_high"] if has_ci else r["max"] for r in rows]
+        ax.fill_between(ranks, lo, hi, alpha=0.2)
+    if threshold is not None:
+        ax.axhline(threshold, color="black", ls=":", lw=1, label=f"threshold {threshold:g}")
     if bound:
         ax.axvline(bound, color="red", ls=":", label=f"certified r >= {bound}")
     ax.set_xscale("log", base=2)
