@@ -25,6 +25,7 @@ __all__ = [
     "numba_facts",
     "machine_facts",
     "portable_argv",
+    "package_digest",
 ]
 
 #: Environment variables that change which kernels run or how many threads they use.
@@ -175,3 +176,25 @@ def portable_argv(argv: list[str] | None = None, cwd: str | os.PathLike | None =
         else:
             out.append(_portable(arg, cwd))
     return out
+
+
+_PACKAGE_DIGEST: str | None = None
+
+
+def package_digest() -> str:
+    """sha256 (hex) of every ``.py`` file of the installed sketchsim package, with its path.
+
+    Keys anything that compiled or computed code may have left behind (generated
+    engine modules, cluster state): another source never reuses it.
+    """
+    global _PACKAGE_DIGEST
+    if _PACKAGE_DIGEST is None:
+        import hashlib
+
+        root = Path(sketchsim.__file__).resolve().parent
+        h = hashlib.sha256()
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+        _PACKAGE_DIGEST = h.hexdigest()
+    return _PACKAGE_DIGEST

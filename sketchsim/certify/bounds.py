@@ -90,18 +90,28 @@ class BoundRow:
     certified_rank: int
     exact_rank: int
     softmax_sufficient: float
-    softmax_exact: float | None
+    exact_softmax_threshold: float | None
 
 
-def best_bound(m: int, seed: int = 0, softmax_exact: float | None = None) -> BoundRow:
+def best_bound(m: int, seed: int = 0, exact_softmax_threshold: float | None = None) -> BoundRow:
     """The best certified bound at width ``m`` (error < 1/2) over :func:`candidate_codes`."""
     # one pair, no off-diagonal: r >= 1, true of every head (its denominators are nonzero)
-    best = BoundRow(m, "any single word", 1, 1, 1.0, 1, 2**m, softmax_threshold(3), softmax_exact)
+    best = BoundRow(
+        m, "any single word", 1, 1, 1.0, 1, 2**m, softmax_threshold(3), exact_softmax_threshold
+    )
     for name, code in candidate_codes(m, seed):
         value, pairs, rank = code_bound(code)
         if rank > best.certified_rank or (rank == best.certified_rank and value > best.bound):
             best = BoundRow(
-                m, name, len(code), pairs, value, rank, 2**m, softmax_threshold(3), softmax_exact
+                m,
+                name,
+                len(code),
+                pairs,
+                value,
+                rank,
+                2**m,
+                softmax_threshold(3),
+                exact_softmax_threshold,
             )
     return best
 

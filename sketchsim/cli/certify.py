@@ -259,7 +259,7 @@ def bound(m, m2, step, seed, json_path):
             f"[bold]{row.certified_rank:,}[/bold]",
             f"{row.exact_rank:,}" if row.m <= 20 else f"2^{row.m}",
             f"{row.softmax_sufficient:.4f}",
-            "-" if row.softmax_exact is None else f"{row.softmax_exact:.4f}",
+            "-" if row.exact_softmax_threshold is None else f"{row.exact_softmax_threshold:.4f}",
         )
     render.console.print(table)
     if json_path:

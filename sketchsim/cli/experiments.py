@@ -194,7 +194,7 @@ def sweep(
         allow_large=allow_large or None,
     )
     with _cluster_client(cluster, device) as client:
-        with render.progress_bar(f"sweep {suite}", 1) as update:
+        with render.progress_bar(f"sweep {suite}", 1, plain=client is not None) as update:
             result = run_sweep(plan, json_path, resume, device, client=client, progress=update)
     _render(result, json_path, plot_path)
 
@@ -219,7 +219,7 @@ def _cluster_client(cluster, device):
     def note(msg):
         render.err_console.print(f"[dim]{msg}[/dim]")
 
-    with connect(cluster, log=note) as client:
+    with connect(cluster, log=note, need_torch=True) as client:
         if task_resources(client, device):
             note("each training run requests the worker resource GPU=1")
         elif device == "cuda":

@@ -14,8 +14,15 @@ err_console = Console(stderr=True)
 
 
 @contextmanager
-def progress_bar(description: str, total: int, enabled: bool = True):
-    """Yield ``update(done, total)`` driving a rich progress bar on stderr."""
+def progress_bar(description: str, total: int, enabled: bool = True, plain: bool = False):
+    """Yield ``update(done, total)`` driving a rich progress bar on stderr.
+
+    When stderr is not a terminal the bar is skipped; with ``plain`` (long
+    cluster runs, whose logs are read later) plain lines are printed instead.
+    """
+    if enabled and plain and not err_console.is_terminal:
+        yield PlainProgress(description)
+        return
     if not (enabled and err_console.is_terminal):
         yield lambda done, tot: None
         return
@@ -44,3 +51,39 @@ def progress_bar(description: str, total: int, enabled: bool = True):
 def verdict(ok: bool, yes: str = "yes", no: str = "no") -> str:
     """A coloured verdict for rich tables."""
     return f"[green]{yes}[/green]" if ok else f"[red]{no}[/red]"
+
+
+class PlainProgress:
+    """Progress as plain lines (``verify (shards): 12/40 (30%), 1.5 min left``).
+
+    A line at most every ``every`` seconds and at the end.  The time left is
+    extrapolated from the throughput measured since the first update that showed
+    progress, so the estimate starts only once work has finished (no guess from
+    a nominal rate); before that the line says "estimating".
+    """
+
+    def __init__(self, description: str, every: float = 10.0, clock=None):
+        import time
+
+        self.description, self.every = description, every
+        self.clock = clock or time.monotonic
+        self.first: tuple[float, int] | None = None
+        self.last_line = -float("inf")
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if self.first is None and done > 0:
+            self.first = (now, done)
+        if done < total and now - self.last_line < self.every:
+            return
+        self.last_line = now
+        pct = 100.0 * done / total if total else 100.0
+        left = "estimating"
+        if self.first is not None and done > self.first[1]:
+            rate = (done - self.first[1]) / max(now - self.first[0], 1e-9)
+            from sketchsim.estimates import duration_words
+
+            left = duration_words((total - done) / rate) + " left"
+        if done >= total:
+            left = "done"
+        err_console.print(f"{self.description}: {done:,}/{total:,} ({pct:.0f}%), {left}")

@@ -132,7 +132,7 @@ def transcript(
                 if not quiet:
                     render.err_console.print(f"[dim]{spec}: resumed from {json_path}[/dim]")
                 continue
-            with render.progress_bar(spec, units, not quiet) as update:
+            with render.progress_bar(spec, units, not quiet, plain=cluster is not None) as update:
                 rep, stats = run(spec, r, update)
             rep.spec = spec
             if not quiet:  # one line per protocol, also when stderr is not a terminal

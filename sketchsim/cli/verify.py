@@ -129,7 +129,9 @@ def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, clust
             + (f"; finished shards kept in {state_dir}" if state_dir else "")
             + "[/dim]"
         )
-        with render.progress_bar(f"verify {construction} (shards)", 1, not quiet) as update:
+        with render.progress_bar(
+            f"verify {construction} (shards)", 1, not quiet, plain=True
+        ) as update:
             return verify_on_cluster(
                 client, m, n, construction, beta, causal, state_dir, progress=update
             )

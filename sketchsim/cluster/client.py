@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sketchsim.errors import SketchsimError
+from sketchsim.futures import WORKER_TIMEOUT_S, completed, dask_failure
+from sketchsim.machine import package_digest
 from sketchsim.results import read_json, write_json_atomic
 
 __all__ = [
@@ -29,7 +31,12 @@ __all__ = [
     "run_shards",
     "worker_threads",
     "INSTALL_HINT",
+    "STATE_FORMAT",
 ]
+
+#: Version of the state directory's layout, part of every state key: a state made
+#: by another layout or another sketchsim source is refused, never misread.
+STATE_FORMAT = 2
 
 INSTALL_HINT = "pip install 'sketchsim[cluster]'"
 
@@ -63,6 +70,7 @@ class ClusterSpec:
     kind: str
     workers: int = 0
     address: str = ""
+    timeout: float = WORKER_TIMEOUT_S
 
     def describe(self) -> str:
         """Human-readable form for reports."""
@@ -111,14 +119,24 @@ def _require_distributed():
 
 
 @contextmanager
-def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iterator:
+def connect(
+    spec: ClusterSpec, log: Callable[[str], None] | None = None, need_torch: bool = False
+) -> Iterator:
     """Open a Dask ``Client`` for ``spec``; closes it (and a local cluster) on exit.
+
+    Waits up to ``spec.timeout`` seconds for a first worker, then checks every
+    worker's environment (the same sketchsim version; torch when ``need_torch``).
+    Inside the block, a lost scheduler, workers killed too often or a cancelled
+    task end as one :class:`~sketchsim.errors.SketchsimError` line saying what
+    to do; finished work stays in the state directory or result file.
 
     Parameters
     ----------
     spec : ClusterSpec
     log : callable, optional
-        Receives one line naming the cluster and its dashboard link.
+        Receives one line naming the cluster (and its dashboard, when bokeh is installed).
+    need_torch : bool
+        Refuse workers that cannot import torch (training runs).
     """
     distributed = _require_distributed()
     timeout = connect_timeout()
@@ -129,8 +147,8 @@ def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iter
                 n_workers=spec.workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=":0",
-                silence_logs=40,
+                dashboard_address=":0" if _has_bokeh() else None,
+                silence_logs=50,  # workers' heartbeat errors after a failure are not ours
                 # one task per single-threaded process: no nested numba/torch threads
                 env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
             )
@@ -145,15 +163,78 @@ def connect(spec: ClusterSpec, log: Callable[[str], None] | None = None) -> Iter
         raise SketchsimError(
             f"cannot reach the Dask scheduler at {spec.describe()} within {timeout:g} s: {exc}"
         ) from None
+    client.sketchsim_timeout = spec.timeout
     try:
+        _wait_for_workers(client, spec)
+        _check_workers(client, need_torch)
         if log is not None:
             n = len(client.scheduler_info().get("workers", {}))
-            log(f"cluster {spec.describe()}: {n} workers, dashboard {client.dashboard_link}")
+            board = f", dashboard {client.dashboard_link}" if _has_bokeh() else ""
+            log(f"cluster {spec.describe()}: {n} workers{board}")
         yield client
+    except SketchsimError:
+        raise
+    except Exception as exc:
+        translated = dask_failure(exc, spec)
+        if translated is None:
+            raise
+        raise translated from None
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        _quiet_close(client, cluster)
+
+
+def _has_bokeh() -> bool:
+    """Dask serves its dashboard only with bokeh installed: no link without it."""
+    from importlib.util import find_spec
+
+    return find_spec("bokeh") is not None
+
+
+def _quiet_close(client, cluster) -> None:
+    """Close the client and a local cluster; a dead scheduler makes closing fail, not us."""
+    for obj in (client, cluster):
+        if obj is None:
+            continue
+        try:
+            obj.close()
+        except Exception:  # noqa: BLE001 - closing a connection to a dead scheduler
+            pass
+
+
+def _wait_for_workers(client, spec: ClusterSpec) -> None:
+    try:
+        client.wait_for_workers(1, timeout=spec.timeout)
+    except TimeoutError:
+        raise SketchsimError(
+            f"no Dask worker joined {spec.describe()} within {spec.timeout:g} s; start "
+            "workers (dask worker ADDRESS) or raise the timeout",
+            param="cluster_timeout",
+        ) from None
+
+
+def _worker_environment() -> dict:
+    """What :func:`connect` checks on each worker (runs there)."""
+    from importlib.util import find_spec
+
+    import sketchsim
+
+    return {"sketchsim": sketchsim.__version__, "torch": find_spec("torch") is not None}
+
+
+def _check_workers(client, need_torch: bool) -> None:
+    import sketchsim
+
+    for worker, env in sorted(client.run(_worker_environment).items()):
+        if env["sketchsim"] != sketchsim.__version__:
+            raise SketchsimError(
+                f"worker {worker} runs sketchsim {env['sketchsim']}, this client "
+                f"{sketchsim.__version__}: install the same version on every worker"
+            )
+        if need_torch and not env["torch"]:
+            raise SketchsimError(
+                f"worker {worker} cannot import torch, which training needs: "
+                "pip install 'sketchsim[torch]' on every worker"
+            )
 
 
 def worker_threads(client) -> int:
@@ -238,9 +319,8 @@ def run_shards(
     retries : int
         Dask retries a task whose worker died this many times.
     """
-    from distributed import as_completed
-
     n = len(shards)
+    key = {**key, "state_format": STATE_FORMAT, "code": package_digest()}
     state = Path(state_dir) if state_dir is not None else None
     done = _open_state(state, key, n) if state is not None else {}
     digest = _key_digest(key)
@@ -255,7 +335,7 @@ def run_shards(
         fut = client.submit(_one_thread, fn, *shards[i], pure=False, retries=retries)
         futures[fut] = i
     finished = n - len(pending)
-    for fut in as_completed(futures):
+    for fut in completed(client, futures):
         i = futures[fut]
         value = fut.result()
         results[i] = value

@@ -46,6 +46,7 @@ import numpy as np
 
 from sketchsim import config
 from sketchsim.errors import FamilyError, PluginError, SketchsimError
+from sketchsim.futures import completed
 from sketchsim.sketch.fingerprint import answer_hashes
 
 __all__ = [
@@ -67,9 +68,14 @@ CANDIDATES = 8
 class TranscriptJob:
     """What a worker needs to rebuild the family, the protocol and its engine.
 
-    Specs are passed as text (file plug-ins with absolute paths) and resolved on
-    the worker; ``identity`` is the client's protocol source identity, checked
-    there, so a worker never measures another version of a plug-in.
+    Specs are passed as text and resolved on the worker.  A plug-in given as a
+    file travels with the job (``family_source``, ``protocol_source``: its file
+    name and bytes): the worker writes it under its own temporary folder, keyed
+    by the content's hash, and never opens the client's path, so the run works
+    on machines that do not share the client's files.  ``identity`` is the
+    client's protocol source identity, checked there, so a worker never measures
+    another version of a plug-in.  A file plug-in must be self-contained (install
+    a plug-in that imports sibling files as a package on the workers).
     """
 
     family_spec: str
@@ -82,6 +88,8 @@ class TranscriptJob:
     mode: str
     inputs: int
     buckets: int
+    family_source: tuple | None = None
+    protocol_source: tuple | None = None
 
     def cache_key(self) -> tuple:
         return (
@@ -108,12 +116,39 @@ class ClusterLayout:
         return len(self.shards)
 
 
-def portable_spec(spec: str) -> str:
-    """``spec`` with a relative ``path/file.py`` head made absolute (workers may run elsewhere)."""
-    head, sep, rest = spec.partition(":")
-    if head.strip().endswith(".py"):
-        return str(Path(head.strip()).resolve()) + sep + rest
-    return spec
+def shipped_source(spec: str) -> tuple | None:
+    """``(file name, bytes)`` of a ``path/file.py:NAME`` spec's file, or None for other specs."""
+    head = spec.partition(":")[0].strip()
+    if not head.endswith(".py"):
+        return None
+    path = Path(head)
+    try:
+        return path.name, path.read_bytes()
+    except OSError as exc:
+        raise PluginError(f"cannot read plug-in file {head}: {exc.strerror or exc}") from None
+
+
+def worker_spec(spec: str, source: tuple | None) -> str:
+    """``spec`` with its file head replaced by a worker-local copy of ``source``.
+
+    The copy lives in ``<tmp>/sketchsim-plugins/<sha256 prefix>/<name>``, written
+    once per content (atomically), so equal content is shared and a changed file
+    never reuses an old copy.
+    """
+    if source is None:
+        return spec
+    import tempfile
+
+    from sketchsim.results import atomic_path
+
+    name, content = source
+    _, sep, rest = spec.partition(":")
+    digest = hashlib.sha256(content).hexdigest()[:32]
+    path = Path(tempfile.gettempdir()) / "sketchsim-plugins" / digest / name
+    if not path.exists() or path.read_bytes() != content:
+        with atomic_path(path, suffix=".py") as tmp:
+            tmp.write_bytes(content)
+    return str(path) + sep + rest
 
 
 def answers_range(family, lo: int, hi: int) -> np.ndarray:
@@ -211,14 +246,14 @@ def _prepare(job: TranscriptJob):
     from sketchsim.sketch.plugins import resolve
     from sketchsim.sketch.transcript import check_family
 
-    ftype, fparams, _ = resolve_family(job.family_spec)
+    ftype, fparams, _ = resolve_family(worker_spec(job.family_spec, job.family_source))
     family = ftype.make(job.q, job.s, job.seed, fparams)
     if family_digest(family) != job.family_digest:
         raise FamilyError(
             f"family {job.family_spec} on worker {_worker_name()} builds other tokens than "
             "the client's: install the same version"
         )
-    r = resolve(job.protocol_spec)
+    r = resolve(worker_spec(job.protocol_spec, job.protocol_source))
     if r.identity != job.identity:
         raise PluginError(
             f"protocol {job.protocol_spec} on worker {_worker_name()} differs from the "
@@ -545,8 +580,6 @@ def measure_on_cluster(
         The report, identical to the single process's (``seconds`` aside), and
         cluster statistics (tasks, buckets, bytes shuffled, worker start-up).
     """
-    from distributed import as_completed
-
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.measure import entropy_bits
     from sketchsim.sketch.transcript import check_family, protocol_report
@@ -561,16 +594,18 @@ def measure_on_cluster(
     start = time.perf_counter()
     cut = layout(inputs, workers)
     job = TranscriptJob(
-        portable_spec(family_spec),
+        family_spec,
         family.q,
         family.s,
         family.seed,
-        portable_spec(spec),
+        spec,
         resolved.identity,
         family_digest(family),
         mode,
         inputs,
         cut.buckets,
+        family_source=shipped_source(family_spec),
+        protocol_source=shipped_source(spec),
     )
     ordered = inputs <= config.CLUSTER_TRANSCRIPT_ORDERED_MAX
     total_tasks = cut.map_tasks + cut.buckets
@@ -610,7 +645,7 @@ def measure_on_cluster(
         map_seconds = reduce_seconds = 0.0
         maps_done_at = start
         buckets: list = [None] * cut.buckets
-        for fut in as_completed(futures):
+        for fut in completed(client, futures):
             value = fut.result()
             if kinds[fut.key] == "map":
                 if "error" in value:

@@ -439,7 +439,8 @@ def _write_report(
         "|---|---|---|---|",
     ]
     lines += [f"| {r.claim} | {r.paper} | {r.measured} | {r.agrees} |" for r in rows]
-    lines += ["", "Plots: `sweep_witness.png`, `sweep_ood.png`. JSON: one file per step."]
+    plots = ", ".join(f"`{p.name}`" for p in sorted(out.glob("sweep_*.png"))) or "none"
+    lines += ["", f"Plots: {plots}. JSON: one file per step."]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     write_json_atomic(
         out / "report.json",

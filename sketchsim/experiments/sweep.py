@@ -354,7 +354,9 @@ def _hold(split: Split) -> Split:
 
 def _run_on_cluster(client, specs, data, rows, device, save, progress, retries) -> None:
     """Submit every unfinished run; store each row and save as it completes."""
-    from distributed import KilledWorker, as_completed
+    from distributed import KilledWorker
+
+    from sketchsim.futures import completed
 
     resources = task_resources(client, device)
     # each distinct split goes to the cluster once, as a task rather than scattered data:
@@ -385,7 +387,7 @@ def _run_on_cluster(client, specs, data, rows, device, save, progress, retries) 
     finished = len(specs) - len(futures)
     if progress:
         progress(finished, len(specs))
-    for fut in as_completed(futures):
+    for fut in completed(client, futures):
         k = futures[fut]
         try:
             rows[k] = fut.result()

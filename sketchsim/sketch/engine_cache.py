@@ -34,14 +34,13 @@ import os
 import sys
 from pathlib import Path
 
+from sketchsim.machine import package_digest
 from sketchsim.results import atomic_path
 from sketchsim.sketch import loop as engine_loop
 
 __all__ = ["CACHE_DIR_ENV", "cache_dir", "cached_loop"]
 
 CACHE_DIR_ENV = "SKETCHSIM_CACHE_DIR"
-
-_PACKAGE_DIGEST: bytes | None = None
 
 
 def cache_dir() -> Path | None:
@@ -67,18 +66,6 @@ def _global_name(fn) -> tuple[str, str] | None:
     if module is None or getattr(module, py.__name__, None) is not fn:
         return None
     return py.__module__, py.__name__
-
-
-def _package_digest() -> bytes:
-    global _PACKAGE_DIGEST
-    if _PACKAGE_DIGEST is None:
-        root = Path(__file__).resolve().parents[1]
-        h = hashlib.sha256()
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode())
-            h.update(path.read_bytes())
-        _PACKAGE_DIGEST = h.digest()
-    return _PACKAGE_DIGEST
 
 
 def _module_text(names) -> str:
@@ -111,7 +98,7 @@ def cached_loop(emit, update, answer):
     if folder is None:
         return None
     text = _module_text(names)
-    h = hashlib.sha256(_package_digest())
+    h = hashlib.sha256(package_digest().encode())
     for source in sorted({inspect.getsourcefile(f.py_func) for f in funcs}):
         h.update(Path(source).read_bytes())
     h.update(text.encode())

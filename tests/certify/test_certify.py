@@ -171,6 +171,10 @@ def test_cli_witness_certify_bound(tmp_path):
     assert res.exit_code == 0, res.output
     rows = json.loads(bj.read_text())["rows"]
     assert [r["m"] for r in rows] == [10, 11, 12] and rows[2]["exact_rank"] == 4096
+    res = run(main, ["bound", "--m", "3", "--to", "4", "--json", str(bj)])
+    assert res.exit_code == 0, res.output
+    for row in json.loads(bj.read_text())["rows"]:  # bisected over all 2^(3m) inputs
+        assert 0 < row["exact_softmax_threshold"] <= row["softmax_sufficient"]
     res = run(main, ["codes", "--m", "24", "--kind", "golay-octads"])
     assert res.exit_code == 0 and "759" in res.output
 

@@ -1,8 +1,10 @@
 """``transcript`` on a Dask cluster: the same report as one process, robust to worker death."""
 
+import importlib.util
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -287,7 +289,9 @@ def test_cli_same_json_with_and_without_cluster(client, tmp_path, mode):
     address = client.scheduler.address  # the warm workers of this module's cluster
     res = _cli(*base, "--json", str(many), "--quiet", "--cluster", address)
     assert res.exit_code == 0, res.output
-    assert "map tasks" in res.output and "dashboard" in res.output  # the estimate, the link
+    assert "map tasks" in res.output  # the estimate
+    # the dashboard link only where Dask can serve it (bokeh installed)
+    assert ("dashboard" in res.output) == (importlib.util.find_spec("bokeh") is not None)
     data = json.loads(many.read_text())
     assert data["cluster"] == {"address": address, "worker_threads": 2}
     assert data["protocols"][0]["cluster"]["map_tasks"] >= 1
@@ -375,3 +379,26 @@ def test_a_worker_with_another_family_version_refuses(tmp_path):
     good = TranscriptJob("hard", 3, 2, 1, "block-counts", r.identity, family_digest(fam),
                          "exhaustive", 27, 2)  # fmt: skip
     assert _prepare(good)[0].q == 3
+
+
+def test_workers_use_the_shipped_plugin_source_not_the_clients_path(tmp_path):
+    """A file plug-in travels with the job: the worker's copy resolves after the client's
+    file is gone, under the worker's own temporary folder, with the client's identity."""
+    import shutil
+
+    from sketchsim.cluster.transcript import shipped_source, worker_spec
+    from sketchsim.sketch.plugins import resolve
+
+    client_dir = tmp_path / "client"
+    client_dir.mkdir()
+    mine = client_dir / "mine.py"
+    shutil.copy(Path(__file__).parents[1] / "protocol_examples.py", mine)
+    spec = f"{mine}:py-counts:unused=3"
+    identity = resolve(spec).identity
+    source = shipped_source(spec)
+    assert source[0] == "mine.py" and source[1] == mine.read_bytes()
+    shutil.rmtree(client_dir)  # the worker's machine does not have the client's files
+    local = worker_spec(spec, source)
+    assert str(client_dir) not in local and local.endswith("mine.py:py-counts:unused=3")
+    assert resolve(local).identity == identity
+    assert worker_spec("kernel:bits=3", None) == "kernel:bits=3"

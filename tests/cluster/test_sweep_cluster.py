@@ -1,5 +1,6 @@
 """Sweeps on a Dask cluster: same JSON as in-process, resumable, robust to worker death."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -58,7 +59,8 @@ def test_cli_sweep_gives_the_same_json_with_and_without_cluster(address, tiny_pa
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(main, _sweep_args(tiny_path, many, *grid, "--cluster", address))
     assert res.exit_code == 0, res.output
-    assert "dashboard" in res.output and "/status" in res.output
+    assert "workers" in res.output  # the cluster line; the link only with bokeh installed
+    assert ("/status" in res.output) == (importlib.util.find_spec("bokeh") is not None)
     a, b = json.loads(one.read_text()), json.loads(many.read_text())
     assert b["complete"] and len(b["runs"]) == 3
     assert {r["trained_on"] for r in b["runs"]} == {"family", "random"}
