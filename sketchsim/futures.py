@@ -40,13 +40,15 @@ def dask_failure(exc: BaseException, spec=None) -> SketchsimError | None:
     return None
 
 
-def completed(client, futures, timeout: float | None = None) -> Iterator:
+def completed(client, futures, timeout: float | None = None, raise_errors: bool = True) -> Iterator:
     """Yield ``futures`` as they finish, like ``distributed.as_completed``, without hanging.
 
     While no future finishes, the scheduler is polled: when the cluster has had
     no worker for ``timeout`` seconds (default: the ``--cluster-timeout`` of
     :func:`connect`), or a task raised, the run stops with one line.  A task that
     raised a :class:`~sketchsim.errors.SketchsimError` re-raises it as is.
+    With ``raise_errors=False`` failed futures are yielded too (the caller's
+    ``fut.result()`` raises, and it words the error itself).
     """
     import time
 
@@ -72,7 +74,7 @@ def completed(client, futures, timeout: float | None = None) -> Iterator:
                 ) from None
             continue
         for fut in done:
-            if fut.status == "error":
+            if fut.status == "error" and raise_errors:
                 err = fut.exception()
                 if isinstance(err, SketchsimError) or dask_failure(err) is not None:
                     raise err

@@ -100,8 +100,12 @@ def torch_facts() -> dict:
     return facts
 
 
-def numba_facts() -> dict:
-    """numba's version, the CPU it compiles for, its threads and its cache folder."""
+def numba_facts(paths: bool = False) -> dict:
+    """numba's version, the CPU it compiles for, its threads and its cache folder.
+
+    ``paths``: include the cache folder's path (``sketchsim info``); result files
+    record only where it came from, never a machine path.
+    """
     from numba import config
     from numba.core.registry import cpu_target
 
@@ -109,25 +113,29 @@ def numba_facts() -> dict:
 
     chosen = numba_cache.choice()
     codegen = cpu_target.target_context.codegen()
-    return {
+    facts = {
         "version": _dist("numba"),
         "target_cpu": codegen._get_host_cpu_name(),
         "threads": config.NUMBA_NUM_THREADS,
         "threading_layer": config.THREADING_LAYER,
-        "cache_dir": chosen.path,
         "cache_source": chosen.source,
         "cache_writable": chosen.path is not None and numba_cache.writable(chosen.path),
         "jit_disabled": bool(config.DISABLE_JIT),
     }
+    if paths:
+        facts["cache_dir"] = chosen.path
+    return facts
 
 
-def machine_facts(loaded_only: bool = True) -> dict:
+def machine_facts(loaded_only: bool = True, paths: bool = False) -> dict:
     """CPU model and count, which kernels torch and numba chose, threads, the knobs set.
 
     Parameters
     ----------
     loaded_only : bool
         Describe torch and numba only when this process has imported them.
+    paths : bool
+        Include machine paths (numba's cache folder): for ``sketchsim info`` only.
     """
     facts = {
         "cpu": cpu_model(),
@@ -139,7 +147,7 @@ def machine_facts(loaded_only: bool = True) -> dict:
     if hasattr(os, "sched_getaffinity"):
         facts["usable_cpus"] = len(os.sched_getaffinity(0))
     if not loaded_only or "numba" in sys.modules:
-        facts["numba"] = numba_facts()
+        facts["numba"] = numba_facts(paths)
     if not loaded_only or "torch" in sys.modules:
         facts["torch"] = torch_facts()
     return facts

@@ -6,7 +6,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "sketchsim"
 #: Lower layers first; a module may import its own layer and those before it.
 LAYERS = ["minip", "heads", "sketch", "certify", "experiments", "cluster", "api", "cli"]
-TOP = {"errors", "config", "results", "machine", "numba_cache", "estimates", "__init__", "__main__"}
+TOP = {
+    "errors",
+    "config",
+    "results",
+    "machine",
+    "numba_cache",
+    "estimates",
+    "futures",
+    "__init__",
+    "__main__",
+}
 
 
 def _modules() -> dict:

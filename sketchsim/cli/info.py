@@ -41,7 +41,7 @@ def info(json_path):
 
     facts = {
         "versions": versions(loaded_only=False),
-        "machine": machine_facts(loaded_only=False),
+        "machine": machine_facts(loaded_only=False, paths=True),
         "engine_cache_dir": str(cache_dir()) if cache_dir() else None,
         "cluster": _cluster_facts(),
     }

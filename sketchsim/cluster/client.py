@@ -147,7 +147,7 @@ def connect(
                 n_workers=spec.workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=":0" if _has_bokeh() else None,
+                dashboard_address=":0",  # served only with bokeh; the link is shown then
                 silence_logs=50,  # workers' heartbeat errors after a failure are not ours
                 # one task per single-threaded process: no nested numba/torch threads
                 env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},

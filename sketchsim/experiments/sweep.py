@@ -387,7 +387,7 @@ def _run_on_cluster(client, specs, data, rows, device, save, progress, retries) 
     finished = len(specs) - len(futures)
     if progress:
         progress(finished, len(specs))
-    for fut in completed(client, futures):
+    for fut in completed(client, futures, raise_errors=False):
         k = futures[fut]
         try:
             rows[k] = fut.result()

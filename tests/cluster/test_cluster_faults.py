@@ -19,7 +19,9 @@ from sketchsim.futures import completed, dask_failure  # noqa: E402
 @pytest.fixture(scope="module")
 def empty():
     """A scheduler no worker ever joins (in this process: cheap to start)."""
-    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=0, processes=False, protocol="tcp", dashboard_address=":0"
+    ) as cluster:
         yield cluster.scheduler_address
 
 
@@ -60,7 +62,7 @@ def _boom(kind):
 
 
 def test_a_task_error_is_one_line_and_ours_pass_through():
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
         from distributed import Client
 
         with Client(cluster) as client:
@@ -79,7 +81,7 @@ def test_dask_failures_are_worded_with_what_to_do():
     lost = dask_failure(CommClosedError("in <TCP>"), ClusterSpec("remote", address="tcp://h:1"))
     assert "lost the Dask scheduler at tcp://h:1" in str(lost) and "run the same" in str(lost)
     assert "lost the Dask scheduler" in str(dask_failure(CancelledError()))
-    assert "allowed-failures" in str(dask_failure(KilledWorker("k", "w")))
+    assert "allowed-failures" in str(dask_failure(KilledWorker("k", "w", 3)))
     assert dask_failure(ValueError("ours")) is None  # not Dask's: left alone
 
 
