@@ -76,7 +76,13 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
     help="ood: test accuracy that the 95% interval's lower end must reach at the transition "
     "(default 0.95).",
 )
-@click.option("--steps", type=int, default=None, help="Training steps cap. " + PLAN_DEFAULT)
+@click.option(
+    "--steps",
+    type=int,
+    default=None,
+    help="Training steps cap of every model. Default: the suite's plan (ood: 1,000, softmax "
+    "2,000, each chosen on validation).",
+)
 @click.option(
     "--lr",
     default=None,
@@ -180,6 +186,7 @@ def sweep(
         scales=scales,
         accuracy=accuracy,
         steps=steps,
+        softmax_steps=steps,
         lrs=tuple(_floats(lr, "--lr")) if lr else None,
         loss=loss,
         stop_below=stop_below,

@@ -16,7 +16,7 @@ def test_reproduce_tiny_settings(tmp_path):
             seeds=3, softmax_seeds=3, steps=5, ranks=(1, 9), triples=50
         ),
         ood=default_plan("ood").with_(
-            seeds=3, softmax_seeds=3, steps=5, ranks=(1,), scales="4:6:20"
+            seeds=3, softmax_seeds=3, steps=5, softmax_steps=5, ranks=(1,), scales="4:6:20"
         ),
         samples=200,
         bound_to=8,
@@ -63,7 +63,7 @@ def test_quick_mode_prints_no_verdict_it_cannot_support(tmp_path):
     quick = Settings.of(quick=True)
     tiny = Settings(
         witness=quick.witness.with_(steps=5, ranks=(1, 9), triples=50),
-        ood=quick.ood.with_(steps=5, ranks=(1,), scales="4:6:20"),
+        ood=quick.ood.with_(steps=5, softmax_steps=5, ranks=(1,), scales="4:6:20"),
         samples=200,
         bound_to=8,
     )
