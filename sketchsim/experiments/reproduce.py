@@ -328,6 +328,13 @@ def _ood_transition_row(summary: list[dict], plan, transition: dict) -> Row:
             + "; ".join(cells)
         )
     grows = [f for f, ranks in found.items() if _grows(ranks)]
+    from sketchsim.experiments.sweep import transition
+
+    means = transition(summary, plan.accuracy)  # where the seed means alone cross
+    parts.append(
+        "seed means cross it at r = "
+        + ", ".join(f"{r if r is not None else 'none'}" for r in means.values())
+    )
     return Row(
         f"OOD transition point (smallest r whose 95% interval of test accuracy clears "
         f"{plan.accuracy:g})",

@@ -42,7 +42,7 @@ def test_the_row_names_the_rank_and_interval_per_scale_and_says_yes_when_it_grow
     assert row.measured == (
         "elu1 (mean and 95% interval of 3 seeds, r = 4-64): "
         "8:64:100: r = 16 (0.970, 0.960-0.980); 10:128:100: r = 64 (0.970, 0.960-0.980); "
-        "12:256:100: r = 64 (0.961, 0.951-0.971)"
+        "12:256:100: r = 64 (0.961, 0.951-0.971) / seed means cross it at r = 16, 16, 64"
     )
     assert row.agrees.startswith("yes (elu1)")
 
