@@ -26,6 +26,7 @@ __all__ = [
     "machine_facts",
     "portable_argv",
     "package_digest",
+    "portable_value",
 ]
 
 #: Environment variables that change which kernels run or how many threads they use.
@@ -161,6 +162,21 @@ def _portable(arg: str, cwd: Path) -> str:
         return str(path.relative_to(cwd))
     except ValueError:
         return f"<outside>/{path.name}"
+
+
+def portable_value(value, cwd: str | os.PathLike | None = None):
+    """``value`` with every absolute path string made portable (as in :func:`portable_argv`).
+
+    Walks lists, tuples and dicts; other values are returned as they are.
+    """
+    cwd = Path(os.getcwd() if cwd is None else cwd).resolve()
+    if isinstance(value, str):
+        return _portable(value, cwd)
+    if isinstance(value, list | tuple):
+        return [portable_value(v, cwd) for v in value]
+    if isinstance(value, dict):
+        return {k: portable_value(v, cwd) for k, v in value.items()}
+    return value
 
 
 def portable_argv(argv: list[str] | None = None, cwd: str | os.PathLike | None = None) -> list:

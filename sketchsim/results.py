@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sketchsim.errors import SketchsimError
-from sketchsim.machine import machine_facts, portable_argv, versions
+from sketchsim.machine import machine_facts, portable_argv, portable_value, versions
 
 __all__ = [
     "versions",
@@ -96,7 +96,7 @@ def result_payload(command: str, params: dict, result: dict) -> dict:
     return {
         **result,
         "command": command,
-        "parameters": params,
+        "parameters": portable_value(params),
         "versions": versions(),
         "machine": machine_facts(),
         "argv": portable_argv(),

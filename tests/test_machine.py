@@ -51,8 +51,9 @@ def test_result_files_record_the_machine_and_no_paths(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["/usr/bin/sketchsim", "--json", str(tmp_path / "r.json")])
     import numba  # noqa: F401  (loaded: described)
 
-    payload = result_payload("x", {}, {"value": 1})
+    payload = result_payload("x", {"path": str(tmp_path / "f.npz"), "n": [1, "/a/b.png"]}, {})
     assert payload["argv"] == ["sketchsim", "--json", "r.json"]
+    assert payload["parameters"] == {"path": "f.npz", "n": [1, "<outside>/b.png"]}
     facts = payload["machine"]
     assert facts["cpu"] and facts["cpu_count"] >= 1
     assert facts["numba"]["target_cpu"] and facts["numba"]["threads"] >= 1

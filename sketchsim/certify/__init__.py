@@ -3,20 +3,35 @@
 ``chains`` computes the gap-domination factors ``rho`` and best chain
 products, ``witness`` builds and stores length-3 families from codes, and
 ``certificate`` turns any length-3 family into a bound on the feature rank of
-every normalized nonnegative kernel head that solves it.
+every normalized nonnegative kernel head that solves it; ``proof`` writes that
+bound's proof object and ``check`` re-verifies one with exact rationals.  The
+names below are imported on first use, so ``check`` (standard library only)
+runs without loading numba.
 """
 
-from sketchsim.certify.certificate import Certificate, certify
-from sketchsim.certify.chains import best_chain_product, rho
-from sketchsim.certify.witness import Family, build_witness, load_family, save_family
+_LAZY = {
+    "Certificate": "sketchsim.certify.certificate",
+    "certify": "sketchsim.certify.certificate",
+    "best_chain_product": "sketchsim.certify.chains",
+    "rho": "sketchsim.certify.chains",
+    "Family": "sketchsim.certify.witness",
+    "build_witness": "sketchsim.certify.witness",
+    "load_family": "sketchsim.certify.witness",
+    "save_family": "sketchsim.certify.witness",
+}
 
-__all__ = [
-    "Certificate",
-    "certify",
-    "best_chain_product",
-    "rho",
-    "Family",
-    "build_witness",
-    "load_family",
-    "save_family",
-]
+__all__ = list(_LAZY)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'sketchsim.certify' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -22,6 +22,7 @@ COMMANDS = {
     "ablation": "ablation",
     "bound": "certify",
     "certify": "certify",
+    "check-certificate": "certify",
     "codes": "certify",
     "families": "frontier",
     "frontier": "frontier",
@@ -41,6 +42,8 @@ SHORT_HELP = {
     "bound": "Best certified rank bound per m, its growth, the 2^m endpoint and softmax "
     "temperatures.",
     "certify": "Certified lower bound on the feature rank r for a length-3 family file.",
+    "check-certificate": "Re-verify a certificate file with exact rationals; print the bound it "
+    "proves.",
     "codes": "Build a constant-weight code and print its size, weight and minimum distance.",
     "families": "List every input family found: built-ins, installed plug-ins.",
     "frontier": "Smallest parameter value correct on every input, per (q, s), against the bound.",

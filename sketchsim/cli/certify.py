@@ -154,7 +154,14 @@ def witness(m, kind, codewords, complements, chains, both_orders, seed, out, jso
     help="Certify only heads whose maps ignore position (one order suffices).",
 )
 @click.option("--json", "json_path", type=OutputPath())
-def certify(path, eps_list, position_independent, json_path):
+@click.option(
+    "--certificate",
+    "proof_path",
+    type=OutputPath((".json",)),
+    help="Write the proof at the limit eps -> 1/2 (family, pairs, every chain) for "
+    "`sketchsim check-certificate`.",
+)
+def certify(path, eps_list, position_independent, json_path, proof_path):
     """Certified lower bound on the feature rank r for a length-3 family file."""
     from sketchsim.api import certify as run_certify
     from sketchsim.certify import load_family
@@ -193,6 +200,51 @@ def certify(path, eps_list, position_independent, json_path):
             "position_independent": position_independent,
         }
         write_json_atomic(json_path, result_payload("certify", params, cert.to_dict()))
+    if proof_path:
+        from sketchsim.certify.proof import certificate_proof
+
+        proof = certificate_proof(family, positional=not position_independent)
+        write_json_atomic(proof_path, proof)
+        render.console.print(
+            f"certificate written to {proof_path}: {proof['claimed']['pairs']} pairs, "
+            f"{len(proof['chains']):,} chains, r >= {proof['claimed']['certified_rank']} "
+            "(check it with `sketchsim check-certificate`)"
+        )
+
+
+@main.command("check-certificate")
+@click.argument("path", type=click.Path(dir_okay=False))
+def check_certificate(path):
+    """Re-verify a certificate file with exact rationals; print the bound it proves.
+
+    Independent of the code that wrote it (sketchsim/certify/check.py imports only
+    the standard library). Exit 0 when every step holds; exit 1 naming the first
+    step that does not; exit 2 when the file is not a certificate.
+    """
+    import sys
+
+    from sketchsim.certify.check import (
+        CertificateInvalid,
+        CertificateMalformed,
+        load_certificate,
+    )
+    from sketchsim.certify.check import (
+        check_certificate as run_check,
+    )
+
+    try:
+        checked = run_check(load_certificate(path))
+    except CertificateMalformed as exc:
+        raise SketchsimError(str(exc)) from None
+    except CertificateInvalid as exc:
+        click.echo(f"REJECTED: {exc}", err=True)
+        sys.exit(1)
+    kind = "strictly below 1/2" if checked.strict else f"at most {checked.eps}"
+    render.console.print(
+        f"valid: {checked.pairs} pairs, {checked.chains:,} chains checked; every head with "
+        f"error {kind} has r >= {checked.rank} (bound {checked.bound} = "
+        f"{float(checked.bound):.4f})"
+    )
 
 
 #: Widest m at which ``bound`` bisects the exact softmax threshold (2^(3m) inputs each try).
