@@ -24,6 +24,7 @@ __all__ = [
     "frontier",
     "certify",
     "sweep",
+    "audit",
     "reproduce",
 ]
 
@@ -159,6 +160,7 @@ def sweep(
     family=None,
     client=None,
     progress: Callable[[int, int], None] | None = None,
+    save_weights=None,
 ):
     """Train the heads of a plan (default: reproduce's OOD plan) and summarize them.
 
@@ -176,6 +178,8 @@ def sweep(
         Run the training runs as Dask tasks.
     progress : callable, optional
         ``progress(done, total)`` after each run.
+    save_weights : path-like, optional
+        Keep every head trained (not resumed) in this folder for :func:`audit`.
 
     Returns
     -------
@@ -188,7 +192,20 @@ def sweep(
 
     if plan is None or isinstance(plan, str):
         plan = default_plan(plan or "ood")
-    return run_plan(plan, path, resume, device, family, client, progress)
+    return run_plan(plan, path, resume, device, family, client, progress, save_weights)
+
+
+def audit(folder) -> list[dict]:
+    """Bit audit of the heads a sweep kept (``save_weights``): accuracy per bits of state.
+
+    See :mod:`sketchsim.experiments.audit`.
+    """
+    from sketchsim.experiments import require_torch
+
+    require_torch()
+    from sketchsim.experiments.audit import audit_dir
+
+    return audit_dir(folder)
 
 
 def reproduce(

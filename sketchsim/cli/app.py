@@ -20,6 +20,7 @@ from sketchsim.errors import SketchsimError
 #: Command name -> module of ``sketchsim.cli`` that registers it on :data:`main`.
 COMMANDS = {
     "ablation": "ablation",
+    "audit": "experiments",
     "bound": "certify",
     "certify": "certify",
     "check-certificate": "certify",
@@ -39,6 +40,7 @@ COMMANDS = {
 #: The first paragraph of each command's help, for the command list of ``--help``.
 SHORT_HELP = {
     "ablation": "The softmax ablation on the witness family, or a validation screen (torch extra).",
+    "audit": "Bits of attention state each trained head uses (heads kept by sweep --save-weights).",
     "bound": "Best certified rank bound per m, its growth, the 2^m endpoint and softmax "
     "temperatures.",
     "certify": "Certified lower bound on the feature rank r for a length-3 family file.",

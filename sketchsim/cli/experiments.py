@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 from rich.table import Table
@@ -135,6 +136,12 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 @click.option("--plot", "plot_path", type=OutputPath((".png",)), help="PNG of the metric vs r.")
 @click.option("--resume", is_flag=True, help="Skip runs already in --json.")
 @click.option("--allow-large", is_flag=True, help="Go past the size limits.")
+@click.option(
+    "--save-weights",
+    "weights_dir",
+    type=OutputPath(directory=True),
+    help="Keep every head trained here for `sketchsim audit` (not with --cluster).",
+)
 @cluster_option
 def sweep(
     suite,
@@ -161,6 +168,7 @@ def sweep(
     plot_path,
     resume,
     allow_large,
+    weights_dir,
     cluster,
 ):
     """Train heads over feature ranks and seeds; compare with the certified bound.
@@ -176,6 +184,8 @@ def sweep(
 
     if resume and not json_path:
         raise click.UsageError("--resume needs --json PATH")
+    if weights_dir and cluster is not None:
+        raise click.UsageError("--save-weights keeps heads trained in this process, not --cluster")
     _one_thread_on_cluster(cluster, threads)
     plan = default_plan(suite).with_(
         ranks=tuple(_ints(ranks, "--ranks")) if ranks else None,
@@ -202,7 +212,15 @@ def sweep(
     )
     with _cluster_client(cluster, device) as client:
         with render.progress_bar(f"sweep {suite}", 1, plain=client is not None) as update:
-            result = run_sweep(plan, json_path, resume, device, client=client, progress=update)
+            result = run_sweep(
+                plan,
+                json_path,
+                resume,
+                device,
+                client=client,
+                progress=update,
+                save_weights=weights_dir,
+            )
     _render(result, json_path, plot_path)
 
 
@@ -373,3 +391,79 @@ def reproduce(quick, out_dir, device, threads, cluster):
         color = "green" if r.agrees == "yes" else ("red" if r.agrees == "NO" else "yellow")
         table.add_row(r.claim, r.paper, r.measured, f"[{color}]{r.agrees}[/{color}]")
     render.console.print(table)
+
+
+@main.command()
+@click.argument("folder", type=click.Path(file_okay=False, exists=True))
+@click.option("--json", "json_path", type=OutputPath(), help="Write every head's rows here.")
+@click.option("--plot", "plot_path", type=OutputPath((".png",)), help="Accuracy vs state bits.")
+def audit(folder, json_path, plot_path):
+    """Bits of attention state each trained head uses (heads kept by sweep --save-weights).
+
+    Quantizes every kernel head's state (numerator and normalizer) to k = 1..16
+    bits per coordinate, re-evaluates it on the inputs the sweep judged it on, and
+    reports accuracy against state bits beside float32; failing heads are
+    re-evaluated in float64 (numerical or representational failure).
+    """
+    from sketchsim.api import audit as run_audit
+
+    rows = run_audit(folder)
+    table = Table(title="bit audit: exact-sequence accuracy from a quantized attention state")
+    cols = ("file", "model", "r", "seed", "float32", "state bits (f32)", "k within 1 pt",
+            "state bits at k", "1 bit", "4 bits", "8 bits", "float64 / failure")  # fmt: skip
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("file", "model") else "right")
+    for row in rows:
+        spec = row["spec"]
+        if "rows" not in row:
+            table.add_row(row["file"], spec["model"], "-", str(spec["seed"]), "-", row["state"],
+                          *["-"] * 6)  # fmt: skip
+            continue
+        by = {r["bits"]: r for r in row["rows"]}
+        k = row["smallest_bits_within_1_point"]
+        f32 = f"{by[32]['accuracy']:.3f}" + ("" if row["float32_matches"] else " [red]!=[/red]")
+        fail = "-"
+        if "failure" in row:
+            fail = f"{row['float64_accuracy']:.3f} {row['failure']}"
+        table.add_row(
+            row["file"], f"{spec['model']} ({spec['feature_map']})", str(spec["rank"]),
+            str(spec["seed"]), f32, f"{row['state_bits_float32']:,}",
+            str(k) if k is not None else "none", f"{by[k]['state_bits']:,}" if k else "-",
+            f"{by[1]['accuracy']:.3f}", f"{by[4]['accuracy']:.3f}", f"{by[8]['accuracy']:.3f}",
+            fail,
+        )  # fmt: skip
+    render.console.print(table)
+    if json_path:
+        from sketchsim.results import result_payload, write_json_atomic
+
+        write_json_atomic(
+            json_path, result_payload("audit", {"folder": str(folder)}, {"heads": rows})
+        )
+    if plot_path:
+        _plot_audit(rows, plot_path)
+        render.console.print(f"plot written to {plot_path}")
+
+
+def _plot_audit(rows, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for row in rows:
+        if "rows" not in row:
+            continue
+        pts = sorted(row["rows"], key=lambda r: r["state_bits"])
+        spec = row["spec"]
+        ax.plot([p["state_bits"] for p in pts], [p["accuracy"] for p in pts], marker=".",
+                label=f"r = {spec['rank']} seed {spec['seed']}")  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("attention state bits per sequence (k bits x coordinates)")
+    ax.set_ylabel("exact-sequence accuracy")
+    ax.set_title("bit audit of trained heads")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

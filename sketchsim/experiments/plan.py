@@ -435,6 +435,7 @@ def run_plan(
     family=None,
     client=None,
     progress=None,
+    weights_dir=None,
 ) -> SweepResult:
     """Train every run of ``plan`` (resuming from ``path``) and summarize with 95% intervals.
 
@@ -447,7 +448,18 @@ def run_plan(
     if client is None:
         torch.set_num_threads(plan.threads)
     specs, data, header, bound, context = build_runs(plan, family)
-    runs = run_sweep(specs, data, path, header, device, resume, progress, context, client=client)
+    runs = run_sweep(
+        specs,
+        data,
+        path,
+        header,
+        device,
+        resume,
+        progress,
+        context,
+        client=client,
+        weights_dir=weights_dir,
+    )
     metric = "sequence_error" if plan.suite == "witness" else "test_accuracy"
     summary = with_intervals(runs, metric, summarize(runs, metric))
     result = SweepResult(plan, header, runs, summary, bound)

@@ -35,6 +35,7 @@ __all__ = [
     "train_task",
     "task_resources",
     "run_sweep",
+    "save_weights",
     "load_runs",
     "summarize",
     "spread",
@@ -127,8 +128,14 @@ def train_one(
     evaluate: Split | None = None,
     test: Split | None = None,
     device: str = "cpu",
+    save_to: str | Path | None = None,
 ) -> Run:
-    """Train one head on ``train``; score it on ``evaluate`` (default: ``train``) and ``test``."""
+    """Train one head on ``train``; score it on ``evaluate`` (default: ``train``) and ``test``.
+
+    With ``save_to`` (a folder) the trained head is kept there for
+    ``sketchsim audit``: :func:`save_weights` writes its spec, weights, the
+    inputs it is judged on and the accuracy reported for it.
+    """
     dev = pick_device(device)
     dtype = DTYPES[spec.dtype]
     x, ids, t, vocab = _tensors(train, dev, dtype)
@@ -165,6 +172,10 @@ def train_one(
         test_seq = _evaluate(head, test, dev, dtype)[0]
         test_acc = 1.0 - test_seq
     finite = all(math.isfinite(v) for v in (mx, res.max_abs_error))
+    if save_to is not None:
+        judged = test if test is not None else (evaluate if evaluate is not None else train)
+        acc = 1.0 - (test_seq if test is not None else seq)
+        save_weights(save_to, spec, head, judged, acc, m, vocab)
     return Run(
         asdict(spec),
         seq,
@@ -180,6 +191,37 @@ def train_one(
         res.seconds,
         res.device,
     )
+
+
+def save_weights(
+    folder: str | Path, spec: RunSpec, head, judged: Split, accuracy: float, m: int, vocab: int
+) -> Path:
+    """Keep a trained head for :mod:`sketchsim.experiments.audit` (one ``.pt`` file per run).
+
+    The file holds the spec, the weights (on the CPU), the split the head is
+    judged on (tokens, targets, scored position) and the exact-sequence
+    accuracy reported for it there; its name is a hash of the spec.
+    """
+    import hashlib
+
+    from sketchsim.results import atomic_path
+
+    key = hashlib.sha256(spec.key().encode()).hexdigest()[:16]
+    path = Path(folder) / f"run-{spec.model}-r{spec.rank}-s{spec.seed}-{key}.pt"
+    state = {k: v.detach().cpu() for k, v in head.state_dict().items()}
+    payload = {
+        "spec": asdict(spec),
+        "state_dict": state,
+        "tokens": torch.from_numpy(np.ascontiguousarray(judged.tokens)),
+        "targets": torch.from_numpy(np.ascontiguousarray(judged.targets)),
+        "scored": judged.scored,
+        "accuracy": float(accuracy),
+        "m": int(m),
+        "vocab": int(vocab),
+    }
+    with atomic_path(path, suffix=".pt") as tmp:
+        torch.save(payload, tmp)
+    return path
 
 
 def _check_run(entry, path) -> dict:
@@ -262,6 +304,7 @@ def run_sweep(
     context: dict | None = None,
     client=None,
     retries: int = 2,
+    weights_dir: str | Path | None = None,
 ) -> list[dict]:
     """Run every spec (reusing finished ones on resume), saving after each run.
 
@@ -281,6 +324,9 @@ def run_sweep(
         ``cpu`` and the cluster's workers advertise GPUs (:func:`task_resources`).
     retries : int
         With ``client``: Dask retries a run whose task failed this many times.
+    weights_dir : path, optional
+        Keep every head trained here (in-process runs; resumed runs are not
+        retrained, so they leave no weights).
 
     Returns
     -------
@@ -305,11 +351,16 @@ def run_sweep(
         for k, spec in enumerate(specs):
             if rows[k] is None:
                 train, evaluate, test = data(spec)
-                rows[k] = asdict(train_one(spec, train, evaluate, test, device))
+                rows[k] = asdict(train_one(spec, train, evaluate, test, device, weights_dir))
                 save(False)
             if progress:
                 progress(k + 1, len(specs))
     else:
+        if weights_dir is not None:
+            raise SketchsimError(
+                "save_weights keeps heads trained in this process; run without a cluster",
+                param="save_weights",
+            )
         _run_on_cluster(client, specs, data, rows, device, save, progress, retries)
     save(True)
     return rows
