@@ -35,6 +35,7 @@ __all__ = [
     "rank_bound",
     "certified_rank",
     "choose_pairs",
+    "choose_best_pairs",
     "DEFAULT_EPS",
 ]
 
@@ -217,6 +218,18 @@ def _exact_reciprocal_bound(n: int, off: np.ndarray) -> Fraction | None:
     return Fraction(n * n) / (n + total)
 
 
+def choose_best_pairs(P: np.ndarray, strict: bool = True) -> tuple[np.ndarray, str]:
+    """The pair subset for Lemma 4: exact up to ``OPTIMAL_MAX_PAIRS`` pairs, else greedy.
+
+    Returns ``(indices, "exact" | "greedy")``.
+    """
+    from sketchsim.certify.subsets import OPTIMAL_MAX_PAIRS, optimal_pairs
+
+    if P.shape[0] <= OPTIMAL_MAX_PAIRS:
+        return optimal_pairs(P, strict), "exact"
+    return choose_pairs(P), "greedy"
+
+
 def choose_pairs(P: np.ndarray) -> np.ndarray:
     """A subset of pairs with every off-diagonal bound finite, chosen to maximize Lemma 4.
 
@@ -280,6 +293,7 @@ class Certificate:
     positional: bool
     queries: int
     edges: int
+    subset: dict | None = None  # per eps: "exact" (every subset tried) or "greedy"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -385,15 +399,17 @@ def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Ce
         Require both orders of a mixed input (position-dependent maps).
     """
     graph = build_graph(family, positional)
-    pairs, bounds, ranks = {}, {}, {}
+    pairs, bounds, ranks, choice = {}, {}, {}, {}
     for eps in (LIMIT, *eps_list):
         dist = chain_dp(graph, eps)
         if len(graph.diag) <= DENSE_MAX_PAIRS:
             P = pair_matrix(graph, dist)
-            keep = choose_pairs(P)
+            keep, how = choose_best_pairs(P, strict=eps == LIMIT)
             sub = P[np.ix_(keep, keep)]
         else:
             keep, sub = choose_pairs_sparse(len(graph.diag), *bounded_entries(graph, dist))
+            how = "greedy"
+        choice[eps_key(eps)] = how
         key = eps_key(eps)
         pairs[key] = int(keep.size)
         bounds[key] = rank_bound(sub) if keep.size else 0.0
@@ -408,4 +424,5 @@ def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Ce
         positional=positional,
         queries=int(len(graph.diag)),
         edges=int(len(graph.edge_src)),
+        subset=choice,
     )

@@ -30,7 +30,7 @@ from sketchsim.certify.certificate import (
     build_graph,
     certified_rank,
     chain_dp,
-    choose_pairs,
+    choose_best_pairs,
     choose_pairs_sparse,
     pair_matrix,
     rank_bound,
@@ -47,7 +47,7 @@ FORMAT = "sketchsim-certificate/1"
 def _chosen(graph, dist):
     if len(graph.diag) <= DENSE_MAX_PAIRS:
         P = pair_matrix(graph, dist)
-        keep = choose_pairs(P)
+        keep = choose_best_pairs(P)[0]
         return keep, P[np.ix_(keep, keep)]
     return choose_pairs_sparse(len(graph.diag), *bounded_entries(graph, dist))
 

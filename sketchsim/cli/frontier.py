@@ -240,7 +240,9 @@ def _load_cells(path, params, vary) -> dict:
     old = read_json(path)
     if not isinstance(old, dict) or not isinstance(old.get("cells"), list):
         raise SketchsimError(f"cannot resume from {path}: not a frontier result")
-    if old.get("parameters") != params:
+    from sketchsim.machine import portable_value
+
+    if old.get("parameters") != portable_value(params):  # recorded without machine paths
         raise SketchsimError(f"cannot resume from {path}: it was made with other settings")
     done = {}
     for i, c in enumerate(old["cells"], 1):

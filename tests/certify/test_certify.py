@@ -378,7 +378,11 @@ def test_greedy_code_stats_do_not_allocate_all_pairs():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_sparse_pair_choice_matches_dense(seed, monkeypatch):
+    """The sparse path's greedy choice is the dense greedy choice (exact choice off)."""
     from sketchsim.certify import certificate as cm
+    from sketchsim.certify import subsets
+
+    monkeypatch.setattr(subsets, "OPTIMAL_MAX_PAIRS", 0)
 
     fams = [
         build_witness(greedy_code(12, 4, 6, limit=40), "g", chains=True, seed=seed),
@@ -389,7 +393,7 @@ def test_sparse_pair_choice_matches_dense(seed, monkeypatch):
         dense = certify(fam, eps_list=(0.1, 0.4))
         monkeypatch.setattr(cm, "DENSE_MAX_PAIRS", 0)
         sparse = certify(fam, eps_list=(0.1, 0.4))
-        monkeypatch.undo()
+        monkeypatch.setattr(cm, "DENSE_MAX_PAIRS", 4096)
         assert sparse.to_dict() == dense.to_dict()
         g = build_graph(fam)
         dist = chain_dp(g, 0.5)
