@@ -581,7 +581,6 @@ def measure_on_cluster(
         cluster statistics (tasks, buckets, bytes shuffled, worker start-up).
     """
     from sketchsim.sketch.engine import Engine
-    from sketchsim.sketch.measure import entropy_bits
     from sketchsim.sketch.transcript import check_family, protocol_report
 
     if mode == "sampled" and (answers is None or answers.shape[0] != inputs):
@@ -609,64 +608,14 @@ def measure_on_cluster(
     )
     ordered = inputs <= config.CLUSTER_TRANSCRIPT_ORDERED_MAX
     total_tasks = cut.map_tasks + cut.buckets
-    done = 0
     if progress is not None:
-        progress(done, total_tasks)
+        progress(0, total_tasks)
+    got = _Gathered(cut.buckets, start)
     futures = []
     try:
-        maps = [
-            client.submit(
-                transcript_map,
-                job,
-                lo,
-                hi,
-                None if answers is None else answers[lo:hi],
-                pure=False,
-                retries=retries,
-            )
-            for lo, hi in cut.shards
-        ]
-        summaries = [client.submit(operator.getitem, m, 0, pure=False) for m in maps]
-        pieces = [
-            [client.submit(operator.getitem, m, 1 + b, pure=False) for m in maps]
-            for b in range(cut.buckets)
-        ]
-        del maps  # the map outputs are released once cut into pieces
-        reduces = [
-            client.submit(transcript_reduce, ordered, *pieces[b], pure=False, retries=retries)
-            for b in range(cut.buckets)
-        ]
-        del pieces
+        summaries, reduces = _submit(client, job, cut, answers, ordered, retries)
         futures = summaries + reduces
-        kinds = {f.key: k for k, fs in (("map", summaries), ("reduce", reduces)) for f in fs}
-        bucket_of = {f.key: b for b, f in enumerate(reduces)}
-        entries = _EntryMerge()
-        n_correct, failures, startup = 0, [], {}
-        map_seconds = reduce_seconds = 0.0
-        maps_done_at = start
-        buckets: list = [None] * cut.buckets
-        for fut in completed(client, futures):
-            value = fut.result()
-            if kinds[fut.key] == "map":
-                if "error" in value:
-                    raise value["error"]
-                entries.add(value)
-                n_correct += value["correct"]
-                map_seconds += value["seconds"]
-                maps_done_at = time.perf_counter()
-                if value["first_failure"] is not None:
-                    failures.append(value["first_failure"])
-                if value["setup_seconds"] > 0:
-                    startup[value["worker"]] = max(
-                        startup.get(value["worker"], 0.0), value["setup_seconds"]
-                    )
-            else:
-                buckets[bucket_of[fut.key]] = value
-                reduce_seconds += value["seconds"]
-            fut.release()
-            done += 1
-            if progress is not None:
-                progress(done, total_tasks)
+        got.collect(client, summaries, reduces, progress, total_tasks)
     except (KeyboardInterrupt, SketchsimError):
         client.cancel(futures)
         raise
@@ -675,8 +624,120 @@ def measure_on_cluster(
         raise _wrap_failure(exc) from None
     del futures, summaries, reduces
     gathered_at = time.perf_counter()
-
     B = inputs
+    distinct, ent, candidates = _groups(got.buckets, ordered, B)
+
+    def answers_of(i: int) -> np.ndarray:
+        return answers[i] if answers is not None else answers_range(family, i, i + 1)[0]
+
+    collision = _certificate(family, plan, ctx, protocol.name, candidates, answers_of)
+    report = protocol_report(
+        protocol.name, params, resolved.source, family, plan, shape.layers, plan.jitted,
+        counts=got.entries.counts(shape.total_len),
+        exact=family.log2_size <= 62 and B == family.size, distinct=distinct, entropy=ent,
+        n_correct=got.n_correct, inputs=B, collision=collision,
+        first_failure=min(got.failures, key=lambda f: f["input"]) if got.failures else None,
+        start=start,
+    )  # fmt: skip
+    per_input = 24 + (16 if mode == "sampled" else 0)
+    stats = {
+        "map_tasks": cut.map_tasks,
+        "shard_inputs": cut.shard_inputs,
+        "buckets": cut.buckets,
+        "shuffle_bytes": B * per_input,
+        "entropy_from": "ordered group sizes" if ordered else "group-size histogram",
+        "map_task_seconds": got.map_seconds,
+        "reduce_task_seconds": got.reduce_seconds,
+        "maps_done_after_seconds": got.maps_done_at - start,
+        "reduces_done_after_seconds": gathered_at - start,
+        "client_merge_seconds": time.perf_counter() - gathered_at,
+        "worker_startup_seconds": {w: round(s, 4) for w, s in sorted(got.startup.items())},
+    }
+    return report, stats
+
+
+def _submit(client, job: TranscriptJob, cut: ClusterLayout, answers, ordered: bool, retries: int):
+    """Submit the map tasks and one reduce task per bucket; ``(summaries, reduces)`` futures.
+
+    Each map task's output is cut into its summary (element 0) and one piece per
+    bucket, so a reduce task receives only its bucket's pieces of every map.
+    """
+    maps = [
+        client.submit(
+            transcript_map,
+            job,
+            lo,
+            hi,
+            None if answers is None else answers[lo:hi],
+            pure=False,
+            retries=retries,
+        )
+        for lo, hi in cut.shards
+    ]
+    summaries = [client.submit(operator.getitem, m, 0, pure=False) for m in maps]
+    pieces = [
+        [client.submit(operator.getitem, m, 1 + b, pure=False) for m in maps]
+        for b in range(cut.buckets)
+    ]
+    del maps  # the map outputs are released once cut into pieces
+    reduces = [
+        client.submit(transcript_reduce, ordered, *pieces[b], pure=False, retries=retries)
+        for b in range(cut.buckets)
+    ]
+    return summaries, reduces
+
+
+class _Gathered:
+    """What the client keeps of a sharded run: merged entry counts, correct inputs,
+    failures, per-worker start-up, task seconds, and each bucket's reduce output."""
+
+    def __init__(self, n_buckets: int, start: float):
+        self.entries = _EntryMerge()
+        self.n_correct, self.failures, self.startup = 0, [], {}
+        self.map_seconds = self.reduce_seconds = 0.0
+        self.maps_done_at = start
+        self.buckets: list = [None] * n_buckets
+
+    def add_map(self, value: dict) -> None:
+        if "error" in value:
+            raise value["error"]
+        self.entries.add(value)
+        self.n_correct += value["correct"]
+        self.map_seconds += value["seconds"]
+        self.maps_done_at = time.perf_counter()
+        if value["first_failure"] is not None:
+            self.failures.append(value["first_failure"])
+        if value["setup_seconds"] > 0:
+            worker = value["worker"]
+            self.startup[worker] = max(self.startup.get(worker, 0.0), value["setup_seconds"])
+
+    def collect(self, client, summaries, reduces, progress, total_tasks: int) -> None:
+        """Take every task's output as it finishes, releasing it at once."""
+        is_map = {f.key for f in summaries}
+        bucket_of = {f.key: b for b, f in enumerate(reduces)}
+        done = 0
+        for fut in completed(client, summaries + reduces):
+            value = fut.result()
+            if fut.key in is_map:
+                self.add_map(value)
+            else:
+                self.buckets[bucket_of[fut.key]] = value
+                self.reduce_seconds += value["seconds"]
+            fut.release()
+            done += 1
+            if progress is not None:
+                progress(done, total_tasks)
+
+
+def _groups(buckets: list, ordered: bool, B: int):
+    """``(distinct transcripts, transcript entropy, collision candidates)`` of the buckets.
+
+    Up to ``CLUSTER_TRANSCRIPT_ORDERED_MAX`` inputs the group sizes come in
+    fingerprint order and the entropy is the single process's very sum; above,
+    from the merged histogram of group sizes (equal up to rounding).
+    """
+    from sketchsim.sketch.measure import entropy_bits
+
     distinct = sum(b["distinct"] for b in buckets)
     if ordered:
         ent = entropy_bits(np.concatenate([b["sizes"] for b in buckets]))
@@ -687,34 +748,7 @@ def measure_on_cluster(
                 hist[c] = hist.get(c, 0) + k
         ent = _entropy_from_histogram(list(hist), list(hist.values()), B, distinct)
     candidates = sorted((c for b in buckets for c in b["candidates"]), key=lambda p: p[1])
-
-    def answers_of(i: int) -> np.ndarray:
-        return answers[i] if answers is not None else answers_range(family, i, i + 1)[0]
-
-    collision = _certificate(family, plan, ctx, protocol.name, candidates, answers_of)
-    report = protocol_report(
-        protocol.name, params, resolved.source, family, plan, shape.layers, plan.jitted,
-        counts=entries.counts(shape.total_len),
-        exact=family.log2_size <= 62 and B == family.size, distinct=distinct, entropy=ent,
-        n_correct=n_correct, inputs=B, collision=collision,
-        first_failure=min(failures, key=lambda f: f["input"]) if failures else None,
-        start=start,
-    )  # fmt: skip
-    per_input = 24 + (16 if mode == "sampled" else 0)
-    stats = {
-        "map_tasks": cut.map_tasks,
-        "shard_inputs": cut.shard_inputs,
-        "buckets": cut.buckets,
-        "shuffle_bytes": B * per_input,
-        "entropy_from": "ordered group sizes" if ordered else "group-size histogram",
-        "map_task_seconds": map_seconds,
-        "reduce_task_seconds": reduce_seconds,
-        "maps_done_after_seconds": maps_done_at - start,
-        "reduces_done_after_seconds": gathered_at - start,
-        "client_merge_seconds": time.perf_counter() - gathered_at,
-        "worker_startup_seconds": {w: round(s, 4) for w, s in sorted(startup.items())},
-    }
-    return report, stats
+    return distinct, ent, candidates
 
 
 def estimate(inputs: int, protocols: int, workers: int, mode: str) -> dict:
