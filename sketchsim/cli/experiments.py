@@ -458,6 +458,9 @@ def _plot_audit(rows, path) -> None:
         spec = row["spec"]
         ax.plot([p["state_bits"] for p in pts], [p["accuracy"] for p in pts], marker=".",
                 label=f"r = {spec['rank']} seed {spec['seed']}")  # fmt: skip
+    floors = {row["certified"]["min_state_bits"] for row in rows if "certified" in row}
+    for bits in sorted(floors):  # the certificate's floor: r* (d + 1) coordinates, 1 bit each
+        ax.axvline(bits, color="red", ls=":", label=f"certified floor {bits:,} bits")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("attention state bits per sequence (k bits x coordinates)")
     ax.set_ylabel("exact-sequence accuracy")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from sketchsim.config import EXACT_TOLERANCE
@@ -31,7 +32,15 @@ from sketchsim.errors import SketchsimError
 from sketchsim.experiments.models import Encoded, KernelHead, MultiHead, make_head
 from sketchsim.minip.token_ids import token_ids
 
-__all__ = ["BITS", "load_run", "state_outputs", "audit_run", "audit_dir", "within_point"]
+__all__ = [
+    "BITS",
+    "load_run",
+    "state_outputs",
+    "audit_run",
+    "audit_dir",
+    "within_point",
+    "certified_floor",
+]
 
 #: Bits per state coordinate audited (float32 is added as 32).
 BITS = tuple(range(1, 17))
@@ -170,6 +179,26 @@ def audit_run(run: dict, bits=BITS) -> dict:
     return out
 
 
+def certified_floor(run: dict) -> dict | None:
+    """For a witness-suite head: the certified rank of its family and the state it forces.
+
+    Any head with error below 1/2 on the family has rank ``r >= r*``
+    (:func:`sketchsim.certify.certify`), so its state has at least ``r* (d + 1)``
+    coordinates: at one bit each, that many bits.  None for other suites.
+    """
+    if run["spec"]["suite"] != "witness" or run["scored"] is None:
+        return None
+    from sketchsim.certify import certify
+    from sketchsim.certify.witness import Family
+
+    tokens = run["tokens"].numpy()
+    targets = run["targets"].numpy()[:, 0].astype(np.int64)
+    family = Family(tokens, int(run["scored"]) + 1, targets, {})
+    rank = certify(family, eps_list=()).certified_rank["0.5"]
+    d = run["m"]  # value dimension of every head built by make_head (d = m)
+    return {"certified_rank": rank, "min_state_bits": rank * (d + 1)}
+
+
 def audit_dir(folder: str | Path, bits=BITS, progress=None) -> list[dict]:
     """Audit every ``run-*.pt`` file in ``folder`` (sorted by name)."""
     files = sorted(Path(folder).glob("run-*.pt"))
@@ -177,7 +206,12 @@ def audit_dir(folder: str | Path, bits=BITS, progress=None) -> list[dict]:
         raise SketchsimError(f"no weights files (run-*.pt) in {folder}: run sweep --save-weights")
     out = []
     for k, path in enumerate(files):
-        out.append({"file": path.name, **audit_run(load_run(path), bits)})
+        run = load_run(path)
+        row = {"file": path.name, **audit_run(run, bits)}
+        floor = certified_floor(run) if "rows" in row else None
+        if floor is not None:
+            row["certified"] = floor
+        out.append(row)
         if progress is not None:
             progress(k + 1, len(files))
     return out

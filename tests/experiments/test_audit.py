@@ -81,6 +81,8 @@ def test_the_float32_row_is_the_accuracy_the_sweep_reported(audited):
         coords = r * 6 + r  # value dimension d = m = 6
         assert h["state_floats"] == coords
         assert all(row["state_bits"] == row["bits"] * coords for row in h["rows"])
+        floor = h["certified"]  # the witness family's certificate, as a state size
+        assert floor["min_state_bits"] == floor["certified_rank"] * 7 >= 7
     softmax = next(h for h in heads if "rows" not in h)
     assert softmax["state"].startswith("none")
 
