@@ -44,8 +44,9 @@ def completed(client, futures, timeout: float | None = None, raise_errors: bool 
     """Yield ``futures`` as they finish, like ``distributed.as_completed``, without hanging.
 
     While no future finishes, the scheduler is polled: when the cluster has had
-    no worker for ``timeout`` seconds (default: the ``--cluster-timeout`` of
-    :func:`connect`), or a task raised, the run stops with one line.  A task that
+    no worker, or the client no connection to the scheduler, for ``timeout``
+    seconds (default: the ``--cluster-timeout`` of :func:`connect`), or a task
+    raised, the run stops with one line.  A task that
     raised a :class:`~sketchsim.errors.SketchsimError` re-raises it as is.
     With ``raise_errors=False`` failed futures are yielded too (the caller's
     ``fut.result()`` raises, and it words the error itself).
@@ -61,10 +62,16 @@ def completed(client, futures, timeout: float | None = None, raise_errors: bool 
         try:
             done, rest = wait(pending, timeout=min(1.0, timeout), return_when="FIRST_COMPLETED")
         except TimeoutError:
-            if client.scheduler_info().get("workers"):
+            connected = getattr(client, "status", "running") == "running"
+            if connected and client.scheduler_info().get("workers"):
                 alone_since = None
             elif alone_since is None:
                 alone_since = time.monotonic()
+            elif time.monotonic() - alone_since > timeout and not connected:
+                raise SketchsimError(
+                    f"lost the Dask scheduler (no connection for {timeout:g} s); finished "
+                    "work is kept: run the same command again (with --resume where it has one)"
+                ) from None
             elif time.monotonic() - alone_since > timeout:
                 raise SketchsimError(
                     f"every Dask worker left and none came back within {timeout:g} s "

@@ -123,3 +123,44 @@ def test_plain_progress_lines_estimate_from_measured_throughput(capsys):
         "verify (shards): 10/40 (25%), about 75 s left",
         "verify (shards): 40/40 (100%), done",
     ]
+
+
+def test_a_scheduler_lost_mid_run_is_one_line_naming_what_to_do():
+    """The cluster is closed while a task runs: the client stops with one line, no traceback.
+
+    Closing an in-process cluster removes its worker before the client notices
+    the scheduler is gone, so either line may come first; both say what to do.
+    """
+    import threading
+
+    cluster = LocalCluster(n_workers=1, processes=False, protocol="tcp", dashboard_address=":0")
+    spec = ClusterSpec("remote", address=cluster.scheduler_address, timeout=5.0)
+    t0 = time.monotonic()
+    with pytest.raises(
+        SketchsimError, match="(lost the Dask scheduler|every Dask worker left)"
+    ) as info:
+        with connect(spec) as client:
+            futures = [client.submit(time.sleep, 30, pure=False)]
+            threading.Timer(1.0, cluster.close).start()
+            list(completed(client, futures))
+    assert "run the same command again" in str(info.value)
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_client_without_its_scheduler_reports_the_scheduler_lost(monkeypatch):
+    """While the client reconnects (status not "running") the wait ends with 'lost'."""
+    import distributed
+
+    def nothing_finishes(futures, timeout, return_when):
+        time.sleep(timeout)
+        raise TimeoutError
+
+    class Reconnecting:
+        status = "connecting"
+
+        def scheduler_info(self):
+            return {"workers": {}}
+
+    monkeypatch.setattr(distributed, "wait", nothing_finishes)
+    with pytest.raises(SketchsimError, match="^lost the Dask scheduler"):
+        list(completed(Reconnecting(), [object()], timeout=0.05))
