@@ -125,7 +125,9 @@ def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, clust
             )
         secs = estimate_verify_seconds(m, n, workers)
         render.err_console.print(
-            f"[dim]2^{m * n} inputs on {workers} worker threads: {duration_words(secs)}"
+            f"[dim]2^{m * n} inputs on {workers} worker threads: {duration_words(secs)} at the "
+            f"nominal {config.VERIFY_RATE_PER_CORE:,.0f} inputs/s per thread (the progress "
+            "line measures the real rate)"
             + (f"; finished shards kept in {state_dir}" if state_dir else "")
             + "[/dim]"
         )
