@@ -16,6 +16,8 @@ from sketchsim import numba_cache as _numba_cache  # noqa: E402  (before any ker
 
 _numba_cache.configure()
 
+from sketchsim.lazy import lazy_exports as _lazy_exports  # noqa: E402
+
 _LAZY = {
     "pack_bits": "sketchsim.minip.bits",
     "unpack_bits": "sketchsim.minip.bits",
@@ -30,15 +32,4 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'sketchsim' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _LAZY)

@@ -112,7 +112,7 @@ def numba_facts(paths: bool = False) -> dict:
 
     from sketchsim import numba_cache
 
-    chosen = numba_cache.choice()
+    chosen = numba_cache.configure()
     codegen = cpu_target.target_context.codegen()
     facts = {
         "version": _dist("numba"),

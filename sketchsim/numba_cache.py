@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CacheChoice", "configure", "choice", "writable"]
+__all__ = ["CacheChoice", "configure", "decide", "writable"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -143,8 +143,3 @@ def configure() -> CacheChoice:
         _CHOICE = decide()
         _apply(_CHOICE)
     return _CHOICE
-
-
-def choice() -> CacheChoice:
-    """The folder chosen in this process (configured on first call)."""
-    return configure()

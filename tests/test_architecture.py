@@ -14,6 +14,7 @@ TOP = {
     "numba_cache",
     "estimates",
     "futures",
+    "lazy",
     "__init__",
     "__main__",
 }

@@ -9,6 +9,8 @@ names below are imported on first use, so ``check`` (standard library only)
 runs without loading numba.
 """
 
+from sketchsim.lazy import lazy_exports
+
 _LAZY = {
     "Certificate": "sketchsim.certify.certificate",
     "certify": "sketchsim.certify.certificate",
@@ -23,15 +25,4 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'sketchsim.certify' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)

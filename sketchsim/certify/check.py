@@ -57,6 +57,8 @@ def load_certificate(path) -> dict:
             data = json.load(fh)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise CertificateMalformed(f"cannot read {path}: {exc}") from None
+    except RecursionError:
+        raise CertificateMalformed(f"{path}: JSON nested too deeply") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CertificateMalformed(f"{path} is not a {FORMAT} file")
     return data

@@ -185,6 +185,12 @@ _CELL_FIELDS = {
     "entry_entropy_bits": (float, None),
     "declared_ratio": (float, None),
     "evaluated": dict,
+    "verdict": str,
+    "decodable_found": bool,
+    "decodable_value": (int, None),
+    "decodable_declared_bits": (float, None),
+    "decodable_declared_ratio": (float, None),
+    "evaluated_decodable": dict,
 }
 
 
@@ -226,6 +232,18 @@ def _cell_problem(c, vary) -> str | None:
         return "does not match its own evaluations (value, found, evaluated)"
     if c["found"] != (c["declared_bits"] is not None):
         return "has bits without a correct value, or a correct value without bits"
+    carried = c["evaluated_decodable"]
+    if not all(isinstance(v, bool) for v in carried.values()) or set(carried) != set(rates):
+        return "has decodable verdicts that do not match its evaluations"
+    value = c["decodable_value"]
+    if c["search"] == "fixed":
+        consistent = value is None and c["decodable_found"] == (carried.get("None") is True)
+    else:
+        consistent = c["decodable_found"] == (value is not None) and (
+            value is None or carried.get(str(value)) is True
+        )
+    if not consistent:
+        return "does not match its own decodable evaluations"
     return None
 
 

@@ -42,7 +42,7 @@ def info(json_path):
     facts = {
         "versions": versions(loaded_only=False),
         "machine": machine_facts(loaded_only=False, paths=True),
-        "engine_cache_dir": str(cache_dir()) if cache_dir() else None,
+        "engine_cache_dir": str(engines) if (engines := cache_dir()) else None,
         "cluster": _cluster_facts(),
     }
     m, nb, tc = facts["machine"], facts["machine"]["numba"], facts["machine"]["torch"]

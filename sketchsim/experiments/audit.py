@@ -52,9 +52,24 @@ def load_run(path: str | Path) -> dict:
         run = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
         raise SketchsimError(f"{path} is not a sketchsim weights file ({exc})") from None
-    if not isinstance(run, dict) or not {"spec", "state_dict", "tokens", "accuracy"} <= set(run):
+    if not isinstance(run, dict) or not _RUN_KEYS <= set(run):
         raise SketchsimError(f"{path} is not a sketchsim weights file")
+    spec = run["spec"]
+    if not isinstance(spec, dict) or not _SPEC_KEYS <= set(spec):
+        raise SketchsimError(f"{path}: its run spec is not one sketch sweep wrote")
+    tokens, targets = run["tokens"], run["targets"]
+    if (
+        not isinstance(tokens, torch.Tensor)
+        or tokens.ndim != 3
+        or not isinstance(targets, torch.Tensor)
+        or targets.shape[0] != tokens.shape[0]
+    ):
+        raise SketchsimError(f"{path}: its judged inputs are not tokens [B, N, m] with targets")
     return run
+
+
+_RUN_KEYS = {"spec", "state_dict", "tokens", "targets", "scored", "accuracy", "m", "vocab"}
+_SPEC_KEYS = {"suite", "model", "feature_map", "rank", "seed", "heads", "eps", "encoding"}
 
 
 def _rebuild(run: dict, dtype=torch.float32):
@@ -63,7 +78,11 @@ def _rebuild(run: dict, dtype=torch.float32):
         spec["model"], run["m"], spec["rank"], spec["feature_map"], vocab=run["vocab"],
         heads=spec["heads"], seed=spec["seed"], eps=spec["eps"], encoding=spec["encoding"],
     )  # fmt: skip
-    head.load_state_dict(run["state_dict"])
+    try:
+        head.load_state_dict(run["state_dict"])
+    except (RuntimeError, KeyError, TypeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SketchsimError(f"the saved weights do not fit the head they name ({first})") from None
     return head.to(dtype).eval()
 
 
@@ -207,7 +226,10 @@ def audit_dir(folder: str | Path, bits=BITS, progress=None) -> list[dict]:
     out = []
     for k, path in enumerate(files):
         run = load_run(path)
-        row = {"file": path.name, **audit_run(run, bits)}
+        try:
+            row = {"file": path.name, **audit_run(run, bits)}
+        except SketchsimError as exc:
+            raise SketchsimError(f"{path.name}: {exc}") from None
         floor = certified_floor(run) if "rows" in row else None
         if floor is not None:
             row["certified"] = floor

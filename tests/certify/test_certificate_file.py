@@ -122,3 +122,12 @@ def test_the_checker_runs_alone_on_the_standard_library(proof, tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "valid: r >= 9 (bound 25/3, 12 pairs)"
+
+
+def test_a_deeply_nested_file_is_one_line(tmp_path):
+    from cliutil import assert_error_line
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    res = CliRunner().invoke(main, ["check-certificate", str(deep)])
+    assert_error_line(res, "deep.json")

@@ -131,6 +131,9 @@ def _cell(key, value):
         (_cell("value", 1), "does not match its own evaluations"),  # bits=1 is wrong: a lie
         (_cell("evaluated", {"1": 0.0, "2": 7}), "outside [0, 1]"),
         (_cell("mode", "guessed"), "has mode 'guessed'"),
+        # a cell from before the decodable frontier: not shown as "never decodable"
+        (lambda d: d["cells"][0].pop("decodable_found"), "older sketchsim"),
+        (_cell("decodable_value", 1), "does not match its own decodable evaluations"),
     ],
 )
 def test_frontier_resume_rejects_malformed_cells(tmp_path, frontier_file, change, needle):

@@ -114,3 +114,18 @@ def test_save_weights_is_refused_on_a_cluster(tmp_path):
          "--cluster", "tcp://127.0.0.1:9"],
     )  # fmt: skip
     assert_error_line(res, "--save-weights keeps heads trained in this process, not --cluster")
+
+
+def test_broken_weights_files_are_one_line(audited, tmp_path):
+    folder, _, _ = audited
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "run-garbage.pt").write_bytes(b"not a torch file")
+    assert_error_line(CliRunner().invoke(main, ["audit", str(bad)]), "not a sketchsim weights file")
+    run = torch.load(next(folder.glob("run-kernel-r8-*.pt")), weights_only=True)
+    run["spec"]["rank"] = 3  # the weights are a rank-8 head's
+    (bad / "run-garbage.pt").unlink()
+    torch.save(run, bad / "run-mismatch.pt")
+    assert_error_line(
+        CliRunner().invoke(main, ["audit", str(bad)]), "do not fit the head they name"
+    )
