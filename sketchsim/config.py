@@ -81,9 +81,10 @@ BITS_TOLERANCE = 1e-9
 #: (the single-process limit stays :data:`TRANSCRIPT_EXHAUSTIVE_MAX`).
 CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX = 1 << 32
 
-#: ``transcript --cluster``: about this many inputs per reduce bucket (fingerprint
-#: prefix); a reduce task holds 24 bytes per input of its bucket (40 when sampled).
-CLUSTER_TRANSCRIPT_BUCKET_INPUTS = 1 << 24
+#: ``transcript --cluster``: the planned peak memory of one map or reduce task;
+#: shards and fingerprint ranges are sized to it (measured bytes per input,
+#: ``sketchsim/cluster/transcript.py``), so workers of a few GiB hold several.
+CLUSTER_TASK_BYTES = 256 << 20
 
 #: ``transcript --cluster``: up to this many inputs the client receives the group
 #: sizes in fingerprint order (at most 4 bytes per group) and computes the

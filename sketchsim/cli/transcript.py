@@ -160,6 +160,8 @@ def _cluster_runner(stack, cluster, family, family_spec, exhaustive, samples, n_
     Returns ``(mode, inputs, run, progress units, extra JSON fields)`` where
     ``run(spec, resolved, update)`` measures one protocol on the cluster.
     """
+    import numpy as np
+
     from sketchsim.cluster.client import connect, worker_threads
     from sketchsim.cluster.transcript import estimate, measure_on_cluster, plan_cluster_inputs
     from sketchsim.estimates import duration_words
@@ -173,16 +175,17 @@ def _cluster_runner(stack, cluster, family, family_spec, exhaustive, samples, n_
         connect(cluster, log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"))
     )
     workers = worker_threads(client) if cluster.kind != "local" else cluster.workers
-    est = estimate(n_inputs, n_protocols, workers, mode)
+    answer_bytes = family.q * np.dtype(family.answer_dtype).itemsize
+    est = estimate(n_inputs, n_protocols, workers, mode, answer_bytes)
     render.err_console.print(
         f"[dim]{n_inputs:,} {mode} inputs x {n_protocols} protocols on {workers} worker "
-        f"threads: {est['map_tasks']:,} map tasks x {est['buckets']:,} buckets; per protocol "
-        f"{_size(est['shuffle_bytes'])} shuffled, {_size(est['reduce_bytes'])} per reduce task; "
-        f"about {duration_words(est['seconds'])} (at {config.TRANSCRIPT_RATE_PER_CORE:,.0f} "
-        "inputs/s per worker; protocols differ)[/dim]"
+        f"threads: {est['map_tasks']:,} map tasks (about {_size(est['map_bytes'])} each), "
+        f"{_size(est['shuffle_bytes'])} shuffled into {est['partitions']:,} fingerprint "
+        f"ranges (about {_size(est['reduce_bytes'])} per reduce task) per protocol; nominal "
+        f"time {duration_words(est['seconds'])} at {config.TRANSCRIPT_RATE_PER_CORE:,.0f} "
+        "inputs/s per worker (protocols differ; the progress shows the measured rate)[/dim]"
     )
     answers = family.sample_answers(n_inputs) if mode == "sampled" else None
-    cut = estimate(n_inputs, 1, workers, mode)
 
     def run(spec, r, update):
         return measure_on_cluster(
@@ -199,7 +202,7 @@ def _cluster_runner(stack, cluster, family, family_spec, exhaustive, samples, n_
         )
 
     extra = {"cluster": {"address": cluster.describe(), "worker_threads": workers}}
-    return mode, n_inputs, run, cut["map_tasks"] + cut["buckets"], extra
+    return mode, n_inputs, run, est["map_tasks"] + est["partitions"], extra
 
 
 def _size(n: float) -> str:

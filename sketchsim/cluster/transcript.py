@@ -1,4 +1,4 @@
-"""``transcript`` on a Dask cluster: a map-shuffle-reduce over fingerprint prefixes.
+"""``transcript`` on a Dask cluster: map, Dask's P2P shuffle by fingerprint range, reduce.
 
 The single-process path (:func:`sketchsim.sketch.transcript.measure`) holds every
 input's 128-bit transcript fingerprint and sorts them all to group inputs by
@@ -7,20 +7,21 @@ transcript.  Here that array is never built in one place:
 - **map** (one task per shard of input indices): run the protocol on the shard,
   exactly as :func:`~sketchsim.sketch.transcript.measure` does chunk by chunk, and
   return a small *summary* (correct inputs, the first wrong input, per-entry
-  value counts) plus ``P`` *pieces*: the shard's ``(fingerprint, index)``
-  pairs split by the top ``log2 P`` bits of the fingerprint's first word
+  value counts) and a *table*: the shard's ``(fingerprint, index)`` rows
   (sampled mode adds a 128-bit hash of each input's answer vector).
-- **shuffle**: Dask moves piece ``b`` of every map task to reduce task ``b``
-  (each piece is its own future, cut on the worker that made it).
-- **reduce** (one task per bucket): sort the bucket by fingerprint, count its
+- **shuffle**: Dask's peer-to-peer shuffle moves the rows to ``P`` equal ranges
+  of the fingerprint's top 32 bits (:mod:`sketchsim.cluster.shuffle`).
+- **reduce** (one task per range): sort the range by fingerprint, count its
   groups, their sizes, and its first collision candidates (an input whose
   answers differ from those of the first input with the same fingerprint).
 
-Every group lies in one bucket, and buckets are ranges of fingerprints, so
-concatenating the buckets' groups gives the single process's groups in its
-order.  The client merges only small results (sums, minima, histograms), so
-the report is the single process's report: the transcript entropy is
-computed by the same sum over the group sizes in fingerprint order up to
+Shards and ranges are sized by memory (:func:`layout`: at most
+``CLUSTER_TASK_BYTES`` per task, from measured bytes per input).  Every group
+lies in one range, and the ranges come in fingerprint order, so concatenating
+their groups gives the single process's groups in its order.  The client
+merges only small results (sums, minima, histograms), so the report is the
+single process's report: the transcript entropy is computed by the same sum
+over the group sizes in fingerprint order up to
 ``CLUSTER_TRANSCRIPT_ORDERED_MAX`` inputs, and from the merged histogram of
 group sizes above it.  The first collision candidate is re-checked on exact
 transcripts, as in the single process.
@@ -45,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from sketchsim import config
+from sketchsim.cluster.shuffle import row_bytes
 from sketchsim.errors import FamilyError, PluginError, SketchsimError
 from sketchsim.futures import completed
 from sketchsim.sketch.fingerprint import answer_hashes
@@ -57,10 +59,12 @@ __all__ = [
     "layout",
     "transcript_map",
     "transcript_reduce",
+    "reduce_partition",
+    "task_bytes",
     "measure_on_cluster",
 ]
 
-#: Collision candidates kept per bucket and verified at most (as the single process).
+#: Collision candidates kept per fingerprint range and verified at most (as the single process).
 CANDIDATES = 8
 
 
@@ -87,7 +91,6 @@ class TranscriptJob:
     family_digest: str
     mode: str
     inputs: int
-    buckets: int
     family_source: tuple | None = None
     protocol_source: tuple | None = None
 
@@ -105,11 +108,17 @@ class TranscriptJob:
 
 @dataclass(frozen=True)
 class ClusterLayout:
-    """How one protocol's run is cut: ``shards`` (lo, hi) ranges and ``buckets`` reducers."""
+    """How one protocol's run is cut: ``shards`` (lo, hi) ranges and ``partitions`` reducers.
+
+    ``map_bytes`` and ``reduce_bytes`` are the planned peak memory of one map
+    and one reduce task (:func:`task_bytes`).
+    """
 
     shards: list = field(repr=False)
-    buckets: int
+    partitions: int
     shard_inputs: int
+    map_bytes: int = 0
+    reduce_bytes: int = 0
 
     @property
     def map_tasks(self) -> int:
@@ -212,16 +221,55 @@ def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[
     return "sampled", int(samples)
 
 
-def layout(inputs: int, workers: int) -> ClusterLayout:
-    """Shards of at most ``CLUSTER_SHARD_INPUTS`` inputs (about 4 per worker thread) and a
-    power-of-two number of buckets (at least one per worker thread, about
-    ``CLUSTER_TRANSCRIPT_BUCKET_INPUTS`` inputs each)."""
+#: Peak bytes per input of a map task besides its answer vectors (fingerprints,
+#: correctness flags, the table it returns, the answer hashes and their
+#: temporaries), and of a reduce task (its partition's table and the sort's
+#: arrays), measured with tracemalloc (``benchmarks/cluster_memory.py``; the
+#: measured figures are in docs/cluster.md).  Rounded up: they size the tasks.
+MAP_BYTES_PER_INPUT = {"exhaustive": 96, "sampled": 160}
+REDUCE_BYTES_PER_INPUT = {"exhaustive": 96, "sampled": 160}
+
+
+def task_bytes(inputs: int, mode: str, answer_bytes: int, role: str) -> int:
+    """Planned peak memory of a map or reduce task over ``inputs`` inputs.
+
+    Parameters
+    ----------
+    inputs : int
+    mode : {"exhaustive", "sampled"}
+    answer_bytes : int
+        Bytes of one input's answer vector (``q`` times the answer dtype's size).
+    role : {"map", "reduce"}
+    """
+    if role == "map":
+        return inputs * (answer_bytes + MAP_BYTES_PER_INPUT[mode])
+    return inputs * REDUCE_BYTES_PER_INPUT[mode]
+
+
+def layout(
+    inputs: int, workers: int, mode: str = "exhaustive", answer_bytes: int = 1
+) -> ClusterLayout:
+    """Cut a run into map shards and reduce partitions sized by memory.
+
+    A map task holds at most ``CLUSTER_TASK_BYTES`` (:func:`task_bytes`), and
+    there are at least 4 per worker thread; the partitions number at least one
+    per worker thread and hold at most ``CLUSTER_TASK_BYTES`` each on average
+    (fingerprints are uniform, so ranges of equal width hold nearly equal counts).
+    """
     workers = max(1, workers)
-    span = max(1, min(config.CLUSTER_SHARD_INPUTS, -(-inputs // (4 * workers))))
+    budget = config.CLUSTER_TASK_BYTES
+    per_map = answer_bytes + MAP_BYTES_PER_INPUT[mode]
+    span = max(1, min(budget // per_map, -(-inputs // (4 * workers))))
     shards = [(lo, min(inputs, lo + span)) for lo in range(0, inputs, span)]
-    want = max(workers, -(-inputs // config.CLUSTER_TRANSCRIPT_BUCKET_INPUTS))
-    buckets = 1 << max(0, (want - 1).bit_length())
-    return ClusterLayout(shards, buckets, span)
+    per_reduce = REDUCE_BYTES_PER_INPUT[mode]
+    partitions = max(workers, -(-inputs * per_reduce // budget))
+    return ClusterLayout(
+        shards,
+        partitions,
+        span,
+        map_bytes=task_bytes(span, mode, answer_bytes, "map"),
+        reduce_bytes=task_bytes(-(-inputs // partitions), mode, answer_bytes, "reduce"),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -314,16 +362,18 @@ def _run_range(family, engine, T: np.ndarray):
 
 
 def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | None = None):
-    """Run the protocol on inputs ``lo .. hi-1``: ``(summary, piece_0, ..., piece_{P-1})``.
+    """Run the protocol on inputs ``lo .. hi-1``: ``(summary, table)``.
 
     ``answers`` are the inputs' answer vectors in sampled mode (None: exhaustive,
     rows of the enumeration).  The summary holds the correct count, the first
-    wrong input (global index), the per-entry value counts and the worker's
-    start-up seconds (nonzero on its first task only); piece ``b`` holds the
-    fingerprints (k, 2) uint64 and global indices (k,) int64 of the inputs whose
-    fingerprint prefix is ``b``, in index order, plus their answer hashes (k, 2)
-    in sampled mode (else None).
+    wrong input (global index), the per-entry value counts, the worker's
+    start-up seconds (nonzero on its first task only) and the task's peak
+    traced memory; the table (:func:`sketchsim.cluster.shuffle.frame_of`)
+    holds every input's fingerprint and global index, plus its answer hash in
+    sampled mode, for the shuffle.
     """
+    from sketchsim.cluster.shuffle import empty_frame, frame_of
+
     t0 = time.perf_counter()
     try:
         family, engine, setup = _prepare(job)
@@ -332,29 +382,13 @@ def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | N
     except SketchsimError as exc:
         # a plug-in's error is deterministic: returned (the client raises it), not
         # raised (Dask would retry it and log a traceback per worker)
-        empty = (np.zeros((0, 2), np.uint64), np.zeros(0, np.int64), None)
-        return ({"error": exc}, *([empty] * job.buckets))
-    B = hi - lo
+        return {"error": exc}, empty_frame(job.mode == "sampled")
     if first_failure is not None:
         first_failure = {**first_failure, "input": lo + first_failure["input"]}
     hashes = answer_hashes(T) if job.mode == "sampled" else None
-    bits = job.buckets.bit_length() - 1
-    prefix = fingerprints[:, 0] >> np.uint64(64 - bits) if bits else np.zeros(B, np.uint64)
-    bucket = prefix.astype(np.uint16 if bits <= 16 else np.uint32)
-    order = np.argsort(bucket, kind="stable")  # a radix sort; index order inside each piece
-    edges = np.searchsorted(bucket[order], np.arange(job.buckets + 1))
-    pieces = []
-    for b in range(job.buckets):
-        sel = order[edges[b] : edges[b + 1]]
-        pieces.append(
-            (
-                fingerprints[sel],
-                sel.astype(np.int64) + lo,
-                hashes[sel] if hashes is not None else None,
-            )
-        )
+    table = frame_of(fingerprints, np.arange(lo, hi, dtype=np.int64), hashes)
     summary = {
-        "inputs": B,
+        "inputs": hi - lo,
         "correct": n_correct,
         "first_failure": first_failure,
         "n_entries": counts.n_entries,
@@ -365,7 +399,7 @@ def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | N
         "setup_seconds": setup,
         "seconds": time.perf_counter() - t0,
     }
-    return (summary, *pieces)
+    return summary, table
 
 
 def _smallest_uint(values: np.ndarray) -> np.ndarray:
@@ -376,19 +410,42 @@ def _smallest_uint(values: np.ndarray) -> np.ndarray:
     return values.astype(np.uint64)
 
 
-def transcript_reduce(ordered: bool, *pieces):
-    """Group one bucket's inputs by fingerprint.
+def reduce_partition(frame, ordered: bool) -> dict:
+    """:func:`transcript_reduce` of one shuffled partition (a pandas ``DataFrame``)."""
+    from sketchsim.cluster.shuffle import arrays_of
 
-    ``pieces`` come from :func:`transcript_map` (any order).  Returns the
-    bucket's input and group counts, the histogram of group sizes, the group
-    sizes in fingerprint order when ``ordered``, and up to :data:`CANDIDATES`
-    collision candidates ``(first input of the group, input)`` with the
-    smallest second index.
+    return transcript_reduce(ordered, *arrays_of(frame))
+
+
+def transcript_reduce(
+    ordered: bool,
+    fp0: np.ndarray,
+    fp1: np.ndarray,
+    idx: np.ndarray,
+    hashes: np.ndarray | None = None,
+) -> dict:
+    """Group one fingerprint range's inputs by fingerprint.
+
+    Parameters
+    ----------
+    ordered : bool
+        Return the group sizes in fingerprint order.
+    fp0, fp1 : numpy.ndarray, uint64
+        The two words of each input's fingerprint (rows in any order).
+    idx : numpy.ndarray, int64
+        Each input's global index.
+    hashes : numpy.ndarray, shape (n, 2), optional
+        Answer hashes (sampled mode: answers repeat).
+
+    Returns
+    -------
+    dict
+        The range's input and group counts, the histogram of group sizes, the
+        group sizes in fingerprint order when ``ordered``, and up to
+        :data:`CANDIDATES` collision candidates ``(first input of the group,
+        input)`` with the smallest second index.
     """
     t0 = time.perf_counter()
-    fp = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros((0, 2), np.uint64)
-    idx = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
-    hashed = bool(pieces) and pieces[0][2] is not None
     n = idx.shape[0]
     empty = {
         "inputs": 0,
@@ -401,8 +458,8 @@ def transcript_reduce(ordered: bool, *pieces):
     }
     if n == 0:
         return empty
-    sorted0 = np.sort(fp[:, 0])
-    if not (sorted0[1:] == sorted0[:-1]).any():  # every transcript once: no index sort
+    f0 = np.sort(fp0)
+    if not (f0[1:] == f0[:-1]).any():  # every transcript once: no index sort
         return {
             **empty,
             "inputs": int(n),
@@ -415,40 +472,39 @@ def transcript_reduce(ordered: bool, *pieces):
     # Groups sorted by (fp0, fp1), the single process's order.  fp0 alone decides
     # unless two different transcripts share fp0 (a 2^-64 event per pair): then
     # the slower two-key sort.
-    order = np.argsort(fp[:, 0])
-    fp0, fp1 = fp[order, 0], fp[order, 1]
-    same0 = fp0[1:] == fp0[:-1]
-    if (same0 & (fp1[1:] != fp1[:-1])).any():
-        order = np.lexsort((fp[:, 1], fp[:, 0]))
-        fp0, fp1 = fp[order, 0], fp[order, 1]
-        same0 = (fp0[1:] == fp0[:-1]) & (fp1[1:] == fp1[:-1])
-    idx = idx[order]
+    order = np.argsort(fp0)
+    f0, f1 = fp0[order], fp1[order]
+    same0 = f0[1:] == f0[:-1]
+    if (same0 & (f1[1:] != f1[:-1])).any():
+        order = np.lexsort((fp1, fp0))
+        f0, f1 = fp0[order], fp1[order]
+        same0 = (f0[1:] == f0[:-1]) & (f1[1:] == f1[:-1])
+    ids = idx[order]
     new = np.ones(n, dtype=bool)
     new[1:] = ~same0
     starts = np.flatnonzero(new)
     sizes = np.diff(np.append(starts, n))
-    first = np.minimum.reduceat(idx, starts)  # the first input of each group
-    is_first = idx == np.repeat(first, sizes)
-    if hashed:  # sampled: answers repeat; compare with the first input's answers
-        ah = np.concatenate([p[2] for p in pieces])[order]
+    first = np.minimum.reduceat(ids, starts)  # the first input of each group
+    is_first = ids == np.repeat(first, sizes)
+    if hashes is not None:  # sampled: answers repeat; compare with the first input's answers
+        ah = hashes[order]
         differ = (ah != np.repeat(ah[is_first], sizes, axis=0)).any(axis=1)
     else:  # exhaustive: every input has its own answer vector
         differ = ~is_first
     cand = np.flatnonzero(differ)
     if cand.size > CANDIDATES:
-        cand = cand[np.argpartition(idx[cand], CANDIDATES)[:CANDIDATES]]
-    cand = cand[np.argsort(idx[cand])]
+        cand = cand[np.argpartition(ids[cand], CANDIDATES)[:CANDIDATES]]
+    cand = cand[np.argsort(ids[cand])]
     group_of = np.cumsum(new) - 1
     hist = np.bincount(sizes)
     values = np.flatnonzero(hist)
-    mult = hist[values]
     return {
         "inputs": int(n),
         "distinct": int(starts.size),
         "size_values": values.astype(np.int64),
-        "size_counts": mult.astype(np.int64),
+        "size_counts": hist[values].astype(np.int64),
         "sizes": _smallest_uint(sizes) if ordered else None,
-        "candidates": [(int(first[group_of[c]]), int(idx[c])) for c in cand],
+        "candidates": [(int(first[group_of[c]]), int(ids[c])) for c in cand],
         "seconds": time.perf_counter() - t0,
     }
 
@@ -567,7 +623,7 @@ def measure_on_cluster(
     answers : numpy.ndarray, optional
         Sampled mode: the answer vectors, shape (inputs, q).
     workers : int
-        Worker threads (sizes the shards and buckets).
+        Worker threads (sizes the shards and fingerprint ranges).
     progress : callable, optional
         ``progress(done, total)`` in tasks (map, then reduce).
     retries : int
@@ -578,7 +634,7 @@ def measure_on_cluster(
     -------
     (ProtocolReport, dict)
         The report, identical to the single process's (``seconds`` aside), and
-        cluster statistics (tasks, buckets, bytes shuffled, worker start-up).
+        cluster statistics (tasks, partitions, bytes shuffled, worker start-up).
     """
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.transcript import check_family, protocol_report
@@ -591,7 +647,8 @@ def measure_on_cluster(
     plan = protocol.plan(ctx, params)
     shape = Engine(plan, ctx, protocol.name, python=True)  # layout only: nothing compiles
     start = time.perf_counter()
-    cut = layout(inputs, workers)
+    answer_bytes = family.q * np.dtype(family.answer_dtype).itemsize
+    cut = layout(inputs, workers, mode, answer_bytes)
     job = TranscriptJob(
         family_spec,
         family.q,
@@ -602,15 +659,14 @@ def measure_on_cluster(
         family_digest(family),
         mode,
         inputs,
-        cut.buckets,
         family_source=shipped_source(family_spec),
         protocol_source=shipped_source(spec),
     )
     ordered = inputs <= config.CLUSTER_TRANSCRIPT_ORDERED_MAX
-    total_tasks = cut.map_tasks + cut.buckets
+    total_tasks = cut.map_tasks + cut.partitions
     if progress is not None:
         progress(0, total_tasks)
-    got = _Gathered(cut.buckets, start)
+    got = _Gathered(cut.partitions, start)
     futures = []
     try:
         summaries, reduces = _submit(client, job, cut, answers, ordered, retries)
@@ -625,7 +681,7 @@ def measure_on_cluster(
     del futures, summaries, reduces
     gathered_at = time.perf_counter()
     B = inputs
-    distinct, ent, candidates = _groups(got.buckets, ordered, B)
+    distinct, ent, candidates = _groups(got.ranges, ordered, B)
 
     def answers_of(i: int) -> np.ndarray:
         return answers[i] if answers is not None else answers_range(family, i, i + 1)[0]
@@ -639,12 +695,13 @@ def measure_on_cluster(
         first_failure=min(got.failures, key=lambda f: f["input"]) if got.failures else None,
         start=start,
     )  # fmt: skip
-    per_input = 24 + (16 if mode == "sampled" else 0)
     stats = {
         "map_tasks": cut.map_tasks,
         "shard_inputs": cut.shard_inputs,
-        "buckets": cut.buckets,
-        "shuffle_bytes": B * per_input,
+        "partitions": cut.partitions,
+        "planned_map_task_bytes": cut.map_bytes,
+        "planned_reduce_task_bytes": cut.reduce_bytes,
+        "shuffle_bytes": B * row_bytes(mode == "sampled"),
         "entropy_from": "ordered group sizes" if ordered else "group-size histogram",
         "map_task_seconds": got.map_seconds,
         "reduce_task_seconds": got.reduce_seconds,
@@ -657,11 +714,17 @@ def measure_on_cluster(
 
 
 def _submit(client, job: TranscriptJob, cut: ClusterLayout, answers, ordered: bool, retries: int):
-    """Submit the map tasks and one reduce task per bucket; ``(summaries, reduces)`` futures.
+    """Submit the map tasks, the shuffle and one reduce task per fingerprint range.
 
-    Each map task's output is cut into its summary (element 0) and one piece per
-    bucket, so a reduce task receives only its bucket's pieces of every map.
+    Returns ``(summaries, reduces)`` futures.  Each map task's output is cut
+    into its summary and its table; the tables go through Dask's P2P shuffle
+    (:func:`sketchsim.cluster.shuffle.range_partitions`), so a reduce task
+    receives exactly its range's rows of every map task.
     """
+    import dask
+
+    from sketchsim.cluster.shuffle import range_partitions
+
     maps = [
         client.submit(
             transcript_map,
@@ -675,28 +738,24 @@ def _submit(client, job: TranscriptJob, cut: ClusterLayout, answers, ordered: bo
         for lo, hi in cut.shards
     ]
     summaries = [client.submit(operator.getitem, m, 0, pure=False) for m in maps]
-    pieces = [
-        [client.submit(operator.getitem, m, 1 + b, pure=False) for m in maps]
-        for b in range(cut.buckets)
-    ]
-    del maps  # the map outputs are released once cut into pieces
-    reduces = [
-        client.submit(transcript_reduce, ordered, *pieces[b], pure=False, retries=retries)
-        for b in range(cut.buckets)
-    ]
+    tables = [client.submit(operator.getitem, m, 1, pure=False) for m in maps]
+    del maps  # released once cut into summary and table
+    ranges = range_partitions(tables, cut.partitions, job.mode == "sampled")
+    work = [dask.delayed(reduce_partition, pure=False)(r, ordered) for r in ranges]
+    reduces = client.compute(work, retries=retries)
     return summaries, reduces
 
 
 class _Gathered:
     """What the client keeps of a sharded run: merged entry counts, correct inputs,
-    failures, per-worker start-up, task seconds, and each bucket's reduce output."""
+    failures, per-worker start-up, task seconds, and each range's reduce output."""
 
-    def __init__(self, n_buckets: int, start: float):
+    def __init__(self, n_ranges: int, start: float):
         self.entries = _EntryMerge()
         self.n_correct, self.failures, self.startup = 0, [], {}
         self.map_seconds = self.reduce_seconds = 0.0
         self.maps_done_at = start
-        self.buckets: list = [None] * n_buckets
+        self.ranges: list = [None] * n_ranges
 
     def add_map(self, value: dict) -> None:
         if "error" in value:
@@ -714,14 +773,14 @@ class _Gathered:
     def collect(self, client, summaries, reduces, progress, total_tasks: int) -> None:
         """Take every task's output as it finishes, releasing it at once."""
         is_map = {f.key for f in summaries}
-        bucket_of = {f.key: b for b, f in enumerate(reduces)}
+        range_of = {f.key: b for b, f in enumerate(reduces)}
         done = 0
         for fut in completed(client, summaries + reduces):
             value = fut.result()
             if fut.key in is_map:
                 self.add_map(value)
             else:
-                self.buckets[bucket_of[fut.key]] = value
+                self.ranges[range_of[fut.key]] = value
                 self.reduce_seconds += value["seconds"]
             fut.release()
             done += 1
@@ -729,8 +788,8 @@ class _Gathered:
                 progress(done, total_tasks)
 
 
-def _groups(buckets: list, ordered: bool, B: int):
-    """``(distinct transcripts, transcript entropy, collision candidates)`` of the buckets.
+def _groups(ranges: list, ordered: bool, B: int):
+    """``(distinct transcripts, transcript entropy, collision candidates)`` of the ranges.
 
     Up to ``CLUSTER_TRANSCRIPT_ORDERED_MAX`` inputs the group sizes come in
     fingerprint order and the entropy is the single process's very sum; above,
@@ -738,27 +797,27 @@ def _groups(buckets: list, ordered: bool, B: int):
     """
     from sketchsim.sketch.measure import entropy_bits
 
-    distinct = sum(b["distinct"] for b in buckets)
+    distinct = sum(r["distinct"] for r in ranges)
     if ordered:
-        ent = entropy_bits(np.concatenate([b["sizes"] for b in buckets]))
+        ent = entropy_bits(np.concatenate([r["sizes"] for r in ranges]))
     else:
         hist: dict[int, int] = {}
-        for b in buckets:
-            for c, k in zip(b["size_values"].tolist(), b["size_counts"].tolist(), strict=True):
+        for r in ranges:
+            for c, k in zip(r["size_values"].tolist(), r["size_counts"].tolist(), strict=True):
                 hist[c] = hist.get(c, 0) + k
         ent = _entropy_from_histogram(list(hist), list(hist.values()), B, distinct)
-    candidates = sorted((c for b in buckets for c in b["candidates"]), key=lambda p: p[1])
+    candidates = sorted((c for r in ranges for c in r["candidates"]), key=lambda p: p[1])
     return distinct, ent, candidates
 
 
-def estimate(inputs: int, protocols: int, workers: int, mode: str) -> dict:
-    """Rough wall time, bytes shuffled and client bytes of a cluster transcript run."""
-    cut = layout(inputs, workers)
-    per_input = 24 + (16 if mode == "sampled" else 0)
+def estimate(inputs: int, protocols: int, workers: int, mode: str, answer_bytes: int) -> dict:
+    """Rough wall time, bytes shuffled and planned task memory of a cluster transcript run."""
+    cut = layout(inputs, workers, mode, answer_bytes)
     return {
         "seconds": inputs * protocols / (config.TRANSCRIPT_RATE_PER_CORE * max(workers, 1)),
-        "shuffle_bytes": inputs * per_input,
+        "shuffle_bytes": inputs * row_bytes(mode == "sampled"),
         "map_tasks": cut.map_tasks,
-        "buckets": cut.buckets,
-        "reduce_bytes": -(-inputs // cut.buckets) * per_input,
+        "partitions": cut.partitions,
+        "map_bytes": cut.map_bytes,
+        "reduce_bytes": cut.reduce_bytes,
     }

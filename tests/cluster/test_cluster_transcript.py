@@ -37,9 +37,8 @@ def client():
 
 @pytest.fixture
 def small_shards(monkeypatch):
-    """Many map tasks and buckets even for tiny families (layout runs on the client)."""
-    monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 7)
-    monkeypatch.setattr(config, "CLUSTER_TRANSCRIPT_BUCKET_INPUTS", 16)
+    """Many map tasks and ranges even for tiny families (layout runs on the client)."""
+    monkeypatch.setattr(config, "CLUSTER_TASK_BYTES", 2000)
 
 
 def _same(one, many):
@@ -61,23 +60,24 @@ def test_answers_range_is_a_slice_of_the_enumeration(q, s):
         np.testing.assert_array_equal(got, T[lo:hi])
 
 
-def _pieces(fp, idx, hashes, buckets, shards):
-    """Cut (fp, idx) like transcript_map: per shard, per fingerprint prefix, index order."""
-    bits = buckets.bit_length() - 1
-    out = [[] for _ in range(buckets)]
-    for lo, hi in shards:
-        pre = fp[lo:hi, 0] >> np.uint64(64 - bits) if bits else np.zeros(hi - lo, np.uint64)
-        for b in range(buckets):
-            sel = np.flatnonzero(pre == b) + lo
-            out[b].append((fp[sel], idx[sel], None if hashes is None else hashes[sel]))
+def _ranges(fp, idx, hashes, partitions, rng):
+    """Cut (fp, idx) like the shuffle: by fingerprint range, rows in any order."""
+    from sketchsim.cluster.shuffle import divisions
+
+    key = (fp[:, 0] >> np.uint64(32)).astype(np.int64)
+    where = np.searchsorted(np.array(divisions(partitions)[1:-1]), key, side="right")
+    out = []
+    for p in range(partitions):
+        sel = rng.permutation(np.flatnonzero(where == p))
+        out.append((fp[sel, 0], fp[sel, 1], idx[sel], None if hashes is None else hashes[sel]))
     return out
 
 
 @pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("hashed", [False, True])
-@pytest.mark.parametrize("buckets", [1, 2, 8])
-def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets, tie):
-    rng = np.random.default_rng(buckets + 10 * hashed + 100 * tie)
+@pytest.mark.parametrize("partitions", [1, 2, 3, 8])
+def test_reduced_ranges_merge_to_the_single_grouping(hashed, partitions, tie):
+    rng = np.random.default_rng(partitions + 10 * hashed + 100 * tie)
     B = 500
     # few distinct transcripts (so groups and collisions exist), spread over the prefixes
     table = rng.integers(0, 2**63, size=(40, 2), dtype=np.uint64) * np.uint64(2)
@@ -91,8 +91,7 @@ def test_reduce_buckets_merge_to_the_single_grouping(hashed, buckets, tie):
     from sketchsim.sketch.fingerprint import answer_hashes
 
     hashes = answer_hashes(T) if hashed else None
-    shards = [(lo, min(B, lo + 64)) for lo in range(0, B, 64)][::-1]  # any order
-    parts = [transcript_reduce(True, *p) for p in _pieces(fp, idx, hashes, buckets, shards)]
+    parts = [transcript_reduce(True, *p) for p in _ranges(fp, idx, hashes, partitions, rng)]
     _, counts = group_transcripts(fp)
     inverse, _ = group_transcripts(fp)
     assert sum(p["inputs"] for p in parts) == B
@@ -115,18 +114,19 @@ def test_reduce_of_distinct_transcripts():
     fp = rng.integers(0, 2**63, size=(300, 2), dtype=np.uint64)
     fp[7, 0] = fp[3, 0] + np.uint64(1)  # near neighbours
     idx = np.arange(300, dtype=np.int64)
-    got = transcript_reduce(True, (fp[:100], idx[:100], None), (fp[100:], idx[100:], None))
+    got = transcript_reduce(True, fp[:, 0], fp[:, 1], idx)
     _, counts = group_transcripts(fp)
     assert got["distinct"] == 300 and got["candidates"] == []
     np.testing.assert_array_equal(got["sizes"], counts)
     assert got["size_values"].tolist() == [1] and got["size_counts"].tolist() == [300]
     fp[9] = fp[4]  # one repeated transcript: the general path
-    got = transcript_reduce(True, (fp, idx, None))
+    got = transcript_reduce(True, fp[::-1, 0].copy(), fp[::-1, 1].copy(), idx[::-1].copy())
     assert got["distinct"] == 299 and got["candidates"] == [(4, 9)]
 
 
-def test_reduce_of_an_empty_bucket():
-    got = transcript_reduce(True, (np.zeros((0, 2), np.uint64), np.zeros(0, np.int64), None))
+def test_reduce_of_an_empty_range():
+    empty = np.zeros(0, np.uint64)
+    got = transcript_reduce(True, empty, empty, np.zeros(0, np.int64))
     assert got["inputs"] == got["distinct"] == 0 and got["candidates"] == []
 
 
@@ -147,14 +147,51 @@ def test_cluster_limits():
         plan_cluster_inputs(HardFamily(64, 7), False, 10**12)
 
 
-def test_layout_covers_every_input_once():
+@pytest.mark.parametrize("mode, q", [("exhaustive", 30), ("sampled", 64)])
+def test_layout_covers_every_input_once_within_the_memory_budget(mode, q):
+    from sketchsim.cluster.transcript import MAP_BYTES_PER_INPUT, REDUCE_BYTES_PER_INPUT
+
+    budget = config.CLUSTER_TASK_BYTES
     for n, w in [(1, 1), (64, 2), (1000, 3), (1 << 24, 2), (1 << 32, 64)]:
-        cut = layout(n, w)
+        cut = layout(n, w, mode, q)
         assert cut.shards[0][0] == 0 and cut.shards[-1][1] == n
         assert all(a[1] == b[0] for a, b in zip(cut.shards, cut.shards[1:], strict=False))
-        assert cut.buckets >= w and cut.buckets & (cut.buckets - 1) == 0
-        assert cut.shard_inputs <= config.CLUSTER_SHARD_INPUTS
-    assert layout(1 << 32, 64).map_tasks * layout(1 << 32, 64).buckets <= 1 << 16
+        assert cut.partitions >= w
+        assert cut.map_bytes <= budget and cut.map_tasks >= min(n, 4 * w)
+        assert cut.reduce_bytes <= budget + REDUCE_BYTES_PER_INPUT[mode]
+    big = layout(1 << 32, 64, mode, q)  # 96 GiB of rows: a few thousand tasks of <= 256 MiB
+    assert big.map_tasks == -(-(1 << 32) // (budget // (q + MAP_BYTES_PER_INPUT[mode])))
+    assert big.partitions * budget >= (1 << 32) * REDUCE_BYTES_PER_INPUT[mode]
+
+
+def test_the_shuffle_graph_grows_with_maps_plus_ranges_not_their_product():
+    import dask
+
+    from sketchsim.cluster.shuffle import frame_of, range_partitions
+
+    def graph_size(maps, ranges):
+        rows = np.zeros((4, 2), np.uint64)
+        tables = [dask.delayed(frame_of)(rows, np.arange(4), None) for _ in range(maps)]
+        out = range_partitions(tables, ranges, hashed=False)
+        assert len(out) == ranges
+        return len(dict(dask.delayed(list)(out).__dask_graph__()))  # distinct tasks
+
+    small, wide = graph_size(8, 8), graph_size(64, 64)
+    assert wide < 12 * 64  # a hand-made shuffle cuts 64 x 64 = 4,096 pieces
+    assert wide - small < 12 * (64 - 8)
+
+
+def test_divisions_are_equal_ranges_of_the_key():
+    from sketchsim.cluster.shuffle import FINGERPRINT_SPAN, divisions
+
+    for p in (1, 2, 3, 1000):
+        d = divisions(p)
+        assert d[0] == 0 and d[-1] == FINGERPRINT_SPAN - 1 and len(d) == p + 1
+        assert all(b > a for a, b in zip(d, d[1:], strict=False))
+        widths = np.diff(d[:-1] + [FINGERPRINT_SPAN])
+        assert widths.max() - widths.min() <= 1
+    with pytest.raises(ValueError):
+        divisions(0)
 
 
 # --- on a LocalCluster of 2 processes ---------------------------------------------
@@ -168,7 +205,7 @@ def test_exhaustive_on_cluster_equals_single_process(client, small_shards, spec)
     one = measure(fam, fam.all_answers(), r.protocol, r.params, r.source)
     many, stats = measure_on_cluster(client, fam, "hard", spec, r, "exhaustive", 64, workers=2)
     _same(one, many)
-    assert stats["map_tasks"] == 10 and stats["buckets"] == 4
+    assert stats["map_tasks"] == 8 and stats["partitions"] == 4  # 2,000-byte tasks
     # the engine is built once per worker process, not once per task
     assert len(stats["worker_startup_seconds"]) <= 2 < stats["map_tasks"]
     if spec == "clipped-counts":  # under the bound: a certificate, the same one
@@ -373,11 +410,11 @@ def test_a_worker_with_another_family_version_refuses(tmp_path):
     assert family_digest(fam) != family_digest(other)
     r = resolve("block-counts")
     job = TranscriptJob("hard", 3, 2, 1, "block-counts", r.identity, family_digest(other),
-                        "exhaustive", 27, 2)  # fmt: skip
+                        "exhaustive", 27)  # fmt: skip
     with pytest.raises(FamilyError, match="builds other tokens than the client's"):
         _prepare(job)
     good = TranscriptJob("hard", 3, 2, 1, "block-counts", r.identity, family_digest(fam),
-                         "exhaustive", 27, 2)  # fmt: skip
+                         "exhaustive", 27)  # fmt: skip
     assert _prepare(good)[0].q == 3
 
 
