@@ -226,8 +226,8 @@ def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[
 #: temporaries), and of a reduce task (its partition's table and the sort's
 #: arrays), measured with tracemalloc (``benchmarks/cluster_memory.py``; the
 #: measured figures are in docs/cluster.md).  Rounded up: they size the tasks.
-MAP_BYTES_PER_INPUT = {"exhaustive": 96, "sampled": 160}
-REDUCE_BYTES_PER_INPUT = {"exhaustive": 96, "sampled": 160}
+MAP_BYTES_PER_INPUT = {"exhaustive": 48, "sampled": 80}
+REDUCE_BYTES_PER_INPUT = {"exhaustive": 112, "sampled": 160}
 
 
 def task_bytes(inputs: int, mode: str, answer_bytes: int, role: str) -> int:
