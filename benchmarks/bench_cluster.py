@@ -176,8 +176,8 @@ def bench_transcript(args):
                 f"{spec:<16}{name:<34}{secs:>9.2f}{inputs / secs:>12.3g}{secs / t_cluster:>17.2f}x"
             )
         print(
-            f"{'':<16}reports identical; {stats['map_tasks']} map tasks x {stats['buckets']} "
-            f"buckets, {stats['shuffle_bytes'] / 2**20:.0f} MiB shuffled; map tasks "
+            f"{'':<16}reports identical; {stats['map_tasks']} map tasks, {stats['partitions']} "
+            f"ranges (P2P), {stats['shuffle_bytes'] / 2**20:.0f} MiB shuffled; map tasks "
             f"{stats['map_task_seconds']:.1f} s in all; scaling efficiency vs 1 thread: "
             f"{t_one / t_cluster / 2:.0%} of ideal on 2 workers"
         )

@@ -44,6 +44,7 @@ __all__ = [
     "verify",
     "decode_input",
     "check_verify_size",
+    "uses_count_vectors",
     "check_range",
     "count_patterns",
 ]
@@ -82,6 +83,16 @@ def check_range(
 
 def _n_count_vectors(m: int, n: int) -> int:
     return math.comb(m + (1 << n) - 1, (1 << n) - 1) if n < 40 else math.inf
+
+
+def uses_count_vectors(m: int, n: int) -> bool:
+    """Whether :func:`verify` checks ``2^(m n)`` inputs through their count vectors.
+
+    True when the vectors and their Gram entries fit ``_PATTERN_CELLS`` (then
+    the whole check takes well under a second at any ``m n`` up to 62, the
+    width of the exact input counts); otherwise every input is enumerated.
+    """
+    return 1 <= m <= 26 and m * n <= 62 and _n_count_vectors(m, n) << (2 * n) <= _PATTERN_CELLS
 
 
 def _count_vectors(m: int, n_types: int) -> np.ndarray:
@@ -227,7 +238,7 @@ def check_verify_size(m: int, n: int) -> None:
         raise SketchsimError(f"m must be >= 1, got {m}")
     if n < 1:
         raise SketchsimError(f"n must be >= 1, got {n}")
-    if m * n > config.VERIFY_MAX_BITS:
+    if m * n > config.VERIFY_MAX_BITS and not uses_count_vectors(m, n):
         # cost grows as 2^(m n) inputs times n^2 inner products each
         log2_secs = m * n + math.log2(n * n / (2 * config.VERIFY_RATE_PER_CORE))
         secs = 2.0**log2_secs if log2_secs < 1000 else math.inf
@@ -250,7 +261,8 @@ def verify(
     Parameters
     ----------
     m, n : int
-        Token width and sequence length (``m * n <= 26``).
+        Token width and sequence length (``m * n <= 26``, or up to 62 where
+        :func:`uses_count_vectors`).
     construction : {"rank1", "softmax", "onehot"}
     beta : float
         Inverse temperature of ``softmax`` and ``onehot`` (ignored by ``rank1``).
@@ -276,7 +288,7 @@ def verify(
     total = 1 << (m * n)
     start_time = time.perf_counter()
     max_err, exact, first_bad, checked = 0.0, 0, -1, 0
-    if _n_count_vectors(m, n) << (2 * n) <= _PATTERN_CELLS:
+    if uses_count_vectors(m, n):
         max_err, exact, first_bad = count_patterns(m, n, construction, beta, causal)
         checked = total
         if progress is not None:

@@ -57,7 +57,7 @@ def test_verify_exact_softmax_reports_none():
         (["verify", "--m", "0"], "--m must be >= 1"),
         (["verify", "--n", "0"], "--n must be >= 1"),
         (["verify", "--beta", "0"], "beta must be > 0"),
-        (["verify", "--m", "9", "--n", "3"], "exceeds the limit 26"),
+        (["verify", "--m", "2", "--n", "14"], "exceeds the limit 26"),
         (["verify", "--construction", "nope"], "nope"),
         (["verify", "--m", "abc"], "not a valid integer"),
         (["verify", "--m", "21", "--n", "1", "--construction", "onehot"], "m = 21"),

@@ -109,7 +109,9 @@ def test_onehot_exact_above_threshold(m, n):
 
 def test_size_limits():
     with pytest.raises(SketchsimError, match="limit 26"):
-        check_verify_size(9, 3)
+        check_verify_size(2, 14)  # too many count vectors: enumerated
+    check_verify_size(9, 3)  # 2^27 inputs, but only 165 count vectors
+    check_verify_size(26, 2)  # 2^52 inputs, 3,654 count vectors
     with pytest.raises(SketchsimError, match="m must be >= 1, got 0"):
         check_verify_size(0, 3)
     with pytest.raises(SketchsimError, match="n must be >= 1, got 0"):
@@ -303,3 +305,15 @@ def test_cli_verify_starts_numpy_without_an_openblas_pool(preset):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == f"threads {preset or '1'}"
+
+
+@pytest.mark.parametrize("construction, beta", [("softmax", NEAR_THRESHOLD - 0.05), ("rank1", 2.0)])
+def test_count_vectors_beyond_the_enumeration_limit_match_the_enumeration(construction, beta):
+    """m*N = 27 is above the enumeration limit but has 165 count vectors: both agree."""
+    from sketchsim.heads.verify import check_range, uses_count_vectors, verify
+
+    assert uses_count_vectors(9, 3) and not uses_count_vectors(2, 14)
+    got = verify(9, 3, construction, beta, False)
+    err, exact, first_bad = check_range(construction, 9, 3, beta, False, 0, 1 << 27)
+    assert got.max_abs_error == err and got.exact_fraction == exact / (1 << 27)
+    assert (got.counterexample or {}).get("index", -1) == first_bad
