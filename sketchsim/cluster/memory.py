@@ -83,7 +83,9 @@ def measure_task_memory(
     (summary, table), map_peak = _traced_peak(transcript_map, job, 0, inputs, answers)
     if "error" in summary:
         raise summary["error"]
-    frame = table.set_index("key")  # the shuffle delivers the key as the index
+    # the shuffle delivers the key as the index, sorted: left unsorted here, the
+    # reduce takes its longest path (it sorts), so the figure is an upper bound
+    frame = table.set_index("key")
     del table
     rows = int(frame.memory_usage(index=True, deep=True).sum())
     _, reduce_peak = _traced_peak(reduce_partition, frame, True)

@@ -4,14 +4,19 @@ Every map task of a cluster ``transcript`` run returns one table of rows: the
 transcript fingerprint's two 64-bit words, the global input index and (sampled
 mode) a 128-bit hash of the input's answers.  Grouping inputs by transcript
 needs every row of one fingerprint on one task, so the tables are
-range-partitioned by the fingerprint's top 32 bits with
-``DataFrame.set_index(..., divisions=..., shuffle_method="p2p")``: Dask's
+range-partitioned by the fingerprint's first word with
+``DataFrame.set_index(key, divisions=..., shuffle_method="p2p")``: Dask's
 peer-to-peer shuffle moves the rows between workers (spilling to disk when
 memory runs short), with a fixed number of tasks per input and output
 partition, instead of one task per (map task, reduce task) pair.  Known
 divisions skip the quantile pass, and the output partitions come in
-fingerprint order, so their groups, concatenated, are the single process's
-groups in its order.
+fingerprint order, each sorted by its key, so their groups, concatenated, are
+the single process's groups in its order.
+
+The key is the first word with its top bit flipped, read as a signed
+integer: an order-preserving map from unsigned to signed 64-bit values (pandas
+indexes and Dask divisions are signed), so the key *is* the first word and
+travels once.
 
 Needs pandas and pyarrow (both in the ``cluster`` extra); imported only by
 the cluster path.
@@ -22,7 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "FINGERPRINT_SPAN",
+    "KEY_MIN",
+    "KEY_MAX",
+    "key_of",
     "row_bytes",
     "frame_of",
     "empty_frame",
@@ -31,15 +38,14 @@ __all__ = [
     "arrays_of",
 ]
 
-#: The shuffle key is the fingerprint's first word shifted down to 32 bits:
-#: values ``0 .. FINGERPRINT_SPAN - 1``.
-FINGERPRINT_SPAN = 1 << 32
-
-_KEY_SHIFT = np.uint64(32)
+#: Flipping the top bit maps unsigned 64-bit order onto signed order.
+_SIGN = np.uint64(1 << 63)
+#: The smallest and largest key.
+KEY_MIN, KEY_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def _columns(hashed: bool) -> dict:
-    cols = {"key": np.int64, "fp0": np.uint64, "fp1": np.uint64, "idx": np.int64}
+    cols = {"key": np.int64, "fp1": np.uint64, "idx": np.int64}
     if hashed:
         cols.update(h0=np.uint64, h1=np.uint64)
     return cols
@@ -64,8 +70,7 @@ def frame_of(fingerprints: np.ndarray, idx: np.ndarray, hashes: np.ndarray | Non
     import pandas as pd
 
     cols = {
-        "key": (fingerprints[:, 0] >> _KEY_SHIFT).astype(np.int64),
-        "fp0": fingerprints[:, 0],
+        "key": (fingerprints[:, 0] ^ _SIGN).view(np.int64),
         "fp1": fingerprints[:, 1],
         "idx": idx.astype(np.int64, copy=False),
     }
@@ -82,10 +87,15 @@ def empty_frame(hashed: bool):
 
 
 def divisions(partitions: int) -> list[int]:
-    """``partitions + 1`` increasing boundaries splitting the keys into equal ranges."""
-    if not 1 <= partitions <= FINGERPRINT_SPAN:
+    """``partitions + 1`` increasing keys splitting the key space into equal ranges."""
+    if not 1 <= partitions <= 1 << 32:
         raise ValueError(f"partitions must be in 1 .. 2^32, got {partitions}")
-    return [k * FINGERPRINT_SPAN // partitions for k in range(partitions)] + [FINGERPRINT_SPAN - 1]
+    return [KEY_MIN + (k << 64) // partitions for k in range(partitions)] + [KEY_MAX]
+
+
+def key_of(fp0: np.ndarray) -> np.ndarray:
+    """The shuffle key of fingerprint first words (order-preserving, int64)."""
+    return (np.asarray(fp0, dtype=np.uint64) ^ _SIGN).view(np.int64)
 
 
 def range_partitions(frames: list, partitions: int, hashed: bool) -> list:
@@ -113,8 +123,13 @@ def range_partitions(frames: list, partitions: int, hashed: bool) -> list:
 
 
 def arrays_of(frame) -> tuple:
-    """``(fp0, fp1, idx, hashes or None)`` NumPy arrays of a shuffled partition."""
-    fp0 = frame["fp0"].to_numpy(dtype=np.uint64)
+    """``(fp0, fp1, idx, hashes or None)`` NumPy arrays of a shuffled partition.
+
+    The partition's index is the key (:func:`range_partitions`), or its
+    ``key`` column when it was not shuffled.
+    """
+    key = frame["key"] if "key" in frame.columns else frame.index
+    fp0 = key.to_numpy(dtype=np.int64).view(np.uint64) ^ _SIGN
     fp1 = frame["fp1"].to_numpy(dtype=np.uint64)
     idx = frame["idx"].to_numpy(dtype=np.int64)
     hashes = None

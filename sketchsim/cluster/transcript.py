@@ -226,7 +226,7 @@ def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[
 #: temporaries), and of a reduce task (its partition's table and the sort's
 #: arrays), measured with tracemalloc (``benchmarks/cluster_memory.py``; the
 #: measured figures are in docs/cluster.md).  Rounded up: they size the tasks.
-MAP_BYTES_PER_INPUT = {"exhaustive": 48, "sampled": 80}
+MAP_BYTES_PER_INPUT = {"exhaustive": 40, "sampled": 80}
 REDUCE_BYTES_PER_INPUT = {"exhaustive": 112, "sampled": 160}
 
 
@@ -458,7 +458,8 @@ def transcript_reduce(
     }
     if n == 0:
         return empty
-    f0 = np.sort(fp0)
+    presorted = bool((fp0[1:] >= fp0[:-1]).all())  # the shuffle sorts each range by fp0
+    f0 = fp0 if presorted else np.sort(fp0)
     if not (f0[1:] == f0[:-1]).any():  # every transcript once: no index sort
         return {
             **empty,
@@ -472,14 +473,14 @@ def transcript_reduce(
     # Groups sorted by (fp0, fp1), the single process's order.  fp0 alone decides
     # unless two different transcripts share fp0 (a 2^-64 event per pair): then
     # the slower two-key sort.
-    order = np.argsort(fp0)
-    f0, f1 = fp0[order], fp1[order]
+    order = None if presorted else np.argsort(fp0)
+    f0, f1 = (fp0, fp1) if order is None else (fp0[order], fp1[order])
     same0 = f0[1:] == f0[:-1]
     if (same0 & (f1[1:] != f1[:-1])).any():
         order = np.lexsort((fp1, fp0))
         f0, f1 = fp0[order], fp1[order]
         same0 = (f0[1:] == f0[:-1]) & (f1[1:] == f1[:-1])
-    ids = idx[order]
+    ids = idx if order is None else idx[order]
     new = np.ones(n, dtype=bool)
     new[1:] = ~same0
     starts = np.flatnonzero(new)
@@ -487,7 +488,7 @@ def transcript_reduce(
     first = np.minimum.reduceat(ids, starts)  # the first input of each group
     is_first = ids == np.repeat(first, sizes)
     if hashes is not None:  # sampled: answers repeat; compare with the first input's answers
-        ah = hashes[order]
+        ah = hashes if order is None else hashes[order]
         differ = (ah != np.repeat(ah[is_first], sizes, axis=0)).any(axis=1)
     else:  # exhaustive: every input has its own answer vector
         differ = ~is_first

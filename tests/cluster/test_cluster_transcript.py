@@ -60,15 +60,16 @@ def test_answers_range_is_a_slice_of_the_enumeration(q, s):
         np.testing.assert_array_equal(got, T[lo:hi])
 
 
-def _ranges(fp, idx, hashes, partitions, rng):
-    """Cut (fp, idx) like the shuffle: by fingerprint range, rows in any order."""
-    from sketchsim.cluster.shuffle import divisions
+def _ranges(fp, idx, hashes, partitions, rng, presorted):
+    """Cut (fp, idx) like the shuffle: by fingerprint range, rows shuffled or sorted by fp0."""
+    from sketchsim.cluster.shuffle import divisions, key_of
 
-    key = (fp[:, 0] >> np.uint64(32)).astype(np.int64)
-    where = np.searchsorted(np.array(divisions(partitions)[1:-1]), key, side="right")
+    where = np.searchsorted(np.array(divisions(partitions)[1:-1]), key_of(fp[:, 0]), "right")
     out = []
     for p in range(partitions):
         sel = rng.permutation(np.flatnonzero(where == p))
+        if presorted:  # as the shuffle delivers them: by key, ties in any order
+            sel = sel[np.argsort(fp[sel, 0], kind="stable")]
         out.append((fp[sel, 0], fp[sel, 1], idx[sel], None if hashes is None else hashes[sel]))
     return out
 
@@ -76,7 +77,8 @@ def _ranges(fp, idx, hashes, partitions, rng):
 @pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("hashed", [False, True])
 @pytest.mark.parametrize("partitions", [1, 2, 3, 8])
-def test_reduced_ranges_merge_to_the_single_grouping(hashed, partitions, tie):
+@pytest.mark.parametrize("presorted", [False, True])
+def test_reduced_ranges_merge_to_the_single_grouping(hashed, partitions, tie, presorted):
     rng = np.random.default_rng(partitions + 10 * hashed + 100 * tie)
     B = 500
     # few distinct transcripts (so groups and collisions exist), spread over the prefixes
@@ -91,7 +93,8 @@ def test_reduced_ranges_merge_to_the_single_grouping(hashed, partitions, tie):
     from sketchsim.sketch.fingerprint import answer_hashes
 
     hashes = answer_hashes(T) if hashed else None
-    parts = [transcript_reduce(True, *p) for p in _ranges(fp, idx, hashes, partitions, rng)]
+    ranges = _ranges(fp, idx, hashes, partitions, rng, presorted)
+    parts = [transcript_reduce(True, *p) for p in ranges]
     _, counts = group_transcripts(fp)
     inverse, _ = group_transcripts(fp)
     assert sum(p["inputs"] for p in parts) == B
@@ -181,17 +184,21 @@ def test_the_shuffle_graph_grows_with_maps_plus_ranges_not_their_product():
     assert wide - small < 12 * (64 - 8)
 
 
-def test_divisions_are_equal_ranges_of_the_key():
-    from sketchsim.cluster.shuffle import FINGERPRINT_SPAN, divisions
+def test_divisions_are_equal_ranges_of_the_key_and_the_key_keeps_the_order():
+    from sketchsim.cluster.shuffle import KEY_MAX, KEY_MIN, divisions, key_of
 
     for p in (1, 2, 3, 1000):
         d = divisions(p)
-        assert d[0] == 0 and d[-1] == FINGERPRINT_SPAN - 1 and len(d) == p + 1
+        assert d[0] == KEY_MIN and d[-1] == KEY_MAX and len(d) == p + 1
         assert all(b > a for a, b in zip(d, d[1:], strict=False))
-        widths = np.diff(d[:-1] + [FINGERPRINT_SPAN])
-        assert widths.max() - widths.min() <= 1
+        widths = np.diff(np.array(d[:-1] + [KEY_MAX + 1], dtype=object))
+        assert max(widths) - min(widths) <= 1
     with pytest.raises(ValueError):
         divisions(0)
+    words = np.array([0, 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1], dtype=np.uint64)
+    keys = key_of(words)
+    assert keys.dtype == np.int64 and (np.diff(keys) > 0).all()
+    assert keys[0] == KEY_MIN and keys[-1] == KEY_MAX
 
 
 # --- on a LocalCluster of 2 processes ---------------------------------------------
