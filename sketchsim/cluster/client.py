@@ -140,6 +140,35 @@ def connect(
     """
     distributed = _require_distributed()
     timeout = connect_timeout()
+    with _quiet_dask_logs():
+        yield from _connected(distributed, spec, timeout, log, need_torch)
+
+
+@contextmanager
+def _quiet_dask_logs():
+    """Keep Dask's own log lines (a lost scheduler's tracebacks) off the terminal.
+
+    Every failure they report ends the run as one :class:`SketchsimError`
+    line; the workers' and scheduler's own logs stay where they are.
+    """
+    import logging
+
+    names = ["distributed"] + [
+        name for name in logging.root.manager.loggerDict if name.startswith("distributed.")
+    ]  # Dask's logging config sets some children's levels (distributed.client) itself
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _connected(distributed, spec: ClusterSpec, timeout: float, log, need_torch: bool):
+    """The body of :func:`connect` (a generator it delegates to)."""
     cluster = None
     try:
         if spec.kind == "local":

@@ -35,7 +35,7 @@ def test_no_worker_joins_within_the_timeout(empty):
 
 def test_the_cli_says_it_in_one_line_and_names_the_flag(empty):
     res = CliRunner().invoke(
-        main, ["verify", "--m", "3", "--n", "3", "--cluster", empty, "--cluster-timeout", "1"]
+        main, ["verify", "--m", "1", "--n", "9", "--cluster", empty, "--cluster-timeout", "1"]
     )
     assert_error_line(res, "no Dask worker joined")
     assert "--cluster-timeout" in res.output

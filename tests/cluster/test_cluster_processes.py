@@ -83,7 +83,7 @@ def test_scheduler_killed_mid_verify_is_one_line_and_the_rerun_resumes(tmp_path)
     finally:
         _stop(procs)
     assert run.returncode == 2, output
-    assert "Traceback" not in output
+    assert "Traceback" not in output, output
     last = [ln for ln in output.splitlines() if ln.strip()][-1]
     assert last.startswith("error: lost the Dask scheduler"), output
     assert "run the same command again" in last
