@@ -61,8 +61,8 @@ def measure_task_memory(
     """
     from sketchsim.cluster.transcript import (
         TranscriptJob,
-        _prepare,
         family_digest,
+        prepare_job,
         reduce_partition,
         transcript_map,
     )
@@ -72,7 +72,7 @@ def measure_task_memory(
     family = HardFamily(q, s, seed=seed)
     r = resolve(spec)
     job = TranscriptJob("hard", q, s, seed, spec, r.identity, family_digest(family), mode, inputs)
-    _prepare(job)  # compile before measuring: the engine is built once per worker
+    prepare_job(job)  # compile before measuring: the engine is built once per worker
     answers = family.sample_answers(inputs) if mode == "sampled" else None
     # a worker's first task also allocates what later tasks reuse: not per task
     (_, warm), once = _traced_peak(

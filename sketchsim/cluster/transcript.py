@@ -60,6 +60,7 @@ __all__ = [
     "transcript_map",
     "transcript_reduce",
     "reduce_partition",
+    "prepare_job",
     "task_bytes",
     "measure_on_cluster",
 ]
@@ -281,8 +282,9 @@ def layout(
 _PREPARED: dict = {}
 
 
-def _prepare(job: TranscriptJob):
-    """``(family, engine, seconds)``: built on the first task of this process, then reused."""
+def prepare_job(job: TranscriptJob):
+    """``(family, engine, seconds)`` of a job: built on its first task in this process,
+    then reused (``seconds`` is 0.0 then)."""
     key = job.cache_key()
     if key in _PREPARED:
         family, engine = _PREPARED[key]
@@ -376,7 +378,7 @@ def transcript_map(job: TranscriptJob, lo: int, hi: int, answers: np.ndarray | N
 
     t0 = time.perf_counter()
     try:
-        family, engine, setup = _prepare(job)
+        family, engine, setup = prepare_job(job)
         T = answers_range(family, lo, hi) if answers is None else answers
         fingerprints, n_correct, counts, first_failure = _run_range(family, engine, T)
     except SketchsimError as exc:

@@ -408,7 +408,7 @@ def test_a_worker_with_another_family_version_refuses(tmp_path):
     """The worker rebuilds the family from its spec and compares its tokens' digest
     with the client's: another version of a family plug-in is an error, not a
     measurement of other inputs under the client's name."""
-    from sketchsim.cluster.transcript import TranscriptJob, _prepare, family_digest
+    from sketchsim.cluster.transcript import TranscriptJob, family_digest, prepare_job
     from sketchsim.errors import FamilyError
 
     fam = HardFamily(3, 2, seed=1)
@@ -419,10 +419,10 @@ def test_a_worker_with_another_family_version_refuses(tmp_path):
     job = TranscriptJob("hard", 3, 2, 1, "block-counts", r.identity, family_digest(other),
                         "exhaustive", 27)  # fmt: skip
     with pytest.raises(FamilyError, match="builds other tokens than the client's"):
-        _prepare(job)
+        prepare_job(job)
     good = TranscriptJob("hard", 3, 2, 1, "block-counts", r.identity, family_digest(fam),
                          "exhaustive", 27)  # fmt: skip
-    assert _prepare(good)[0].q == 3
+    assert prepare_job(good)[0].q == 3
 
 
 def test_workers_use_the_shipped_plugin_source_not_the_clients_path(tmp_path):
