@@ -140,16 +140,21 @@ def frontier(
 def certify(family, eps: Sequence[float] | None = None, positional: bool = True):
     """Certified lower bound on the feature rank of any head solving a length-3 family.
 
-    ``family`` is a :class:`sketchsim.certify.Family` or the path of a family
-    file; returns a :class:`sketchsim.certify.Certificate`.
+    ``family`` is a :class:`sketchsim.certify.Family`, a
+    :class:`sketchsim.certify.packed.PackedFamily` (certified block by block) or
+    the path of a family file of either kind; returns a
+    :class:`sketchsim.certify.Certificate`.
     """
-    from sketchsim.certify import load_family
     from sketchsim.certify.certificate import DEFAULT_EPS
     from sketchsim.certify.certificate import certify as run
+    from sketchsim.certify.packed import PackedFamily, certify_packed, load_any_family
 
     if isinstance(family, str | Path):
-        family = load_family(family)
-    return run(family, DEFAULT_EPS if eps is None else tuple(eps), positional=positional)
+        family = load_any_family(family)
+    eps = DEFAULT_EPS if eps is None else tuple(eps)
+    if isinstance(family, PackedFamily):
+        return certify_packed(family, eps, positional=positional)
+    return run(family, eps, positional=positional)
 
 
 def sweep(

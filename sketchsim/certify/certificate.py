@@ -30,12 +30,14 @@ __all__ = [
     "Graph",
     "Certificate",
     "build_graph",
+    "graph_of_keys",
     "chain_dp",
     "certify",
     "rank_bound",
     "certified_rank",
     "choose_pairs",
     "choose_best_pairs",
+    "select_pairs",
     "DEFAULT_EPS",
 ]
 
@@ -74,20 +76,12 @@ def _find(sorted_keys: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.nda
     return pos, sorted_keys[pos] == want
 
 
-def _ids_and_overlaps(family: Family, p: int, o1: int, o2: int):
-    """Token ids (sorted byte order) and the overlaps of the scored token with the others."""
-    m = family.m
-    if m <= PACKED_MAX_M and len(family.tokens):
-        keys = packed_keys(family.tokens)
-        ids, count = ids_of_keys(keys, m)
-        ov_a = np.bitwise_count(keys[:, p] & keys[:, o1]).astype(np.int64)
-        ov_b = np.bitwise_count(keys[:, p] & keys[:, o2]).astype(np.int64)
-        return ids.astype(np.int64), max(count, 1), ov_a, ov_b
-    ids, count = token_ids(family.tokens)
-    T = family.tokens
-    ov_a = np.einsum("fk,fk->f", T[:, p], T[:, o1], dtype=np.int64)
-    ov_b = np.einsum("fk,fk->f", T[:, p], T[:, o2], dtype=np.int64)
-    return ids, max(count, 1), ov_a, ov_b
+def _key_ids_and_overlaps(keys: np.ndarray, m: int, p: int, o1: int, o2: int):
+    """Token ids (sorted key order) and the overlaps of the scored token with the others."""
+    ids, count = ids_of_keys(keys, m)
+    ov_a = np.bitwise_count(keys[:, p] & keys[:, o1]).astype(np.int64)
+    ov_b = np.bitwise_count(keys[:, p] & keys[:, o2]).astype(np.int64)
+    return ids.astype(np.int64), max(count, 1), ov_a, ov_b
 
 
 def build_graph(family: Family, positional: bool = True) -> Graph:
@@ -98,7 +92,44 @@ def build_graph(family: Family, positional: bool = True) -> Graph:
     """
     p = family.position - 1
     o1, o2 = (i for i in range(3) if i != p)
-    ids, U, ov_a, ov_b = _ids_and_overlaps(family, p, o1, o2)
+    if family.m <= PACKED_MAX_M and len(family.tokens):
+        return graph_of_keys(packed_keys(family.tokens), family.m, family.position, positional)
+    ids, count = token_ids(family.tokens)
+    T = family.tokens
+    ov_a = np.einsum("fk,fk->f", T[:, p], T[:, o1], dtype=np.int64)
+    ov_b = np.einsum("fk,fk->f", T[:, p], T[:, o2], dtype=np.int64)
+    return _graph(ids, max(count, 1), ov_a, ov_b, family.position, positional)
+
+
+def graph_of_keys(keys: np.ndarray, m: int, position: int, positional: bool = True) -> Graph:
+    """:func:`build_graph` of a family given as packed keys (``m <= 64``).
+
+    Parameters
+    ----------
+    keys : numpy.ndarray of uint64, shape (F, 3)
+        :func:`~sketchsim.minip.token_ids.packed_keys` of the family's tokens.
+    m : int
+        Token width.
+    position : int
+        The scored position, 1-3.
+    positional : bool
+        Require both orders of a mixed input.
+
+    Returns
+    -------
+    Graph
+        Token ids are the ranks of the keys among the distinct keys present.
+    """
+    p = position - 1
+    o1, o2 = (i for i in range(3) if i != p)
+    ids, U, ov_a, ov_b = _key_ids_and_overlaps(keys, m, p, o1, o2)
+    return _graph(ids, U, ov_a, ov_b, position, positional)
+
+
+def _graph(ids, U, ov_a, ov_b, position: int, positional: bool) -> Graph:
+    """The domination graphs from token ids ``(F, 3)`` and the scored token's overlaps."""
+    p = position - 1
+    o1, o2 = (i for i in range(3) if i != p)
     q, a, b = ids[:, p], ids[:, o1], ids[:, o2]
     if U**3 >= 2**63:
         raise FamilyError(
@@ -386,6 +417,37 @@ def choose_pairs_sparse(n: int, rows, cols, vals) -> tuple[np.ndarray, np.ndarra
     return idx[keep], P[np.ix_(keep, keep)]
 
 
+def select_pairs(n: int, eps: float, P: np.ndarray | None = None, entries=None):
+    """The pairs Lemma 4 uses at ``eps``, from the dense bounds ``P`` or the sparse ``entries``.
+
+    Parameters
+    ----------
+    n : int
+        Number of candidate pairs.
+    eps : float
+        Error level (``LIMIT``: strict rounding, the exact subset choice ranks by it).
+    P : numpy.ndarray, shape (n, n), optional
+        :func:`pair_matrix`; when given, the exact choice up to ``OPTIMAL_MAX_PAIRS``.
+    entries : tuple of numpy.ndarray, optional
+        ``(rows, cols, values)`` of :func:`bounded_entries`, used when ``P`` is None
+        (greedy choice).
+
+    Returns
+    -------
+    keep : numpy.ndarray
+        Indices of the chosen pairs.
+    sub : numpy.ndarray
+        ``P[keep, keep]``.
+    how : str
+        ``"exact"`` or ``"greedy"``.
+    """
+    if P is not None:
+        keep, how = choose_best_pairs(P, strict=eps == LIMIT)
+        return keep, P[np.ix_(keep, keep)], how
+    keep, sub = choose_pairs_sparse(n, *entries)
+    return keep, sub, "greedy"
+
+
 def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Certificate:
     """Certified lower bounds on the feature rank ``r`` for each eps (and the limit 1/2).
 
@@ -403,12 +465,10 @@ def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Ce
     for eps in (LIMIT, *eps_list):
         dist = chain_dp(graph, eps)
         if len(graph.diag) <= DENSE_MAX_PAIRS:
-            P = pair_matrix(graph, dist)
-            keep, how = choose_best_pairs(P, strict=eps == LIMIT)
-            sub = P[np.ix_(keep, keep)]
+            keep, sub, how = select_pairs(len(graph.diag), eps, P=pair_matrix(graph, dist))
         else:
-            keep, sub = choose_pairs_sparse(len(graph.diag), *bounded_entries(graph, dist))
-            how = "greedy"
+            entries = bounded_entries(graph, dist)
+            keep, sub, how = select_pairs(len(graph.diag), eps, entries=entries)
         choice[eps_key(eps)] = how
         key = eps_key(eps)
         pairs[key] = int(keep.size)

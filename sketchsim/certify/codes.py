@@ -306,10 +306,39 @@ def random_code(
     return _masks_to_rows(kept, m)
 
 
+#: Words ``make_code`` keeps of a random code unless told otherwise.
+RANDOM_WORDS = 1024
+#: Words ``make_code`` keeps of a greedy lexicode unless told otherwise.
+GREEDY_WORDS = 1 << 16
+
+
 def make_code(
-    kind: str, m: int, d: int | None = None, w: int | None = None, seed: int = 0
+    kind: str,
+    m: int,
+    d: int | None = None,
+    w: int | None = None,
+    seed: int = 0,
+    limit: int | None = None,
 ) -> np.ndarray:
-    """Build a code by kind (see :data:`CODE_KINDS`)."""
+    """Build a code by kind (see :data:`CODE_KINDS`).
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`CODE_KINDS`.
+    m : int
+        Length.
+    d, w : int, optional
+        Minimum distance and weight (greedy, random; defaults ``2 * (m // 4)``, ``m // 2``).
+    seed : int
+        Seed (random).
+    limit : int, optional
+        Largest code (greedy, random; defaults :data:`GREEDY_WORDS`, :data:`RANDOM_WORDS`).
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (K, m)
+    """
     if kind == "hadamard":
         return hadamard_code(m, complements=True)
     if kind in ("golay-octads", "golay-dodecads"):
@@ -319,7 +348,9 @@ def make_code(
     if kind in ("greedy", "random"):
         w = m // 2 if w is None else w
         d = max(2, m // 4 * 2) if d is None else d
-        return greedy_code(m, d, w) if kind == "greedy" else random_code(m, w, d, seed=seed)
+        if kind == "greedy":
+            return greedy_code(m, d, w, limit=limit or GREEDY_WORDS)
+        return random_code(m, w, d, limit=limit or RANDOM_WORDS, seed=seed)
     raise SketchsimError(f"unknown code kind {kind!r}; choose one of {', '.join(CODE_KINDS)}")
 
 

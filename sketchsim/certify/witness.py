@@ -25,7 +25,14 @@ from sketchsim.errors import FamilyError
 from sketchsim.minip.kernel import minip_targets
 from sketchsim.results import atomic_path
 
-__all__ = ["Family", "build_witness", "save_family", "load_family", "check_witness_size"]
+__all__ = [
+    "Family",
+    "build_witness",
+    "save_family",
+    "load_family",
+    "check_witness_size",
+    "check_array_sizes",
+]
 
 #: Largest witness family built in memory (inputs).
 WITNESS_MAX_INPUTS = 4_000_000
@@ -51,7 +58,8 @@ def check_witness_size(codewords: int, m: int, chains: bool) -> None:
         raise FamilyError(
             f"a witness family of {codewords:,} codewords (m = {m}) would hold up to "
             f"{est:,} inputs, over the limit {WITNESS_MAX_INPUTS:,} of a family built in "
-            f"memory; use at most {fit:,} codewords"
+            f"memory; use at most {fit:,} codewords, or build it packed "
+            "(sketchsim witness --packed)"
         )
 
 
@@ -183,10 +191,20 @@ def save_family(family: Family, path: str | Path) -> Path:
     return Path(path)
 
 
-def _check_array_sizes(path: Path) -> None:
+def check_array_sizes(path: Path) -> None:
     """Refuse an ``.npz`` whose array headers declare more than :data:`FAMILY_FILE_MAX_BYTES`.
 
     Reads only the ``.npy`` headers inside the archive, before any array.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A family file (token or packed).
+
+    Raises
+    ------
+    FamilyError
+        When an array is too large or the archive cannot be read.
     """
     from numpy.lib import format as npy
 
@@ -220,10 +238,15 @@ def load_family(path: str | Path) -> Family:
     if path.is_file() and not zipfile.is_zipfile(path):
         raise FamilyError(f"{path} is not a family file (not an .npz archive)")
     if path.is_file():
-        _check_array_sizes(path)
+        check_array_sizes(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = {"tokens", "position", "targets", "meta"} - set(data.files)
+            if "tokens" in missing and "keys" in data.files:
+                raise FamilyError(
+                    f"{path} is a packed family file (keys, not tokens); read it with "
+                    "sketchsim.certify.packed.load_packed_family (sketchsim certify reads both)"
+                )
             if missing:
                 raise FamilyError(f"{path}: missing arrays {', '.join(sorted(missing))}")
             tokens, targets = data["tokens"], data["targets"]
