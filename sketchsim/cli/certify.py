@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -79,6 +80,8 @@ def codes(m, kind, d, w, seed, out):
     show_default=True,
     help="Codewords used (0: all), chosen with the seed.",
 )
+@click.option("--d", "d", type=int, help="Minimum distance (greedy, random; default 2*(m//4)).")
+@click.option("--w", "w", type=int, help="Weight (greedy, random; default m//2).")
 @click.option(
     "--complements/--no-complements",
     default=False,
@@ -88,29 +91,37 @@ def codes(m, kind, d, w, seed, out):
 @click.option("--chains", is_flag=True, help="Cross long gaps in steps (THEORY Lemma 3).")
 @click.option("--both-orders/--no-both-orders", default=True, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--packed",
+    is_flag=True,
+    help="Store tokens as integer keys and certify in blocks (families past the in-memory "
+    "limit, up to 10^8 inputs; m <= 64).",
+)
 @click.option("--out", type=OutputPath((".npz",)), required=True, help="Family .npz file.")
 @click.option("--json", "json_path", type=OutputPath())
-def witness(m, kind, codewords, complements, chains, both_orders, seed, out, json_path):
+def witness(
+    m, kind, codewords, d, w, complements, chains, both_orders, seed, packed, out, json_path
+):
     """Build a length-3 witness family from a code and certify it."""
-    from sketchsim.certify import build_witness, certify, save_family
-    from sketchsim.certify.codes import hadamard_code, make_code
-    from sketchsim.certify.witness import check_witness_size
+    from sketchsim.certify.codes import RANDOM_WORDS, hadamard_code, make_code
 
     if codewords < 0:
         raise SketchsimError(f"--codewords must be >= 0, got {codewords}")
     if seed < 0:
         raise SketchsimError(f"--seed must be >= 0, got {seed}")
-    code = hadamard_code(m, complements) if kind == "hadamard" else make_code(kind, m, seed=seed)
-    check_witness_size(len(code) if codewords == 0 else min(codewords, len(code)), m, chains)
-    family = build_witness(code, kind, codewords or None, chains, both_orders, seed)
-    family.meta["complements"] = complements
-    save_family(family, out)
-    cert = certify(family)
+    if kind == "hadamard":
+        code = hadamard_code(m, complements)
+    else:  # a random code keeps as many words as asked (default 1,024)
+        limit = max(codewords, RANDOM_WORDS) if kind == "random" else None
+        code = make_code(kind, m, d, w, seed=seed, limit=limit)
+    build = _packed_witness if packed else _witness
+    family, inputs, cert = build(code, kind, codewords, chains, both_orders, seed, complements, out)
     r = cert.certified_rank["0.5"]
     render.console.print(
         Panel.fit(
-            f"{len(family.tokens):,} inputs of length 3, m = {m}, {family.meta['codewords']} "
-            f"codewords of a {kind} code{' with chains' if chains else ''}\n"
+            f"{inputs:,} inputs of length 3, m = {m}, {family.meta['codewords']} "
+            f"codewords of a {kind} code{' with chains' if chains else ''}"
+            f"{' (packed)' if packed else ''}\n"
             f"certified r >= [bold]{r}[/bold] for every head with error < 1/2 "
             f"(bound {cert.bound['0.5']:.3f} from {cert.pairs['0.5']} pairs)\n"
             f"paper's witness suite: {PAPER_WITNESS_INPUTS:,} inputs, r >= {PAPER_WITNESS_BOUND}",
@@ -120,7 +131,7 @@ def witness(m, kind, codewords, complements, chains, both_orders, seed, out, jso
     if json_path:
         payload = {
             **family.meta,
-            "inputs": len(family.tokens),
+            "inputs": inputs,
             "file": str(out),
             "family_sha256": cert.family_sha256,
             "certified_rank": cert.certified_rank,
@@ -131,12 +142,44 @@ def witness(m, kind, codewords, complements, chains, both_orders, seed, out, jso
             "m": m,
             "code": kind,
             "codewords": codewords,
+            "d": d,
+            "w": w,
             "complements": complements,
             "chains": chains,
             "both_orders": both_orders,
             "seed": seed,
+            "packed": packed,
         }
         write_json_atomic(json_path, result_payload("witness", params, payload))
+
+
+def _witness(code, kind, codewords, chains, both_orders, seed, complements, out):
+    """Token-array witness family (in memory): ``(family, inputs, certificate)``."""
+    from sketchsim.certify import build_witness, certify, save_family
+    from sketchsim.certify.witness import check_witness_size
+
+    m = code.shape[1]
+    check_witness_size(len(code) if codewords == 0 else min(codewords, len(code)), m, chains)
+    family = build_witness(code, kind, codewords or None, chains, both_orders, seed)
+    family.meta["complements"] = complements
+    save_family(family, out)
+    return family, len(family.tokens), certify(family)
+
+
+def _packed_witness(code, kind, codewords, chains, both_orders, seed, complements, out):
+    """Packed witness family (keys, certified in blocks): ``(family, inputs, certificate)``."""
+    from sketchsim.certify.packed import (
+        build_packed_witness,
+        certify_packed,
+        save_packed_family,
+        subset_words,
+    )
+
+    words = subset_words(code, codewords or None, seed)
+    family = build_packed_witness(words, kind, chains, both_orders, seed)
+    family.meta["complements"] = complements
+    save_packed_family(family, out)
+    return family, family.inputs, certify_packed(family)
 
 
 @main.command()
@@ -164,14 +207,14 @@ def witness(m, kind, codewords, complements, chains, both_orders, seed, out, jso
 def certify(path, eps_list, position_independent, json_path, proof_path):
     """Certified lower bound on the feature rank r for a length-3 family file."""
     from sketchsim.api import certify as run_certify
-    from sketchsim.certify import load_family
     from sketchsim.certify.certificate import DEFAULT_EPS
+    from sketchsim.certify.packed import load_any_family
 
     eps_list = eps_list or DEFAULT_EPS
     for e in eps_list:
         if not 0 < e < 0.5:
             raise click.BadParameter(f"eps must be in (0, 1/2), got {e}", param_hint="--eps")
-    family = load_family(path)
+    family = load_any_family(path)
     cert = run_certify(family, sorted(set(eps_list)), positional=not position_independent)
     table = Table(
         caption=f"{cert.inputs:,} inputs, m = {cert.m}, {cert.queries} queries, "
@@ -201,8 +244,17 @@ def certify(path, eps_list, position_independent, json_path, proof_path):
         }
         write_json_atomic(json_path, result_payload("certify", params, cert.to_dict()))
     if proof_path:
+        from sketchsim.certify.packed import PackedFamily
         from sketchsim.certify.proof import certificate_proof
+        from sketchsim.certify.witness import WITNESS_MAX_INPUTS
 
+        if isinstance(family, PackedFamily):
+            if family.inputs > WITNESS_MAX_INPUTS:
+                raise SketchsimError(
+                    f"proof objects are written for families of up to {WITNESS_MAX_INPUTS:,} "
+                    f"inputs; {path} holds {family.inputs:,}"
+                )
+            family = family.unpack()
         proof = certificate_proof(family, positional=not position_independent)
         write_json_atomic(proof_path, proof)
         render.console.print(
@@ -258,8 +310,19 @@ BOUND_MAX_M = 64
 @click.option("--to", "m2", type=int, help="Last token width (default: --m).")
 @click.option("--step", type=int, default=1, show_default=True, help="Step between widths.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random codes.")
+@click.option(
+    "--export",
+    "export_dir",
+    type=OutputPath(directory=True),
+    help="Build each row's witness family (m <= 32), write DIR/bound-m{m}.npz and certify it.",
+)
+@click.option(
+    "--certificates",
+    is_flag=True,
+    help="With --export: also write DIR/bound-m{m}.cert.json and re-check it (small families).",
+)
 @click.option("--json", "json_path", type=OutputPath())
-def bound(m, m2, step, seed, json_path):
+def bound(m, m2, step, seed, export_dir, certificates, json_path):
     """Best certified rank bound per m, its growth, the 2^m endpoint and softmax temperatures."""
     from dataclasses import asdict
 
@@ -273,14 +336,22 @@ def bound(m, m2, step, seed, json_path):
         raise SketchsimError(f"--step must be >= 1, got {step}")
     if seed < 0:
         raise SketchsimError(f"--seed must be >= 0, got {seed}")
+    if certificates and not export_dir:
+        raise SketchsimError("--certificates needs --export DIR")
+    if export_dir:
+        from sketchsim.certify.realize import check_export_width, realize_row
+
+        check_export_width(m, m2)
     widths = list(range(m, m2 + 1, step))
-    rows = []
+    rows, realized = [], []
     with render.progress_bar("bound", len(widths)) as update:
         for k, width in enumerate(widths):
             exact = None
             if width <= BOUND_SOFTMAX_EXACT_MAX_M:
                 exact = exact_softmax_threshold(width).exact
             rows.append(best_bound(width, seed, exact))
+            if export_dir:
+                realized.append(realize_row(rows[-1], export_dir, seed, proof=certificates))
             update(k + 1, len(widths))
     growth = fit_growth([r.m for r in rows], [r.certified_rank for r in rows])
     slope = growth["slope"]
@@ -299,9 +370,10 @@ def bound(m, m2, step, seed, json_path):
         ),
     )
     cols = ("m", "best code", "words", "pairs", "bound", "certified r >=", "2^m")
-    for col in (*cols, "softmax beta sufficient", "softmax beta* exact"):
+    extra = ("family inputs", "realized r >=") if export_dir else ()
+    for col in (*cols, "softmax beta sufficient", "softmax beta* exact", *extra):
         table.add_column(col, justify="left" if col == "best code" else "right")
-    for row in rows:
+    for k, row in enumerate(rows):
         table.add_row(
             str(row.m),
             row.code,
@@ -312,9 +384,51 @@ def bound(m, m2, step, seed, json_path):
             f"{row.exact_rank:,}" if row.m <= 20 else f"2^{row.m}",
             f"{row.softmax_sufficient:.4f}",
             "-" if row.exact_softmax_threshold is None else f"{row.exact_softmax_threshold:.4f}",
+            *(_realized_cells(realized[k]) if export_dir else ()),
         )
     render.console.print(table)
+    if export_dir:
+        _print_realized(realized, export_dir)
     if json_path:
         payload = {"rows": [asdict(r) for r in rows], "growth": growth}
-        params = {"m": m, "to": m2, "step": step, "seed": seed}
+        if export_dir:
+            for entry, res in zip(payload["rows"], realized, strict=True):
+                entry["realized"] = res.to_dict()
+            payload["all_realized"] = all(r.status != "below" for r in realized)
+        params = {
+            "m": m,
+            "to": m2,
+            "step": step,
+            "seed": seed,
+            "export": None if export_dir is None else str(export_dir),
+            "certificates": certificates,
+        }
         write_json_atomic(json_path, result_payload("bound", params, payload))
+    if any(r.status == "below" for r in realized):
+        sys.exit(1)
+
+
+def _realized_cells(res) -> tuple[str, str]:
+    mark = {"equal": "", "above": " (above)", "below": " [red](BELOW the claim)[/red]"}
+    return f"{res.inputs:,}", f"[bold]{res.certified_rank:,}[/bold]{mark[res.status]}"
+
+
+def _print_realized(realized, export_dir) -> None:
+    """One line per exported family; a family that certifies less than its row claims is loud."""
+    for res in realized:
+        cert = res.certificate or {}
+        proof = (
+            f", proof {cert['file']} re-checked: r >= {cert['checked_rank']}"
+            if "file" in cert
+            else (f", no proof ({cert['skipped']})" if "skipped" in cert else "")
+        )
+        line = (
+            f"m = {res.m}: {res.file} ({res.format}, {res.inputs:,} inputs, "
+            f"{res.file_bytes / 1e6:,.1f} MB) certifies r >= {res.certified_rank} "
+            f"(claimed {res.claimed_rank}) in {res.certify_seconds:.1f} s{proof}"
+        )
+        if res.status == "below":
+            render.err_console.print(f"[red]MISMATCH[/red] {line}")
+        else:
+            render.console.print(line)
+    render.console.print(f"families written to {export_dir}")

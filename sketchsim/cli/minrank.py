@@ -74,7 +74,8 @@ def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_
     """Bracket the smallest feature rank of one table head on all of ({0,1}^m)^3.
 
     Per m: the certified lower bound (best certificate, family saved), the
-    smallest exact construction, the smallest trained nonnegative and signed
+    sign-order lower bound for nonnegative heads (m <= 8), the smallest exact
+    construction, the smallest trained nonnegative and signed
     heads (each re-checked on all 2^(3m) inputs, weights saved), 2^m, and the
     softmax temperatures.
     """
@@ -168,7 +169,15 @@ def _row_problem(row) -> str | None:
         rank = (row.get(f"trained_{kind}") or {}).get("rank")
         if rank is not None and rank < lower:
             return f"has a trained {kind} head of rank {rank} below the certificate {lower}"
+    rank = (row.get("trained_nonneg") or {}).get("rank")
+    if rank is not None and rank < _nonneg_lower(row):
+        return f"has a trained nonneg head of rank {rank} below the sign-order bound"
     return None
+
+
+def _nonneg_lower(row) -> int:
+    entry = row.get("lower_nonneg")
+    return entry["lower"] if isinstance(entry, dict) and isinstance(entry.get("lower"), int) else 1
 
 
 def _resumable_rows(path, params) -> dict:
@@ -217,6 +226,7 @@ def _render(rows, causal) -> None:
     cols = (
         "m",
         "certified r* >=",
+        "nonneg r* >= (sign orders)",
         "construction r* <=",
         "trained r* <=",
         "trained r_signed <=",
@@ -230,6 +240,7 @@ def _render(rows, causal) -> None:
         table.add_row(
             str(r["m"]),
             f"[bold]{r['lower']['certified_rank']}[/bold]",
+            str(_nonneg_lower(r)) if r.get("lower_nonneg") else "-",
             f"{r['construction']['rank']:,} ({r['construction']['name']})",
             _trained(r, "nonneg"),
             _trained(r, "signed"),
@@ -259,6 +270,8 @@ def _plot(rows, path) -> None:
         if pts:
             ax.plot(*zip(*pts, strict=True), style, label=f"trained upper ({kind})")
     ax.plot(ms, [r["lower"]["certified_rank"] for r in rows], "v-", label="certified lower")
+    if any(r.get("lower_nonneg") for r in rows):
+        ax.plot(ms, [_nonneg_lower(r) for r in rows], "^:", label="nonneg lower (sign orders)")
     ax.set_yscale("log", base=2)
     ax.set_xlabel("m")
     ax.set_ylabel("feature rank r")

@@ -28,6 +28,7 @@ from sketchsim.certify.minrank import (
     onehot_construction,
     subset_construction,
 )
+from sketchsim.certify.orders import ORDERS_MAX_M, order_lower_bound
 from sketchsim.certify.softmax import closed_form_threshold, exact_softmax_threshold
 from sketchsim.errors import SketchsimError
 from sketchsim.heads.verify import verify
@@ -232,6 +233,15 @@ def search_trained(
     return None, tries
 
 
+#: Widest m whose largest shattered query set is searched exhaustively.
+ORDER_SEARCH_MAX_M = 6
+
+
+def nonneg_lower(row: dict) -> int:
+    """The sign-order lower bound of a minrank row (nonnegative heads), 1 when absent."""
+    return int((row.get("lower_nonneg") or {}).get("lower", 1))
+
+
 def minrank_row(
     m: int,
     seeds: int = 1,
@@ -256,6 +266,10 @@ def minrank_row(
         path = Path(out_dir) / f"minrank-m{m}-family.npz"
         save_family(family, path)
         row["lower"]["family_file"] = str(path)
+    if m <= ORDERS_MAX_M:
+        # nonnegative heads only: sign orders (certify/orders.py); the shattered-set
+        # search is exhaustive up to m = 6 (20 s at m = 7), the blocks count beyond
+        row["lower_nonneg"] = order_lower_bound(m, search=m <= ORDER_SEARCH_MAX_M)
     constructions = [onehot_construction(m, causal=causal)]
     sub = subset_construction(m, causal)
     if sub is not None:
@@ -281,7 +295,7 @@ def minrank_row(
     }
     if train:
         for kind, signed, start in (
-            ("nonneg", False, lower.certified_rank),
+            ("nonneg", False, max(lower.certified_rank, nonneg_lower(row))),
             ("signed", True, 1),
         ):
             stop = best.rank

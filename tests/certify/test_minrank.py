@@ -158,3 +158,12 @@ def test_minrank_needs_torch_for_training(monkeypatch, tmp_path):
 def test_minrank_bad_input(args, needle, tmp_path):
     res = CliRunner().invoke(main, ["minrank", *args, "--out-dir", str(tmp_path)])
     assert_error_line(res, needle)
+
+
+def test_a_row_carries_the_sign_order_bound_for_nonnegative_heads():
+    from sketchsim.experiments.minrank import minrank_row, nonneg_lower
+
+    row = minrank_row(5, train=False)
+    assert row["lower_nonneg"]["pentagon"] and nonneg_lower(row) == 3
+    assert row["lower"]["certified_rank"] <= nonneg_lower(row) <= row["construction"]["rank"]
+    assert nonneg_lower({}) == 1  # rows made before the bound existed

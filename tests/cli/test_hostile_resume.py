@@ -68,6 +68,12 @@ def _part(part, key, value):
         (_part("lower", "certified_rank", 1000), "breaks certified <= construction"),  # a lie
         (_row("trained_nonneg", {"rank": "z", "via": None}), "trained_nonneg has rank = 'z'"),
         (lambda d: d["rows"].__setitem__(0, None), "row 1 is a NoneType"),
+        (  # a trained nonnegative head below the sign-order bound is a lie too
+            lambda d: d["rows"][0].update(
+                lower_nonneg={"lower": 3}, trained_nonneg={"rank": 2, "via": None}
+            ),
+            "below the sign-order bound",
+        ),
     ],
 )
 def test_minrank_resume_rejects_malformed_rows(tmp_path, minrank_file, change, needle):
