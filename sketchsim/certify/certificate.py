@@ -33,6 +33,7 @@ __all__ = [
     "graph_of_keys",
     "chain_dp",
     "certify",
+    "certificate_of",
     "rank_bound",
     "certified_rank",
     "choose_pairs",
@@ -461,7 +462,7 @@ def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Ce
         Require both orders of a mixed input (position-dependent maps).
     """
     graph = build_graph(family, positional)
-    pairs, bounds, ranks, choice = {}, {}, {}, {}
+    chosen = []
     for eps in (LIMIT, *eps_list):
         dist = chain_dp(graph, eps)
         if len(graph.diag) <= DENSE_MAX_PAIRS:
@@ -469,20 +470,29 @@ def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Ce
         else:
             entries = bounded_entries(graph, dist)
             keep, sub, how = select_pairs(len(graph.diag), eps, entries=entries)
-        choice[eps_key(eps)] = how
-        key = eps_key(eps)
-        pairs[key] = int(keep.size)
-        bounds[key] = rank_bound(sub) if keep.size else 0.0
-        ranks[key] = certified_rank(sub, strict=eps == LIMIT)
-    return Certificate(
+        chosen.append((eps, keep, sub, how))
+    return certificate_of(
+        chosen,
         inputs=int(len(family.tokens)),
         m=family.m,
-        pairs=pairs,
-        bound=bounds,
-        certified_rank=ranks,
         family_sha256=family.sha256(),
         positional=positional,
         queries=int(len(graph.diag)),
         edges=int(len(graph.edge_src)),
-        subset=choice,
     )
+
+
+def certificate_of(chosen, **facts) -> Certificate:
+    """A :class:`Certificate` from ``(eps, kept pairs, their matrix, how chosen)`` per level.
+
+    ``facts`` are the family's fields (``inputs``, ``m``, ``family_sha256``,
+    ``positional``, ``queries``, ``edges``).
+    """
+    pairs, bounds, ranks, choice = {}, {}, {}, {}
+    for eps, keep, sub, how in chosen:
+        key = eps_key(eps)
+        choice[key] = how
+        pairs[key] = int(keep.size)
+        bounds[key] = rank_bound(sub) if keep.size else 0.0
+        ranks[key] = certified_rank(sub, strict=eps == LIMIT)
+    return Certificate(pairs=pairs, bound=bounds, certified_rank=ranks, subset=choice, **facts)

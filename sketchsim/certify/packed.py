@@ -38,11 +38,9 @@ from sketchsim.certify import certificate as cert_mod
 from sketchsim.certify.certificate import (
     DEFAULT_EPS,
     Certificate,
-    certified_rank,
+    certificate_of,
     chain_dp,
-    eps_key,
     graph_of_keys,
-    rank_bound,
     select_pairs,
 )
 from sketchsim.certify.chains import LIMIT, best_steps
@@ -601,23 +599,12 @@ def certify_packed(
             # only P <= 1 bounds (certificate.pair_matrix)
             vals = np.where(logp <= 1e-12, np.exp(np.minimum(logp, 0.0)), np.inf)
             gathered.add(eps, rows, vals)
-    pairs, bounds, ranks, choice = {}, {}, {}, {}
-    for eps in eps_all:
-        keep, sub, how = gathered.choose(eps, diag_token)
-        key = eps_key(eps)
-        choice[key] = how
-        pairs[key] = int(keep.size)
-        bounds[key] = rank_bound(sub) if keep.size else 0.0
-        ranks[key] = certified_rank(sub, strict=eps == LIMIT)
-    return Certificate(
+    return certificate_of(
+        [(eps, *gathered.choose(eps, diag_token)) for eps in eps_all],
         inputs=family.inputs,
         m=family.m,
-        pairs=pairs,
-        bound=bounds,
-        certified_rank=ranks,
         family_sha256=family.sha256(),
         positional=positional,
         queries=n,
         edges=int(edges),
-        subset=choice,
     )
