@@ -652,19 +652,7 @@ def measure_on_cluster(
     start = time.perf_counter()
     answer_bytes = family.q * np.dtype(family.answer_dtype).itemsize
     cut = layout(inputs, workers, mode, answer_bytes)
-    job = TranscriptJob(
-        family_spec,
-        family.q,
-        family.s,
-        family.seed,
-        spec,
-        resolved.identity,
-        family_digest(family),
-        mode,
-        inputs,
-        family_source=shipped_source(family_spec),
-        protocol_source=shipped_source(spec),
-    )
+    job = _job(family, family_spec, spec, resolved, mode, inputs)
     ordered = inputs <= config.CLUSTER_TRANSCRIPT_ORDERED_MAX
     total_tasks = cut.map_tasks + cut.partitions
     if progress is not None:
@@ -698,22 +686,24 @@ def measure_on_cluster(
         first_failure=min(got.failures, key=lambda f: f["input"]) if got.failures else None,
         start=start,
     )  # fmt: skip
-    stats = {
-        "map_tasks": cut.map_tasks,
-        "shard_inputs": cut.shard_inputs,
-        "partitions": cut.partitions,
-        "planned_map_task_bytes": cut.map_bytes,
-        "planned_reduce_task_bytes": cut.reduce_bytes,
-        "shuffle_bytes": B * row_bytes(mode == "sampled"),
-        "entropy_from": "ordered group sizes" if ordered else "group-size histogram",
-        "map_task_seconds": got.map_seconds,
-        "reduce_task_seconds": got.reduce_seconds,
-        "maps_done_after_seconds": got.maps_done_at - start,
-        "reduces_done_after_seconds": gathered_at - start,
-        "client_merge_seconds": time.perf_counter() - gathered_at,
-        "worker_startup_seconds": {w: round(s, 4) for w, s in sorted(got.startup.items())},
-    }
-    return report, stats
+    return report, got.stats(cut, B * row_bytes(mode == "sampled"), ordered, start, gathered_at)
+
+
+def _job(family, family_spec: str, spec: str, resolved, mode: str, inputs: int) -> TranscriptJob:
+    """What every map task of one protocol's run carries (plug-in files by content)."""
+    return TranscriptJob(
+        family_spec,
+        family.q,
+        family.s,
+        family.seed,
+        spec,
+        resolved.identity,
+        family_digest(family),
+        mode,
+        inputs,
+        family_source=shipped_source(family_spec),
+        protocol_source=shipped_source(spec),
+    )
 
 
 def _submit(client, job: TranscriptJob, cut: ClusterLayout, answers, ordered: bool, retries: int):
@@ -772,6 +762,24 @@ class _Gathered:
         if value["setup_seconds"] > 0:
             worker = value["worker"]
             self.startup[worker] = max(self.startup.get(worker, 0.0), value["setup_seconds"])
+
+    def stats(self, cut: ClusterLayout, shuffled: int, ordered: bool, start, gathered_at) -> dict:
+        """The run's cluster statistics (the JSON's per-protocol ``cluster``)."""
+        return {
+            "map_tasks": cut.map_tasks,
+            "shard_inputs": cut.shard_inputs,
+            "partitions": cut.partitions,
+            "planned_map_task_bytes": cut.map_bytes,
+            "planned_reduce_task_bytes": cut.reduce_bytes,
+            "shuffle_bytes": shuffled,
+            "entropy_from": "ordered group sizes" if ordered else "group-size histogram",
+            "map_task_seconds": self.map_seconds,
+            "reduce_task_seconds": self.reduce_seconds,
+            "maps_done_after_seconds": self.maps_done_at - start,
+            "reduces_done_after_seconds": gathered_at - start,
+            "client_merge_seconds": time.perf_counter() - gathered_at,
+            "worker_startup_seconds": {w: round(t, 4) for w, t in sorted(self.startup.items())},
+        }
 
     def collect(self, client, summaries, reduces, progress, total_tasks: int) -> None:
         """Take every task's output as it finishes, releasing it at once."""
