@@ -98,12 +98,7 @@ def verify_on_cluster(
     path (only ``seconds`` differs).  Finished shards are kept in ``state_dir``.
     """
     from sketchsim.heads.attention import make_construction
-    from sketchsim.heads.verify import (
-        VerifyResult,
-        describe_counterexample,
-        uses_count_vectors,
-        verify,
-    )
+    from sketchsim.heads.verify import uses_count_vectors, verify, verify_result
 
     if uses_count_vectors(m, n):  # the count vectors: one process, well under a second
         return verify(m, n, construction, beta, causal, progress)
@@ -134,17 +129,16 @@ def verify_on_cluster(
     t0 = time.perf_counter()
     parts = run_shards(client, verify_span, shards, state_dir=state_dir, key=key, progress=progress)
     bad = [p["first_bad"] for p in parts if p["first_bad"] >= 0]
-    exact = sum(p["exact"] for p in parts)
-    return VerifyResult(
-        m=m,
-        n=n,
-        construction=construction,
-        beta=None if construction == "rank1" else float(beta),
-        rank=head.rank,
-        causal=causal,
-        inputs=total,
-        max_abs_error=max(p["max_abs_error"] for p in parts),
-        exact_fraction=exact / total,
-        counterexample=describe_counterexample(head, min(bad), m, n, causal) if bad else None,
-        seconds=time.perf_counter() - t0,
+    return verify_result(
+        head,
+        construction,
+        m,
+        n,
+        beta,
+        causal,
+        max(p["max_abs_error"] for p in parts),
+        sum(p["exact"] for p in parts),
+        total,
+        min(bad) if bad else -1,
+        t0,
     )

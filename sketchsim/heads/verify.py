@@ -45,6 +45,7 @@ __all__ = [
     "decode_input",
     "check_verify_size",
     "uses_count_vectors",
+    "verify_result",
     "check_range",
     "count_patterns",
 ]
@@ -309,10 +310,28 @@ def verify(
                 break
             if progress is not None:
                 progress(start + count, total)
+    result = verify_result(
+        head, construction, m, n, beta, causal, max_err, exact, checked, first_bad, start_time
+    )
+    if interrupted():
+        raise VerifyInterrupted(result)
+    return result
+
+
+def verify_result(
+    head, construction, m, n, beta, causal, max_err, exact, checked, first_bad, start_time
+) -> VerifyResult:
+    """The :class:`VerifyResult` of ``checked`` inputs (the first ones of ``2^(m n)``).
+
+    ``first_bad`` is the smallest wrong input (-1: none), re-evaluated through
+    the NumPy feature maps; ``start_time`` is the ``time.perf_counter()`` the
+    run started at.
+    """
+    total = 1 << (m * n)
     counterexample = None
     if first_bad >= 0:
         counterexample = describe_counterexample(head, first_bad, m, n, causal)
-    result = VerifyResult(
+    return VerifyResult(
         m=m,
         n=n,
         construction=construction,
@@ -327,9 +346,6 @@ def verify(
         complete=checked == total,
         checked=checked,
     )
-    if interrupted():
-        raise VerifyInterrupted(result)
-    return result
 
 
 @contextmanager
