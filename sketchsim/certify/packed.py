@@ -44,7 +44,7 @@ from sketchsim.certify.certificate import (
     select_pairs,
 )
 from sketchsim.certify.chains import LIMIT, best_steps
-from sketchsim.certify.witness import Family, check_array_sizes, load_family
+from sketchsim.certify.witness import Family, check_array_sizes, choose_words, load_family
 from sketchsim.errors import FamilyError
 from sketchsim.minip.token_ids import PACKED_MAX_M, packed_keys
 
@@ -278,13 +278,7 @@ def subset_words(code: np.ndarray, codewords: int | None, seed: int = 0) -> np.n
     -------
     numpy.ndarray of uint8
     """
-    code = np.asarray(code, dtype=np.uint8)
-    if codewords is None or codewords >= len(code):
-        return code
-    if codewords < 2:
-        raise FamilyError(f"codewords must be >= 2, got {codewords}", param="codewords")
-    rng = np.random.default_rng(seed)
-    return code[np.sort(rng.choice(len(code), size=codewords, replace=False))]
+    return choose_words(np.asarray(code, dtype=np.uint8), codewords, np.random.default_rng(seed))
 
 
 def build_packed_witness(

@@ -83,6 +83,21 @@ class Family:
         return h.hexdigest()
 
 
+def choose_words(code: np.ndarray, codewords: int | None, rng) -> np.ndarray:
+    """``codewords`` rows of ``code`` drawn with ``rng``, in code order (all when None or more).
+
+    Raises
+    ------
+    FamilyError
+        For fewer than 2 words.
+    """
+    if codewords is None or codewords >= len(code):
+        return code
+    if codewords < 2:
+        raise FamilyError(f"codewords must be >= 2, got {codewords}", param="codewords")
+    return code[np.sort(rng.choice(len(code), size=codewords, replace=False))]
+
+
 def build_witness(
     code: np.ndarray,
     kind: str = "code",
@@ -110,12 +125,7 @@ def build_witness(
     code = np.asarray(code, dtype=np.uint8)
     K0, m = code.shape
     rng = np.random.default_rng(seed)
-    if codewords is None or codewords >= K0:
-        chosen = code
-    else:
-        if codewords < 2:
-            raise FamilyError(f"codewords must be >= 2, got {codewords}", param="codewords")
-        chosen = code[np.sort(rng.choice(K0, size=codewords, replace=False))]
+    chosen = choose_words(code, codewords, rng)
     triples = []
     for c in chosen:
         x = 1 - c
