@@ -27,6 +27,7 @@ from sketchsim.results import atomic_path
 
 __all__ = [
     "Family",
+    "choose_words",
     "build_witness",
     "save_family",
     "load_family",
