@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["duration_words"]
+__all__ = ["duration_words", "byte_size"]
 
 
 def duration_words(secs: float) -> str:
@@ -15,3 +15,11 @@ def duration_words(secs: float) -> str:
         if secs >= 2 * size:
             return f"about {secs / size:,.3g} {unit}"
     return f"about {secs:.3g} s"
+
+
+def byte_size(n: float) -> str:
+    """``n`` bytes in binary units: "1.5 GiB", "312 bytes"."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f} bytes"

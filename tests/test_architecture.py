@@ -5,7 +5,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "sketchsim"
 #: Lower layers first; a module may import its own layer and those before it.
-LAYERS = ["minip", "heads", "sketch", "certify", "experiments", "cluster", "api", "cli"]
+LAYERS = ["minip", "heads", "sketch", "certify", "experiments", "cluster", "runs", "api", "cli"]
 TOP = {
     "errors",
     "config",
@@ -14,6 +14,7 @@ TOP = {
     "numba_cache",
     "estimates",
     "futures",
+    "checkpoint",
     "lazy",
     "__init__",
     "__main__",

@@ -11,11 +11,8 @@ from sketchsim import config
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
-from sketchsim.cli.familyopts import choose_inputs, render_header
+from sketchsim.cli.familyopts import render_header
 from sketchsim.cli.paths import OutputPath
-from sketchsim.errors import SketchsimError
-from sketchsim.results import result_payload, write_json_atomic
-from sketchsim.sketch.inputs import build_family, check_support
 
 
 @main.command()
@@ -75,226 +72,48 @@ def transcript(
     q, s, specs, samples, exhaustive, seed, json_path, resume, quiet, family_spec, verbose, cluster
 ):
     """Measure transcript bits of sketch protocols against the bound q*log2(s+1)."""
-
-    from sketchsim.sketch.plugins import discover, resolve
-    from sketchsim.sketch.transcript import measure
+    from sketchsim.runs.transcript import TranscriptPlan
+    from sketchsim.runs.transcript import run as run_transcript
 
     if resume and not json_path:
         raise click.UsageError("--resume needs --json PATH")
-    family, default_specs = build_family(family_spec, q, s, samples, seed)
-    found = discover()
-    resolved = [(spec, resolve(spec, found)) for spec in (specs or default_specs)]
-    check_support(resolved, family)
+    plan = TranscriptPlan(q, s, tuple(specs), family_spec, samples, exhaustive, seed)
     with ExitStack() as stack:
-        if cluster is None:
-            mode, T = choose_inputs(family, exhaustive, samples)
-            n_inputs = int(T.shape[0])
+        bars = _Bars(stack, not quiet, plain=cluster is not None)
+        result = run_transcript(
+            plan,
+            resume=json_path if resume else None,
+            checkpoint=json_path,
+            cluster=cluster,
+            progress=bars.update,
+            log=None if quiet else _dim,
+            on_start=lambda r: render_header(r.family, r.mode, r.inputs, seed),
+        )
+    _render_transcript(result.family, result.mode, result.entries, verbose)
 
-            def run(spec, r, update):
-                rep = measure(family, T, r.protocol, r.params, r.source, progress=update)
-                return rep, None
 
-            units, extra = n_inputs, {}
-        else:
-            mode, n_inputs, run, units, extra = _cluster_runner(
-                stack, cluster, family, family_spec, exhaustive, samples, len(resolved)
+def _dim(msg: str) -> None:
+    render.err_console.print(f"[dim]{msg}[/dim]")
+
+
+class _Bars:
+    """One progress bar per protocol, opened when its first update arrives."""
+
+    def __init__(self, stack: ExitStack, enabled: bool, plain: bool):
+        self.stack, self.enabled, self.plain = stack, enabled, plain
+        self.spec, self.bar, self.inner = None, None, None
+
+    def update(self, spec: str, done: int, total: int) -> None:
+        if spec != self.spec:
+            if self.inner is not None:
+                self.inner.close()
+            self.inner = ExitStack()
+            self.spec = spec
+            self.bar = self.inner.enter_context(
+                render.progress_bar(spec, total, self.enabled, plain=self.plain)
             )
-        header = {
-            "q": q,
-            "s": s,
-            "m": family.m,
-            "n_tokens": family.n_tokens,
-            "bound_bits": family.bound_bits,
-            "mode": mode,
-            "inputs": n_inputs,
-            "seed": seed,
-            "family": family.name,
-            "family_params": family.options(),
-        }
-        params = {
-            "q": q,
-            "s": s,
-            "samples": samples,
-            "mode": mode,
-            "seed": seed,
-            "family": family_spec,
-            "protocols": [spec for spec, _ in resolved],
-        }
-        done = {}
-        if resume and json_path:
-            done = _load_resumable(json_path, header)
-        render_header(family, mode, n_inputs, seed)
-        results = []
-        for spec, r in resolved:
-            key = _resume_key(r.protocol.name, r.params, r.identity)
-            if key in done:
-                results.append(done[key])
-                if not quiet:
-                    render.err_console.print(f"[dim]{spec}: resumed from {json_path}[/dim]")
-                continue
-            with render.progress_bar(spec, units, not quiet, plain=cluster is not None) as update:
-                rep, stats = run(spec, r, update)
-            rep.spec = spec
-            if not quiet:  # one line per protocol, also when stderr is not a terminal
-                render.err_console.print(
-                    f"[dim]{spec}: {n_inputs:,} inputs in {rep.seconds:.1f} s[/dim]"
-                )
-            # identity: the protocol's source (file hash, module version), so that resume
-            # never reports another protocol's results under the same name
-            entry = {**rep.to_dict(), "identity": r.identity}
-            if stats is not None:
-                entry["cluster"] = stats
-            results.append(entry)
-            if json_path:
-                payload = {**header, "protocols": results, "complete": False, **extra}
-                write_json_atomic(json_path, result_payload("transcript", params, payload))
-    _render_transcript(family, mode, results, verbose)
-    if json_path:
-        payload = {**header, "protocols": results, "complete": True, **extra}
-        write_json_atomic(json_path, result_payload("transcript", params, payload))
-
-
-def _cluster_runner(stack, cluster, family, family_spec, exhaustive, samples, n_protocols):
-    """Connect to the cluster (kept open by ``stack``) and say what the run will cost.
-
-    Returns ``(mode, inputs, run, progress units, extra JSON fields)`` where
-    ``run(spec, resolved, update)`` measures one protocol on the cluster.
-    """
-    import numpy as np
-
-    from sketchsim.cluster.client import connect, worker_threads
-    from sketchsim.cluster.transcript import estimate, measure_on_cluster, plan_cluster_inputs
-    from sketchsim.estimates import duration_words
-    from sketchsim.sketch.transcript import InputLimitError
-
-    try:
-        mode, n_inputs = plan_cluster_inputs(family, exhaustive, samples)
-    except InputLimitError as exc:
-        raise SketchsimError(f"{exc}; {_limit_hint(exc)}") from None
-    client = stack.enter_context(
-        connect(cluster, log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"))
-    )
-    workers = worker_threads(client) if cluster.kind != "local" else cluster.workers
-    answer_bytes = family.q * np.dtype(family.answer_dtype).itemsize
-    est = estimate(n_inputs, n_protocols, workers, mode, answer_bytes)
-    render.err_console.print(
-        f"[dim]{n_inputs:,} {mode} inputs x {n_protocols} protocols on {workers} worker "
-        f"threads: {est['map_tasks']:,} map tasks (about {_size(est['map_bytes'])} each), "
-        f"{_size(est['shuffle_bytes'])} shuffled into {est['partitions']:,} fingerprint "
-        f"ranges (about {_size(est['reduce_bytes'])} per reduce task) per protocol; nominal "
-        f"time {duration_words(est['seconds'])} at {config.TRANSCRIPT_RATE_PER_CORE:,.0f} "
-        "inputs/s per worker (protocols differ; the progress shows the measured rate)[/dim]"
-    )
-    answers = family.sample_answers(n_inputs) if mode == "sampled" else None
-
-    def run(spec, r, update):
-        return measure_on_cluster(
-            client,
-            family,
-            family_spec,
-            spec,
-            r,
-            mode,
-            n_inputs,
-            answers=answers,
-            workers=workers,
-            progress=update,
-        )
-
-    extra = {"cluster": {"address": cluster.describe(), "worker_threads": workers}}
-    return mode, n_inputs, run, est["map_tasks"] + est["partitions"], extra
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} TiB"
-
-
-def _limit_hint(exc) -> str:
-    if exc.kind == "exhaustive":
-        return "sample instead: use --samples N (without --exhaustive)"
-    return "use fewer --samples, or set SKETCHSIM_MAX_MEMORY_GB to raise the limit"
-
-
-# Fields of a resumed protocol entry that the table reads, with their JSON types.
-_RESUME_FIELDS = {
-    "name": str,
-    "params": dict,
-    "identity": str,
-    "spec": str,
-    "engine": str,
-    "declared_bits": (int, float),
-    "distinct_transcripts": int,
-    "log2_distinct": (int, float),
-    "entropy_bits": (int, float),
-    "correct_fraction": (int, float),
-    "meets_bound": bool,
-    "wrong_inputs": int,
-    "collision": (dict, type(None)),
-    "first_failure": (dict, type(None)),
-}
-_COLLISION_FIELDS = ("inputs", "answers_a", "answers_b", "position", "protocol_answer")
-_FAILURE_FIELDS = ("input", "position", "target", "answer")
-
-
-def _resume_key(name, params, identity) -> str:
-    import json
-
-    return json.dumps([name, params, identity], sort_keys=True)
-
-
-def _load_resumable(path, header) -> dict:
-    """Finished protocols of a previous run, keyed by (name, params, source identity).
-
-    Raises
-    ------
-    SketchsimError
-        When the file is not a transcript result of the same q/s/seed/mode, or an
-        entry lacks a field or has one of the wrong type.
-    """
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.exists():
-        return {}
-    from sketchsim.results import read_json
-
-    try:
-        old = read_json(p)
-    except SketchsimError as exc:
-        raise SketchsimError(f"cannot resume: {exc}") from None
-    if not isinstance(old, dict) or not isinstance(old.get("protocols", []), list):
-        raise SketchsimError(
-            f"cannot resume from {path}: not a transcript result (a JSON object with a "
-            f"'protocols' list), got {type(old).__name__}"
-        )
-    if any(old.get(k) != v for k, v in header.items() if k != "bound_bits"):
-        raise SketchsimError(f"cannot resume from {path}: it was made with other q/s/seed/mode")
-    done = {}
-    for i, entry in enumerate(old.get("protocols", []), 1):
-        problem = _entry_problem(entry)
-        if problem:
-            raise SketchsimError(f"cannot resume from {path}: protocol entry {i} {problem}")
-        done[_resume_key(entry["name"], entry["params"], entry["identity"])] = entry
-    return done
-
-
-def _entry_problem(entry) -> str | None:
-    if not isinstance(entry, dict):
-        return f"is a {type(entry).__name__}, not an object"
-    for key, kind in _RESUME_FIELDS.items():
-        if key not in entry:
-            return f"has no {key!r} (made by an older sketchsim? measure again without --resume)"
-        value = entry[key]
-        if not isinstance(value, kind) or (kind in (int, (int, float)) and isinstance(value, bool)):
-            return f"has {key} = {value!r:.40}, of the wrong type"
-    for key, fields in (("collision", _COLLISION_FIELDS), ("first_failure", _FAILURE_FIELDS)):
-        if entry[key] is not None and not all(f in entry[key] for f in fields):
-            return f"has a malformed {key!r}"
-    return None
+            self.stack.callback(self.inner.close)
+        self.bar(done, total)
 
 
 def _fmt_ci(r) -> str:

@@ -162,30 +162,13 @@ def worker_spec(spec: str, source: tuple | None) -> str:
 
 
 def answers_range(family, lo: int, hi: int) -> np.ndarray:
-    """Rows ``lo .. hi-1`` of ``family.all_answers()`` (mixed-radix order), built alone."""
-    dt = np.uint32 if hi <= 1 << 32 else np.int64  # 32-bit division is faster
-    rem = np.arange(lo, hi, dtype=dt)
-    out = np.empty((hi - lo, family.q), dtype=family.answer_dtype)
-    base = dt(family.s + 1)
-    for col in range(family.q - 1, -1, -1):  # the last column varies fastest
-        rem, digit = np.divmod(rem, base)
-        out[:, col] = digit
-    return out
+    """:meth:`sketchsim.sketch.family.Family.answers_range` (rows ``lo .. hi-1``)."""
+    return family.answers_range(lo, hi)
 
 
 def family_digest(family) -> str:
-    """A sha256 of the tokens ``family`` builds for a few fixed inputs.
-
-    Workers rebuild the family from its spec; comparing this digest with the
-    client's catches a worker with another version of a family plug-in, which
-    would otherwise measure other inputs under the client's name.
-    """
-    n = int(min(8, family.size))
-    T = np.concatenate([answers_range(family, 0, n), np.full((1, family.q), family.s)])
-    tokens = np.ascontiguousarray(family.tokens(T.astype(family.answer_dtype)))
-    h = hashlib.sha256(repr((tokens.shape, str(tokens.dtype))).encode())
-    h.update(tokens.tobytes())
-    return h.hexdigest()
+    """:meth:`sketchsim.sketch.family.Family.digest`: what workers compare with the client's."""
+    return family.digest()
 
 
 def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[str, int]:

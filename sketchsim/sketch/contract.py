@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from sketchsim.errors import PluginError, ProtocolError, SketchsimError
+from sketchsim.estimates import byte_size
 from sketchsim.sketch.fingerprint import SEED1, SEED2, fold_py
 
 __all__ = [
@@ -77,17 +78,10 @@ def check_engine_size(entries: int, name: str = "", what: str = "its plan") -> N
     if need > limit:
         prefix = f"protocol {name}: " if name else ""
         raise PluginError(
-            f"{prefix}{what} needs {int(entries):,} int64 entries ({_size(need)}) per input "
-            f"and engine thread, above the limit of {_size(limit)}; "
+            f"{prefix}{what} needs {int(entries):,} int64 entries ({byte_size(need)}) per input "
+            f"and engine thread, above the limit of {byte_size(limit)}; "
             f"set {MAX_ENGINE_BYTES_ENV}=<bytes> to go past it"
         )
-
-
-def _size(n: int) -> str:
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:,.1f} {unit}"
-    return f"{n} bytes"
 
 
 def brief(exc: BaseException) -> str:

@@ -130,6 +130,33 @@ class Family:
             power *= base
         return out
 
+    def answers_range(self, lo: int, hi: int) -> np.ndarray:
+        """Rows ``lo .. hi-1`` of :meth:`all_answers` (mixed-radix order), built alone."""
+        dt = np.uint32 if hi <= 1 << 32 else np.int64  # 32-bit division is faster
+        rem = np.arange(lo, hi, dtype=dt)
+        out = np.empty((hi - lo, self.q), dtype=self.answer_dtype)
+        base = dt(self.s + 1)
+        for col in range(self.q - 1, -1, -1):  # the last column varies fastest
+            rem, digit = np.divmod(rem, base)
+            out[:, col] = digit
+        return out
+
+    def digest(self) -> str:
+        """A sha256 of the tokens this family builds for a few fixed inputs.
+
+        Part of every resume key and checked by cluster workers: a family plug-in
+        changed under the same name builds other tokens, so its results are not
+        mistaken for the old ones.
+        """
+        import hashlib
+
+        n = int(min(8, self.size))
+        T = np.concatenate([self.answers_range(0, n), np.full((1, self.q), self.s)])
+        tokens = np.ascontiguousarray(self.tokens(T.astype(self.answer_dtype)))
+        h = hashlib.sha256(repr((tokens.shape, str(tokens.dtype))).encode())
+        h.update(tokens.tobytes())
+        return h.hexdigest()
+
     def sample_answers(self, k: int) -> np.ndarray:
         """``k`` answer vectors drawn uniformly with the family's seed."""
         if k < 1:

@@ -22,7 +22,14 @@ from sketchsim.sketch import specs
 from sketchsim.sketch.family import HARD, FamilyType
 from sketchsim.sketch.mqar import MQAR
 
-__all__ = ["ENTRY_POINT_GROUP", "FoundFamily", "discover_families", "resolve_family", "supports"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "FoundFamily",
+    "discover_families",
+    "resolve_family",
+    "family_identity",
+    "supports",
+]
 
 ENTRY_POINT_GROUP = "sketchsim.families"
 BUILTINS = (HARD, MQAR)
@@ -36,6 +43,7 @@ class FoundFamily:
     source: str
     family: FamilyType | None = None
     error: str | None = None
+    identity: str = ""
 
 
 def _load_file(path: Path):
@@ -55,7 +63,7 @@ def discover_families() -> list[FoundFamily]:
     out = [FoundFamily(f.name, "built-in", f) for f in BUILTINS]
     taken = {f.name: "built-in" for f in BUILTINS}
     for d in specs.discover_entry_points(ENTRY_POINT_GROUP, FamilyType, "FamilyType", taken):
-        out.append(FoundFamily(d.name, d.source, d.value, d.error))
+        out.append(FoundFamily(d.name, d.source, d.value, d.error, d.identity))
     return out
 
 
@@ -103,6 +111,34 @@ def resolve_family(spec: str) -> tuple[FamilyType, dict, str]:
         raise FamilyError(f"family spec {spec!r} has too many ':' parts")
     params = fam.resolve(_parse_params(rest[0], fam.name) if rest else {})
     return fam, params, source
+
+
+def family_identity(spec: str, family) -> str:
+    """What a result measured on ``family`` (built from ``spec``) depends on, for resume keys.
+
+    The source of the family type (a file's sha256, a module's file hash or
+    version, an installed distribution's version, or sketchsim's version for the
+    built-ins) and a digest of the tokens the family builds
+    (:meth:`~sketchsim.sketch.family.Family.digest`).
+    """
+    from sketchsim.sketch.plugins import file_identity, module_identity
+
+    parts = spec.split(":")
+    head = parts[0].strip()
+    if head.endswith(".py"):
+        source = file_identity(Path(head))
+    elif len(parts) >= 2 and parts[1] and "=" not in parts[1]:
+        source = module_identity(importlib.import_module(head))
+    else:
+        match = [f for f in discover_families() if f.name == head and f.family is not None]
+        source = match[0].identity if match and match[0].identity else _builtin_identity()
+    return f"{source} tokens:{family.digest()[:32]}"
+
+
+def _builtin_identity() -> str:
+    from sketchsim import __version__
+
+    return f"sketchsim {__version__}"
 
 
 def supports(protocol, family_name: str) -> bool:

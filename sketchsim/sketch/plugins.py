@@ -38,6 +38,7 @@ __all__ = [
     "resolve_spec",
     "parse_params",
     "file_identity",
+    "module_identity",
     "ENTRY_POINT_GROUP",
 ]
 
@@ -180,7 +181,7 @@ def resolve(spec: str, found: list[Found] | None = None) -> Resolved:
                 f"protocol module {head} failed to import: {specs.import_failure(exc)}"
             ) from None
         proto = _pick(_protocols_in(module), parts[1], f"module {head}")
-        rest, source, identity = parts[2:], f"module {head}", _module_identity(module)
+        rest, source, identity = parts[2:], f"module {head}", module_identity(module)
     else:
         found = discover() if found is None else found
         match = [f for f in found if f.name == head and f.protocol is not None]
@@ -202,7 +203,7 @@ def resolve(spec: str, found: list[Found] | None = None) -> Resolved:
     return Resolved(proto, params, source, identity)
 
 
-def _module_identity(module) -> str:
+def module_identity(module) -> str:
     """The module file's hash; else its name and its distribution's version."""
     path = getattr(module, "__file__", None)
     if path and Path(path).is_file():

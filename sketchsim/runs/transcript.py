@@ -1,0 +1,279 @@
+"""The main job as a library run: protocols on one family, each measured once, resumable.
+
+``run(TranscriptPlan(...), resume=PATH, cluster="local:2")`` measures every
+protocol of the plan on the family, here or sharded over a Dask cluster (the
+same report either way), writing the result file after each protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sketchsim import config
+from sketchsim.checkpoint import Checkpoint, unit_key
+from sketchsim.errors import SketchsimError
+from sketchsim.runs.clusters import cluster_threads, describe, open_cluster
+
+__all__ = ["TranscriptPlan", "TranscriptRun", "run", "limit_hint"]
+
+
+@dataclass(frozen=True)
+class TranscriptPlan:
+    """What ``sketchsim transcript`` measures.
+
+    Parameters
+    ----------
+    q, s : int
+        ``q`` independent answers in ``0..s``; the bound is ``q log2(s+1)`` bits.
+    protocols : sequence of str
+        Protocol specs; empty: the family's default set.
+    family : str
+        Family spec (``hard`` is F(q, s)).
+    samples : int
+        Inputs drawn in sampled mode.
+    exhaustive : bool, optional
+        Enumerate all ``(s+1)^q`` inputs; default when there are at most 2^20.
+    seed : int
+        Bit layout and sampling.
+    """
+
+    q: int = 64
+    s: int = 7
+    protocols: Sequence[str] = ()
+    family: str = "hard"
+    samples: int = 100_000
+    exhaustive: bool | None = None
+    seed: int = 0
+
+    def params(self, specs) -> dict:
+        """The parameters recorded in the result file."""
+        return {
+            "q": self.q,
+            "s": self.s,
+            "samples": self.samples,
+            "seed": self.seed,
+            "family": self.family,
+            "protocols": list(specs),
+        }
+
+
+@dataclass
+class TranscriptRun:
+    """Protocols measured on one family: the family, the input mode and one entry each.
+
+    ``entries`` are the JSON ``protocols`` entries (report fields plus the
+    protocol's and the family's identity); ``reports`` the report objects of
+    the protocols measured in this run (resumed ones have only their entry).
+    """
+
+    family: object
+    mode: str
+    inputs: int
+    header: dict = field(default_factory=dict)
+    entries: list = field(default_factory=list)
+    reports: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    resumed: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the header, the mode and every protocol's entry."""
+        return {**self.header, "protocols": self.entries, **self.extra}
+
+
+# Fields of a resumed protocol entry that the table reads, with their JSON types.
+_RESUME_FIELDS = {
+    "name": str,
+    "params": dict,
+    "identity": str,
+    "family_identity": str,
+    "spec": str,
+    "engine": str,
+    "declared_bits": float,
+    "distinct_transcripts": int,
+    "log2_distinct": float,
+    "entropy_bits": float,
+    "correct_fraction": float,
+    "meets_bound": bool,
+    "wrong_inputs": int,
+    "collision": (dict, None),
+    "first_failure": (dict, None),
+}
+_COLLISION_FIELDS = ("inputs", "answers_a", "answers_b", "position", "protocol_answer")
+_FAILURE_FIELDS = ("input", "position", "target", "answer")
+
+
+def _entry_key(entry: dict) -> str:
+    return unit_key(entry["name"], entry["params"], entry["identity"], entry["family_identity"])
+
+
+def _entry_problem(entry) -> str | None:
+    from sketchsim.results import field_problem
+
+    problem = field_problem(entry, _RESUME_FIELDS)
+    if problem:
+        return problem
+    for key, fields in (("collision", _COLLISION_FIELDS), ("first_failure", _FAILURE_FIELDS)):
+        if entry[key] is not None and not all(f in entry[key] for f in fields):
+            return f"has a malformed {key!r}"
+    return None
+
+
+def limit_hint(exc) -> str:
+    """What to do about an :class:`~sketchsim.sketch.transcript.InputLimitError`."""
+    if exc.kind == "exhaustive":
+        return "sample instead: use --samples N (without --exhaustive)"
+    return "use fewer --samples, or set SKETCHSIM_MAX_MEMORY_GB to raise the limit"
+
+
+def run(
+    plan: TranscriptPlan,
+    resume=None,
+    cluster=None,
+    progress: Callable[[str, int, int], None] | None = None,
+    checkpoint=None,
+    log: Callable[[str], None] | None = None,
+    on_start: Callable[[TranscriptRun], None] | None = None,
+) -> TranscriptRun:
+    """Measure every protocol of ``plan`` on its family.
+
+    Parameters
+    ----------
+    plan : TranscriptPlan
+    resume : path-like, optional
+        Result file to resume from and to rewrite after each protocol: entries
+        measured there with the same settings, protocol source and family are kept.
+    cluster : None, str, ClusterSpec or distributed.Client
+        Shard the inputs over a Dask cluster; the reports equal this process's.
+    progress : callable, optional
+        ``progress(spec, done, total)`` while a protocol is measured.
+    checkpoint : path-like, optional
+        Rewrite this file after each protocol without resuming from it.
+    log : callable, optional
+        Receives one line per protocol (and the cluster's plan).
+    on_start : callable, optional
+        Called with the (empty) run once the family and the inputs are known.
+    """
+    from sketchsim.sketch.family_plugins import family_identity
+    from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
+    from sketchsim.sketch.transcript import InputLimitError
+
+    say = log or (lambda msg: None)
+    family, default_specs = build_family(plan.family, plan.q, plan.s, plan.samples, plan.seed)
+    resolved = resolve_protocols(plan.protocols or default_specs)
+    check_support(resolved, family)
+    fam_id = family_identity(plan.family, family)
+    with open_cluster(cluster, log=say) as (client, spec):
+        try:
+            if client is None:
+                measure_one, mode, n_inputs, units, extra = _local(plan, family)
+            else:
+                measure_one, mode, n_inputs, units, extra = _clustered(
+                    plan, family, client, spec, len(resolved), say
+                )
+        except InputLimitError as exc:
+            raise SketchsimError(f"{exc}; {limit_hint(exc)}") from None
+        header = {
+            "q": plan.q,
+            "s": plan.s,
+            "m": family.m,
+            "n_tokens": family.n_tokens,
+            "bound_bits": family.bound_bits,
+            "mode": mode,
+            "inputs": n_inputs,
+            "seed": plan.seed,
+            "family": family.name,
+            "family_params": family.options(),
+        }
+        store = Checkpoint(
+            resume if resume is not None else checkpoint,
+            "transcript",
+            plan.params(spec for spec, _ in resolved),
+            "protocols",
+            _entry_key,
+            _entry_problem,
+            match={k: v for k, v in header.items() if k != "bound_bits"},
+            label="protocol entry",
+            mismatch="other q/s/seed/mode",
+            resume=resume is not None,
+        )
+        result = TranscriptRun(family, mode, n_inputs, header, extra=extra)
+        if on_start is not None:
+            on_start(result)
+        for spec_text, r in resolved:
+            key = unit_key(r.protocol.name, r.params, r.identity, fam_id)
+            old = store.get(key)
+            if old is not None:
+                result.entries.append(old)
+                result.resumed.append(spec_text)
+                say(f"{spec_text}: resumed from {store.path}")
+                continue
+            update = None
+            if progress is not None:
+                progress(spec_text, 0, units)
+
+                def update(done, total, spec_text=spec_text):
+                    progress(spec_text, done, total)
+
+            rep, stats = measure_one(spec_text, r, update)
+            rep.spec = spec_text
+            say(f"{spec_text}: {n_inputs:,} inputs in {rep.seconds:.1f} s")
+            # identities: the protocol's source and the family's (file hash, module
+            # version, token digest), so that resume never reports other code's results
+            entry = {**rep.to_dict(), "identity": r.identity, "family_identity": fam_id}
+            if stats is not None:
+                entry["cluster"] = stats
+            result.entries.append(entry)
+            result.reports.append(rep)
+            store.save(result.entries, False, **header, **extra)
+        store.save(result.entries, True, **header, **extra)
+    return result
+
+
+def _local(plan: TranscriptPlan, family):
+    from sketchsim.sketch.transcript import choose_answers, measure
+
+    mode, T = choose_answers(family, plan.exhaustive, plan.samples)
+
+    def measure_one(spec, r, update):
+        return measure(family, T, r.protocol, r.params, r.source, progress=update), None
+
+    return measure_one, mode, int(T.shape[0]), int(T.shape[0]), {}
+
+
+def _clustered(plan: TranscriptPlan, family, client, spec, n_protocols: int, say):
+    import numpy as np
+
+    from sketchsim.cluster.transcript import estimate, measure_on_cluster, plan_cluster_inputs
+    from sketchsim.estimates import byte_size, duration_words
+
+    mode, n_inputs = plan_cluster_inputs(family, plan.exhaustive, plan.samples)
+    workers = cluster_threads(client, spec)
+    answer_bytes = family.q * np.dtype(family.answer_dtype).itemsize
+    est = estimate(n_inputs, n_protocols, workers, mode, answer_bytes)
+    say(
+        f"{n_inputs:,} {mode} inputs x {n_protocols} protocols on {workers} worker "
+        f"threads: {est['map_tasks']:,} map tasks (about {byte_size(est['map_bytes'])} each), "
+        f"{byte_size(est['shuffle_bytes'])} shuffled into {est['partitions']:,} fingerprint "
+        f"ranges (about {byte_size(est['reduce_bytes'])} per reduce task) per protocol; nominal "
+        f"time {duration_words(est['seconds'])} at {config.TRANSCRIPT_RATE_PER_CORE:,.0f} "
+        "inputs/s per worker (protocols differ; the progress shows the measured rate)"
+    )
+    answers = family.sample_answers(n_inputs) if mode == "sampled" else None
+
+    def measure_one(spec_text, r, update):
+        return measure_on_cluster(
+            client,
+            family,
+            plan.family,
+            spec_text,
+            r,
+            mode,
+            n_inputs,
+            answers=answers,
+            workers=workers,
+            progress=update,
+        )
+
+    extra = {"cluster": {"address": describe(client, spec), "worker_threads": workers}}
+    return measure_one, mode, n_inputs, est["map_tasks"] + est["partitions"], extra
