@@ -25,6 +25,7 @@ _LAZY = {
     "verify": "sketchsim.api",
     "transcript": "sketchsim.api",
     "frontier": "sketchsim.api",
+    "run": "sketchsim.api",
     "sweep": "sketchsim.api",
     "reproduce": "sketchsim.api",
 }

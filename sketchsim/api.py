@@ -14,14 +14,13 @@ from :mod:`sketchsim` (``import sketchsim; sketchsim.verify(4, 3)``)::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
     "verify",
     "transcript",
-    "TranscriptRun",
     "frontier",
+    "run",
     "certify",
     "sweep",
     "audit",
@@ -36,33 +35,21 @@ def verify(
     beta: float = 2.0,
     causal: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    cluster=None,
+    state=None,
+    log: Callable[[str], None] | None = None,
 ):
     """Check a THEORY section 3 construction on all ``2^(m n)`` inputs.
 
-    See :func:`sketchsim.heads.verify.verify`; returns its ``VerifyResult``.
+    See :func:`sketchsim.runs.verify.run` (``cluster=`` shards the inputs over
+    Dask, ``state`` keeps finished shards, ``log`` hears the cluster's plan);
+    returns a ``VerifyResult``.
     """
-    from sketchsim.heads.verify import verify as run
+    from sketchsim.runs.verify import run as run_verify
 
-    return run(m, n, construction, beta=beta, causal=causal, progress=progress)
-
-
-@dataclass
-class TranscriptRun:
-    """Protocols measured on one family: the family, the input mode and one report each."""
-
-    family: object
-    mode: str
-    inputs: int
-    reports: list = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        """JSON-ready: the bound, the mode and every protocol's report."""
-        return {
-            "bound_bits": self.family.bound_bits,
-            "mode": self.mode,
-            "inputs": self.inputs,
-            "protocols": [r.to_dict() for r in self.reports],
-        }
+    return run_verify(
+        m, n, construction, beta, causal, progress, cluster=cluster, state=state, log=log
+    )
 
 
 def transcript(
@@ -74,7 +61,9 @@ def transcript(
     exhaustive: bool | None = None,
     seed: int = 0,
     progress: Callable[[str, int, int], None] | None = None,
-) -> TranscriptRun:
+    resume=None,
+    cluster=None,
+):
     """Run sketch protocols on a family and measure their transcripts against the bound.
 
     Parameters
@@ -94,21 +83,20 @@ def transcript(
         Bit layout and sampling.
     progress : callable, optional
         ``progress(spec, done, total)`` after each chunk.
-    """
-    from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
-    from sketchsim.sketch.transcript import choose_answers, measure
+    resume : path-like, optional
+        Result file to resume from and rewrite after each protocol.
+    cluster : None, str, ClusterSpec or distributed.Client
+        Shard the inputs over a Dask cluster (``"local:2"``); the same reports.
 
-    fam, default_specs = build_family(family, q, s, samples, seed)
-    resolved = resolve_protocols(protocols or default_specs)
-    check_support(resolved, fam)
-    mode, T = choose_answers(fam, exhaustive, samples)
-    run = TranscriptRun(fam, mode, int(T.shape[0]))
-    for spec, r in resolved:
-        update = None if progress is None else (lambda d, t, spec=spec: progress(spec, d, t))
-        rep = measure(fam, T, r.protocol, r.params, r.source, progress=update)
-        rep.spec = spec
-        run.reports.append(rep)
-    return run
+    Returns
+    -------
+    sketchsim.runs.transcript.TranscriptRun
+    """
+    from sketchsim.runs.transcript import TranscriptPlan
+    from sketchsim.runs.transcript import run as run_plan
+
+    plan = TranscriptPlan(q, s, tuple(protocols), family, samples, exhaustive, seed)
+    return run_plan(plan, resume=resume, cluster=cluster, progress=progress)
 
 
 def frontier(
@@ -120,21 +108,40 @@ def frontier(
     samples: int = 20_000,
     search: str = "auto",
     seed: int = 0,
+    cluster=None,
 ):
     """The smallest value of a protocol parameter that is correct on F(q, s).
 
     ``vary`` is ``NAME=LO..HI`` (``bits=1..12``); returns a
-    :class:`sketchsim.sketch.frontier.Cell`.
+    :class:`sketchsim.sketch.frontier.Cell`.  ``cluster`` runs the cell as a
+    Dask task (for grids of cells, :func:`run` a
+    :class:`~sketchsim.runs.frontier.FrontierPlan`).
     """
-    from sketchsim.sketch.frontier import frontier_cell, parse_vary
-    from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
+    from dataclasses import fields
 
-    fam, _ = build_family(family, q, s, samples, seed)
-    ((spec, r),) = resolve_protocols([protocol])
-    check_support([(spec, r)], fam)
-    return frontier_cell(
-        fam, r.protocol, r.params, parse_vary(vary), spec, r.source, samples, search
-    )
+    from sketchsim.runs.frontier import FrontierPlan
+    from sketchsim.runs.frontier import run as run_plan
+    from sketchsim.sketch.frontier import Cell
+
+    plan = FrontierPlan((protocol,), vary, (q,), (s,), family, samples, search, seed)
+    (cell,) = run_plan(plan, cluster=cluster).cells
+    return Cell(**{f.name: cell[f.name] for f in fields(Cell)})
+
+
+def run(plan, resume=None, cluster=None, progress=None):
+    """Run a plan: a ``TranscriptPlan`` or a ``FrontierPlan`` (:mod:`sketchsim.runs`).
+
+    ``resume`` is a result file to resume from and rewrite after every unit;
+    ``cluster`` is None, ``"local:N"``, ``"tcp://HOST:PORT"`` or a Dask Client;
+    ``progress`` is the plan's progress callback.  Returns the run's result object.
+    """
+    from sketchsim.runs import frontier as frontier_run
+    from sketchsim.runs import transcript as transcript_run
+
+    for module, kind in ((transcript_run, "TranscriptPlan"), (frontier_run, "FrontierPlan")):
+        if isinstance(plan, getattr(module, kind)):
+            return module.run(plan, resume=resume, cluster=cluster, progress=progress)
+    raise TypeError(f"not a plan sketchsim can run: {type(plan).__name__}")
 
 
 def certify(family, eps: Sequence[float] | None = None, positional: bool = True):

@@ -7,9 +7,8 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.paths import OutputPath
-from sketchsim.errors import SketchsimError
-from sketchsim.results import result_payload, write_json_atomic
 
 
 @main.command()
@@ -82,6 +81,7 @@ def _int_list(text: str, flag: str) -> list[int]:
 @click.option("--plot", "plot_path", type=OutputPath((".png",)), help="Bits vs bound (PNG).")
 @click.option("--resume", is_flag=True, help="Keep cells already measured in --json.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@cluster_option
 def frontier(
     specs,
     vary_text,
@@ -95,183 +95,37 @@ def frontier(
     plot_path,
     resume,
     quiet,
+    cluster,
 ):
     """Smallest parameter value correct on every input, per (q, s), against the bound."""
-    from sketchsim.sketch.frontier import frontier_cell, parse_vary
-    from sketchsim.sketch.inputs import build_family, check_support
-    from sketchsim.sketch.plugins import discover, resolve
-    from sketchsim.sketch.transcript import InputLimitError
+    from sketchsim.runs.frontier import FrontierPlan
+    from sketchsim.runs.frontier import run as run_frontier
 
     if resume and not json_path:
         raise click.UsageError("--resume needs --json PATH")
-    vary = parse_vary(vary_text)
-    qs, ss = _int_list(q_text, "--q"), _int_list(s_text, "--s")
-    found = discover()
-    resolutions = [(spec, resolve(spec, found)) for spec in specs]
-    resolved = [(spec, r.protocol, r.params, r.source) for spec, r in resolutions]
-    identity = {spec: r.identity for spec, r in resolutions}
-    families = {}
-    for q in qs:
-        for s in ss:
-            families[q, s], _ = build_family(family_spec, q, s, samples, seed)
-    check_support(resolved, next(iter(families.values())))
-    params = {
-        "protocols": list(specs),
-        "vary": str(vary),
-        "q": qs,
-        "s": ss,
-        "family": family_spec,
-        "samples": samples,
-        "search": search,
-        "seed": seed,
-    }
-    done = _load_cells(json_path, params, vary) if resume and json_path else {}
-    cells = []
-    total = len(families) * len(resolved)
-    with render.progress_bar("frontier", total, not quiet) as update:
-        for (q, s), family in families.items():
-            for spec, proto, proto_params, source in resolved:
-                key = _cell_key(q, s, spec, identity[spec])
-                if key in done:
-                    cells.append(done[key])
-                else:
-                    try:
-                        cell = frontier_cell(
-                            family, proto, proto_params, vary, spec, source, samples, search
-                        )
-                    except InputLimitError as exc:
-                        raise SketchsimError(f"{exc}; use fewer --samples") from None
-                    # identity: the protocol's source (file hash, module version), so that
-                    # resume never shows the results of other code under the same spec
-                    cells.append(cell.to_dict() | {"identity": identity[spec]})
-                update(len(cells), total)
-                if json_path:
-                    write_json_atomic(
-                        json_path,
-                        result_payload("frontier", params, {"cells": cells, "complete": False}),
-                    )
-    if json_path:  # the results first: a plot can never lose them
-        write_json_atomic(
-            json_path, result_payload("frontier", params, {"cells": cells, "complete": True})
+    plan = FrontierPlan(
+        tuple(specs),
+        vary_text,
+        tuple(_int_list(q_text, "--q")),
+        tuple(_int_list(s_text, "--s")),
+        family_spec,
+        samples,
+        search,
+        seed,
+    )
+    with render.progress_bar("frontier", 1, not quiet, plain=cluster is not None) as update:
+        result = run_frontier(
+            plan,
+            resume=json_path if resume else None,
+            checkpoint=json_path,
+            cluster=cluster,
+            progress=update,
+            log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"),
         )
-    _render_frontier(cells, vary)
+    _render_frontier(result.cells, result.vary)
     if plot_path:
-        _plot_frontier(cells, vary, plot_path)
+        _plot_frontier(result.cells, result.vary, plot_path)
         render.console.print(f"plot written to {plot_path}")
-
-
-def _cell_key(q, s, spec, identity) -> str:
-    import json
-
-    return json.dumps([q, s, spec, identity])
-
-
-# What the table and the plot read from a resumed cell, with their JSON types.
-_CELL_FIELDS = {
-    "q": int,
-    "s": int,
-    "spec": str,
-    "protocol": str,
-    "identity": str,
-    "value": (int, None),
-    "found": bool,
-    "mode": str,
-    "inputs": int,
-    "search": str,
-    "monotone": (bool, None),
-    "bound_bits": float,
-    "declared_bits": (float, None),
-    "used_bits": (float, None),
-    "entry_entropy_bits": (float, None),
-    "declared_ratio": (float, None),
-    "evaluated": dict,
-    "verdict": str,
-    "decodable_found": bool,
-    "decodable_value": (int, None),
-    "decodable_declared_bits": (float, None),
-    "decodable_declared_ratio": (float, None),
-    "evaluated_decodable": dict,
-}
-
-
-def _cell_problem(c, vary) -> str | None:
-    """What is wrong with a resumed cell (types, and its own search record), or None."""
-    from sketchsim.results import field_problem
-
-    problem = field_problem(c, _CELL_FIELDS)
-    if problem:
-        return problem
-    if c["mode"] not in ("exhaustive", "sampled") or c["inputs"] < 1:
-        return f"has mode {c['mode']!r} over {c['inputs']} inputs"
-    if c["search"] not in ("fixed", "bisection", "scan"):
-        return f"has an unknown search {c['search']!r}"
-    rates = c["evaluated"]
-    if not all(isinstance(v, int | float) and 0 <= v <= 1 for v in rates.values()):
-        return "has correct fractions outside [0, 1]"
-    if c["search"] == "fixed":
-        consistent = c["value"] is None and c["found"] == (rates.get("None") == 1)
-    else:
-        tried = {}
-        for key, rate in rates.items():
-            try:
-                tried[int(key)] = rate
-            except ValueError:
-                return f"has an evaluated value {key!r} that is not an integer"
-        right = sorted(v for v, rate in tried.items() if rate == 1)
-        if c["found"]:
-            value = c["value"]
-            consistent = (
-                value is not None
-                and vary.lo <= value <= vary.hi
-                and right[:1] == [value]
-                and (value - 1 in tried or value == min(tried))  # the first correct one
-            )
-        else:
-            consistent = c["value"] is None and not right
-    if not consistent:
-        return "does not match its own evaluations (value, found, evaluated)"
-    if c["found"] != (c["declared_bits"] is not None):
-        return "has bits without a correct value, or a correct value without bits"
-    carried = c["evaluated_decodable"]
-    if not all(isinstance(v, bool) for v in carried.values()) or set(carried) != set(rates):
-        return "has decodable verdicts that do not match its evaluations"
-    value = c["decodable_value"]
-    if c["search"] == "fixed":
-        consistent = value is None and c["decodable_found"] == (carried.get("None") is True)
-    else:
-        consistent = c["decodable_found"] == (value is not None) and (
-            value is None or carried.get(str(value)) is True
-        )
-    if not consistent:
-        return "does not match its own decodable evaluations"
-    return None
-
-
-def _load_cells(path, params, vary) -> dict:
-    """Cells of an earlier run with the same settings, each checked, by (q, s, spec, identity)."""
-    from pathlib import Path
-
-    from sketchsim.results import read_json
-
-    if not Path(path).exists():
-        return {}
-    old = read_json(path)
-    if not isinstance(old, dict) or not isinstance(old.get("cells"), list):
-        raise SketchsimError(f"cannot resume from {path}: not a frontier result")
-    from sketchsim.machine import portable_value
-
-    if old.get("parameters") != portable_value(params):  # recorded without machine paths
-        raise SketchsimError(f"cannot resume from {path}: it was made with other settings")
-    done = {}
-    for i, c in enumerate(old["cells"], 1):
-        problem = _cell_problem(c, vary)
-        if problem:
-            hint = " (made by an older sketchsim? run without --resume)" * problem.startswith(
-                "has no"
-            )
-            raise SketchsimError(f"cannot resume from {path}: cell {i} {problem}{hint}")
-        done[_cell_key(c["q"], c["s"], c["spec"], c["identity"])] = c
-    return done
 
 
 def _num(x, fmt: str = ",.2f") -> str:

@@ -76,22 +76,24 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
         # verify never calls BLAS: NumPy's import need not start an OpenBLAS thread
         # per core (measured 70 ms of a 0.3 s run); a value the user set is kept
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from sketchsim.api import verify as run_verify
+    from sketchsim import api
     from sketchsim.heads.verify import VerifyInterrupted, check_verify_size
 
+    if cluster is None:
+        check_verify_size(m, n)
     params = {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
-    if cluster is not None and _counted_here(m, n):
-        cluster = None
-    if cluster is not None:
-        res = _verify_on_cluster(
-            m, n, construction, beta, causal, json_path, quiet, cluster, state_dir
-        )
-        _render(res, causal, n, construction, json_path, params)
-        return
-    check_verify_size(m, n)
+    if state_dir is None and json_path:
+        state_dir = f"{json_path}.state"
+    total = 1 if cluster is not None else 1 << (m * n)
+    label = f"verify {construction}" + (" (shards)" if cluster is not None else "")
     try:
-        with render.progress_bar(f"verify {construction}", 1 << (m * n), not quiet) as update:
-            res = run_verify(m, n, construction, beta, causal, progress=update)
+        with render.progress_bar(label, total, not quiet, plain=cluster is not None) as update:
+            res = api.verify(
+                m, n, construction, beta, causal, update,
+                cluster=cluster,
+                state=state_dir if cluster is not None else None,
+                log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"),
+            )  # fmt: skip
     except VerifyInterrupted as stop:
         if json_path:  # keep what was finished, marked incomplete
             from sketchsim.results import result_payload, write_json_atomic
@@ -99,60 +101,6 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
             write_json_atomic(json_path, result_payload("verify", params, stop.partial.to_dict()))
         raise click.Abort() from None
     _render(res, causal, n, construction, json_path, params)
-
-
-def _counted_here(m: int, n: int) -> bool:
-    """Say so, and return True, when count vectors make the cluster pointless."""
-    from sketchsim.heads.verify import uses_count_vectors
-
-    if not (m >= 1 and n >= 1 and uses_count_vectors(m, n)):
-        return False
-    render.err_console.print(
-        f"[dim]the 2^{m * n} inputs are checked through their column-type count vectors "
-        "in this process, in well under a second: the cluster is not started[/dim]"
-    )
-    return True
-
-
-def _verify_on_cluster(m, n, construction, beta, causal, json_path, quiet, cluster, state_dir):
-    from sketchsim import config
-    from sketchsim.cluster.client import connect
-    from sketchsim.cluster.verify import estimate_verify_seconds, measure_rate, verify_on_cluster
-    from sketchsim.errors import SketchsimError
-    from sketchsim.estimates import duration_words
-
-    if m * n > config.CLUSTER_VERIFY_MAX_BITS:
-        raise SketchsimError(
-            f"m*n = {m * n} exceeds the cluster limit {config.CLUSTER_VERIFY_MAX_BITS} "
-            f"(2^{m * n} inputs)"
-        )
-    if state_dir is None and json_path:
-        state_dir = f"{json_path}.state"
-    workers = cluster.workers or 1
-    with connect(cluster, log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]")) as client:
-        if cluster.kind != "local":
-            workers = max(
-                1,
-                sum(
-                    w.get("nthreads", 1)
-                    for w in client.scheduler_info().get("workers", {}).values()
-                ),
-            )
-        rate = measure_rate(construction, m, n, beta, causal)
-        secs = estimate_verify_seconds(m, n, workers, rate)
-        render.err_console.print(
-            f"[dim]2^{m * n} inputs on {workers} worker threads: {duration_words(secs)} "
-            f"at {rate:,.3g} inputs/s per thread (timed here on 2^20 inputs; workers as fast "
-            "as this machine's cores; the progress line measures the real rate)"
-            + (f"; finished shards kept in {state_dir}" if state_dir else "")
-            + "[/dim]"
-        )
-        with render.progress_bar(
-            f"verify {construction} (shards)", 1, not quiet, plain=True
-        ) as update:
-            return verify_on_cluster(
-                client, m, n, construction, beta, causal, state_dir, progress=update
-            )
 
 
 def _render(res, causal, n, construction, json_path, params):

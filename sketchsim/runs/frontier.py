@@ -1,0 +1,265 @@
+"""The bits frontier as a library run: one cell per (q, s, protocol), resumable, on a cluster.
+
+``run(FrontierPlan(...), resume=PATH, cluster="local:2")`` searches every cell
+with :func:`sketchsim.sketch.frontier.frontier_cell`, here or one cell per Dask
+task (the same cells either way), writing the result file after each cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sketchsim.checkpoint import Checkpoint, unit_key
+from sketchsim.errors import SketchsimError
+from sketchsim.runs.clusters import open_cluster
+
+__all__ = ["FrontierPlan", "FrontierRun", "run", "cell_problem"]
+
+
+@dataclass(frozen=True)
+class FrontierPlan:
+    """What ``sketchsim frontier`` measures: every (q, s) of ``qs x ss`` and every protocol.
+
+    ``vary`` is ``NAME=LO..HI`` (``bits=1..12``); see
+    :func:`sketchsim.sketch.frontier.frontier_cell` for the search.
+    """
+
+    protocols: Sequence[str] = ("kernel",)
+    vary: str = "bits=1..16"
+    qs: Sequence[int] = (4, 8, 16)
+    ss: Sequence[int] = (3, 7)
+    family: str = "hard"
+    samples: int = 20_000
+    search: str = "auto"
+    seed: int = 0
+
+    def params(self, vary) -> dict:
+        """The parameters recorded in the result file (resume needs them equal)."""
+        return {
+            "protocols": list(self.protocols),
+            "vary": str(vary),
+            "q": list(self.qs),
+            "s": list(self.ss),
+            "family": self.family,
+            "samples": self.samples,
+            "search": self.search,
+            "seed": self.seed,
+        }
+
+
+@dataclass
+class FrontierRun:
+    """The cells (JSON ``cells`` entries, in (q, s, protocol) order) and the varied parameter."""
+
+    vary: object
+    cells: list = field(default_factory=list)
+    resumed: int = 0
+
+    def to_dict(self) -> dict:
+        return {"cells": self.cells}
+
+
+# What the table and the plot read from a resumed cell, with their JSON types.
+_CELL_FIELDS = {
+    "q": int,
+    "s": int,
+    "spec": str,
+    "protocol": str,
+    "identity": str,
+    "family_identity": str,
+    "value": (int, None),
+    "found": bool,
+    "mode": str,
+    "inputs": int,
+    "search": str,
+    "monotone": (bool, None),
+    "bound_bits": float,
+    "declared_bits": (float, None),
+    "used_bits": (float, None),
+    "entry_entropy_bits": (float, None),
+    "declared_ratio": (float, None),
+    "evaluated": dict,
+    "verdict": str,
+    "decodable_found": bool,
+    "decodable_value": (int, None),
+    "decodable_declared_bits": (float, None),
+    "decodable_declared_ratio": (float, None),
+    "evaluated_decodable": dict,
+}
+
+
+def cell_problem(c, vary) -> str | None:
+    """What is wrong with a resumed cell (types, and its own search record), or None."""
+    from sketchsim.results import field_problem
+
+    problem = field_problem(c, _CELL_FIELDS)
+    if problem:
+        return problem
+    if c["mode"] not in ("exhaustive", "sampled") or c["inputs"] < 1:
+        return f"has mode {c['mode']!r} over {c['inputs']} inputs"
+    if c["search"] not in ("fixed", "bisection", "scan"):
+        return f"has an unknown search {c['search']!r}"
+    rates = c["evaluated"]
+    if not all(isinstance(v, int | float) and 0 <= v <= 1 for v in rates.values()):
+        return "has correct fractions outside [0, 1]"
+    if c["search"] == "fixed":
+        consistent = c["value"] is None and c["found"] == (rates.get("None") == 1)
+    else:
+        tried = {}
+        for key, rate in rates.items():
+            try:
+                tried[int(key)] = rate
+            except ValueError:
+                return f"has an evaluated value {key!r} that is not an integer"
+        right = sorted(v for v, rate in tried.items() if rate == 1)
+        if c["found"]:
+            value = c["value"]
+            consistent = (
+                value is not None
+                and vary.lo <= value <= vary.hi
+                and right[:1] == [value]
+                and (value - 1 in tried or value == min(tried))  # the first correct one
+            )
+        else:
+            consistent = c["value"] is None and not right
+    if not consistent:
+        return "does not match its own evaluations (value, found, evaluated)"
+    if c["found"] != (c["declared_bits"] is not None):
+        return "has bits without a correct value, or a correct value without bits"
+    carried = c["evaluated_decodable"]
+    if not all(isinstance(v, bool) for v in carried.values()) or set(carried) != set(rates):
+        return "has decodable verdicts that do not match its evaluations"
+    value = c["decodable_value"]
+    if c["search"] == "fixed":
+        consistent = value is None and c["decodable_found"] == (carried.get("None") is True)
+    else:
+        consistent = c["decodable_found"] == (value is not None) and (
+            value is None or carried.get(str(value)) is True
+        )
+    if not consistent:
+        return "does not match its own decodable evaluations"
+    return None
+
+
+def _cell_key(c: dict) -> str:
+    return unit_key(c["q"], c["s"], c["spec"], c["identity"], c["family_identity"])
+
+
+def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str) -> dict:
+    """One cell as a JSON entry, built from specs alone (so a Dask worker can run it)."""
+    from sketchsim.sketch.family_plugins import family_identity
+    from sketchsim.sketch.frontier import frontier_cell, parse_vary
+    from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
+    from sketchsim.sketch.transcript import InputLimitError
+
+    family, _ = build_family(plan.family, q, s, plan.samples, plan.seed)
+    ((_, r),) = resolve_protocols([spec])
+    check_support([(spec, r)], family)
+    try:
+        cell = frontier_cell(
+            family, r.protocol, r.params, parse_vary(plan.vary), spec, r.source,
+            plan.samples, plan.search,
+        )  # fmt: skip
+    except InputLimitError as exc:
+        raise SketchsimError(f"{exc}; use fewer --samples") from None
+    # identities: the protocol's source and the family's, so that resume never
+    # shows the results of other code under the same spec
+    return cell.to_dict() | {
+        "identity": r.identity,
+        "family_identity": family_identity(plan.family, family),
+    }
+
+
+def run(
+    plan: FrontierPlan,
+    resume=None,
+    cluster=None,
+    progress: Callable[[int, int], None] | None = None,
+    checkpoint=None,
+    log: Callable[[str], None] | None = None,
+) -> FrontierRun:
+    """Search every cell of ``plan``.
+
+    Parameters
+    ----------
+    plan : FrontierPlan
+    resume : path-like, optional
+        Result file to resume from and rewrite after each cell: cells measured
+        there with the same settings, protocol source and family are kept.
+    cluster : None, str, ClusterSpec or distributed.Client
+        Run the cells as Dask tasks (the same cells as here).
+    progress : callable, optional
+        ``progress(done, total)`` in cells.
+    checkpoint : path-like, optional
+        Rewrite this file after each cell without resuming from it.
+    log : callable, optional
+        Receives one line naming the cluster.
+    """
+    from sketchsim.sketch.family_plugins import family_identity
+    from sketchsim.sketch.frontier import parse_vary
+    from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
+
+    vary = parse_vary(plan.vary)
+    resolved = resolve_protocols(plan.protocols)
+    grid = [(q, s) for q in plan.qs for s in plan.ss]
+    families = {qs: build_family(plan.family, *qs, plan.samples, plan.seed)[0] for qs in grid}
+    check_support(resolved, families[grid[0]])
+    store = Checkpoint(
+        resume if resume is not None else checkpoint,
+        "frontier",
+        plan.params(vary),
+        "cells",
+        _cell_key,
+        lambda c: cell_problem(c, vary),
+        match={"parameters": plan.params(vary)},
+        label="cell",
+        resume=resume is not None,
+    )
+    todo = []
+    slots: list = []
+    for q, s in grid:
+        fam_id = family_identity(plan.family, families[q, s])
+        for spec, r in resolved:
+            old = store.get(unit_key(q, s, spec, r.identity, fam_id))
+            slots.append(old)
+            if old is None:
+                todo.append((len(slots) - 1, q, s, spec))
+    result = FrontierRun(vary, resumed=len(slots) - len(todo))
+    total = len(slots)
+    done = result.resumed
+    if progress is not None:
+        progress(done, total)
+
+    def finished(i: int, cell: dict) -> None:
+        nonlocal done
+        slots[i] = cell
+        done += 1
+        if progress is not None:
+            progress(done, total)
+        store.save([c for c in slots if c is not None], False)
+
+    with open_cluster(cluster, log=log) as (client, _spec):
+        if client is None:
+            for i, q, s, spec in todo:
+                finished(i, measure_cell(plan, q, s, spec))
+        else:
+            _on_cluster(client, plan, todo, finished)
+    result.cells = slots
+    store.save(result.cells, True)
+    return result
+
+
+def _on_cluster(client, plan: FrontierPlan, todo: list, finished) -> None:
+    """One Dask task per cell; results saved as they arrive, in any order."""
+    from sketchsim.futures import completed
+
+    futures = {
+        client.submit(measure_cell, plan, q, s, spec, pure=False): i for i, q, s, spec in todo
+    }
+    try:
+        for fut in completed(client, list(futures)):
+            finished(futures[fut], fut.result())
+    except BaseException:
+        client.cancel(list(futures))
+        raise
