@@ -1,0 +1,59 @@
+"""``cluster=`` on the library runs (#29): the same results as without, for every run."""
+
+import json
+
+import pytest
+
+from sketchsim import api
+from sketchsim.runs.frontier import FrontierPlan
+
+pytest.importorskip("distributed")  # the cluster extra is part of dev: CI runs these
+
+
+@pytest.fixture(scope="module")
+def client():
+    from sketchsim.cluster.client import connect, parse_cluster
+
+    with connect(parse_cluster("local:2")) as c:
+        yield c
+
+
+def _without(entry: dict, *keys) -> str:
+    return json.dumps({k: v for k, v in entry.items() if k not in keys}, sort_keys=True)
+
+
+@pytest.mark.slow  # numba compiles the protocols in both workers
+def test_transcript_on_a_cluster_equals_this_process(client):
+    here = api.transcript(q=3, s=2, protocols=["block-counts", "clipped-counts"])
+    there = api.transcript(q=3, s=2, protocols=["block-counts", "clipped-counts"], cluster=client)
+    assert there.extra["cluster"]["worker_threads"] >= 1
+    for a, b in zip(here.entries, there.entries, strict=True):
+        assert _without(a, "seconds") == _without(b, "seconds", "cluster")
+
+
+@pytest.mark.slow
+def test_frontier_cells_on_a_cluster_equal_this_process(client, tmp_path):
+    plan = FrontierPlan(("kernel",), "bits=1..6", (2, 3), (3,))
+    here = api.run(plan)
+    there = api.run(plan, cluster=client, resume=tmp_path / "f.json")
+    assert [_without(c, "seconds") for c in here.cells] == [
+        _without(c, "seconds") for c in there.cells
+    ]
+    assert api.run(plan, cluster=client, resume=tmp_path / "f.json").resumed == 2
+    cell = api.frontier("kernel", "bits=1..6", 2, 3, cluster=client)
+    assert cell.value == here.cells[0]["value"]
+
+
+def test_verify_on_a_cluster_equals_this_process(client, tmp_path, monkeypatch):
+    from sketchsim import config
+    from sketchsim.heads.verify import uses_count_vectors
+
+    monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 1 << 9)
+    m, n = 2, 7  # 2^14 inputs, too many count vectors: enumerated, in 16 shards
+    assert not uses_count_vectors(m, n)
+    here = api.verify(m, n, "rank1")
+    there = api.verify(m, n, "rank1", cluster=client, state=tmp_path / "state")
+    assert len(list((tmp_path / "state").glob("shard-*.json"))) == 16
+    a, b = here.to_dict(), there.to_dict()
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b
