@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 import click
+from rich import box
 from rich.table import Table
 
 from sketchsim import config
@@ -127,46 +128,69 @@ def _entropy_verdict(r, bound: float) -> str:
     if "entry_entropy_bits" not in r:
         return "-"
     if r.get("entry_entropy_below_bound"):
-        return "[red]below: cannot be correct[/red]"
-    return render.verdict(True, f"{r['entry_entropy_bits'] / bound:.2f}x" if bound else "yes")
+        return "[red]below[/red]"
+    if not bound:
+        return "-"
+    ratio = f"{r['entry_entropy_bits'] / bound:.2f}x"
+    # under 1 without the flag: an undersampled estimate, biased low (no verdict)
+    return f"[yellow]{ratio}[/yellow]" if r["entry_entropy_bits"] < bound else f"[green]{ratio}[/green]"
+
+
+def _decodable_cell(value: bool | None, reason: str) -> str:
+    """The decodable verdict in a few words (the reason is printed under the table)."""
+    if value is True:
+        return "[green]yes[/green]"
+    if value is None:
+        return "[yellow]not refuted[/yellow]"
+    return "[red]no[/red]"
 
 
 def _render_transcript(family, mode, results, verbose: bool = False) -> None:
+    from sketchsim.sketch.transcript import collision_power, decodable_verdict
+
     exhaustive = mode == "exhaustive"
     bound = family.bound_bits
+    n = max((int(r.get("inputs", 0)) for r in results), default=0)
+    conf = f"{100 * config.ENTROPY_CONFIDENCE:.0f}%"
     table = Table(
-        title=f"bound {bound:,.2f} bits",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+        title=f"bound {bound:,.2f} bits, {n:,} {'inputs (all)' if exhaustive else 'sampled inputs'}",
         caption=(
-            "distinct transcripts counted by 128-bit fingerprint; certificates re-checked on exact "
-            "transcripts"
+            "decodable: yes = proved on every input; no = refuted (why: below); entropy x "
+            "bound: entry entropy / bound"
             if exhaustive
-            else "entry entropy: Miller-Madow estimate ± half its "
-            f"{100 * config.ENTROPY_CONFIDENCE:.0f}% interval; distinct/entropy columns are "
-            "capped by the sample (in the JSON only)"
+            else f"entry entropy: Miller-Madow estimate ± half its {conf} interval; correct: fraction "
+            f"of the {n:,} sampled inputs; decodable: not refuted = no collision among them, "
+            "no = refuted (why: below); entropy x bound: entry entropy / bound"
         ),
     )
     cols = ["protocol", "declared bits", "used bits", "entry entropy"]
     if exhaustive:
-        cols += ["distinct", "log2 distinct", "entropy bits"]
-    cols += ["correct", "decodable", ">= bound", "entry H / bound", "failure shown by"]
+        cols += ["log2 distinct", "entropy"]  # the count itself is in the JSON
+    cols += ["correct", "decodable", ">= bound", "entropy x bound"]
     for col in cols:
-        table.add_column(col, justify="left" if col == "protocol" else "right")
+        protocol = col == "protocol"
+        table.add_column(
+            col,
+            justify="left" if protocol else "right",
+            no_wrap=protocol,
+            min_width=max(map(len, col.split())),  # headers wrap at spaces, never cut
+        )
+    verdicts = {}
     for r in results:
-        cert = "-"
-        if r["collision"]:
-            cert = "[red]same transcript, different answers[/red]"
-        elif r["wrong_inputs"]:
-            cert = f"[red]{r['wrong_inputs']:,} wrong inputs[/red]"
-        slow = " [yellow](python engine)[/yellow]" if r["engine"] != "jit" else ""
+        name = r["spec"] or r["name"]
+        verdicts[name] = decodable_verdict(r, bound)
+        slow = " [yellow](python)[/yellow]" if r["engine"] != "jit" else ""
         row = [
-            (r["spec"] or r["name"]) + slow,
+            name + slow,
             f"{r['declared_bits']:,.2f}",
             f"{r['used_bits']:,.2f}" if "used_bits" in r else "-",
             _fmt_ci(r) if "entry_entropy_bits" in r else "-",
         ]
         if exhaustive:
             row += [
-                f"{r['distinct_transcripts']:,}",
                 f"{r['log2_distinct']:.2f}",
                 f"{r['entropy_bits']:.2f}",
             ]
@@ -176,26 +200,40 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
                 f"{r['correct_fraction']:.4f}",
                 f"{r['correct_fraction']:.4f}",
             ),
-            render.verdict(r.get("decodable", r["collision"] is None)),
+            _decodable_cell(*verdicts[name]),
             render.verdict(r["meets_bound"]),
             _entropy_verdict(r, bound),
-            cert,
         ]
         table.add_row(*row)
     render.console.print(table)
     if verbose:
         _render_layers(results)
-    if not exhaustive:
+    if exhaustive:
         render.console.print(
-            f"[dim]sampled mode: {family.size_text()} inputs exist; a protocol whose entry entropy "
-            "is below the bound (upper end of its interval) cannot be correct on this "
-            "distribution; 'correct' and 'decodable' hold for the sampled inputs only (the "
-            "JSON has the 95% upper bound on the error rate); a collision certificate is shown "
-            "when two sampled inputs share a transcript[/dim]"
+            f"[dim]exhaustive: all {n:,} inputs were run, so 'correct 1.0000' is correct on "
+            "every input and decodable 'yes' is a proof (no two inputs with different answers "
+            "share a transcript; distinct transcripts by 128-bit fingerprint, collisions "
+            "re-checked on exact transcripts)[/dim]"
+        )
+    else:
+        power = collision_power(n)
+        reach = "-" if power is None else f"{power:.2g}"
+        render.console.print(
+            f"[dim]sampled: {n:,} inputs run, {family.size_text()} inputs exist. correct 1.0000 = correct "
+            f"on the {n:,} sampled inputs (the JSON has the 95% upper bound on the error rate), "
+            f"not on every input. decodable 'not refuted' = not refuted ({n:,} inputs, "
+            f"collision check reach {reach}): no two sampled inputs with different answers "
+            "share a transcript; merges of two draws at least that likely would show, rarer "
+            "ones need not. 'no' = refuted, by a verified collision or by the entropy argument "
+            f"(the upper end of the entry entropy's {conf} interval below the bound: cannot be "
+            "correct on this distribution), named below[/dim]"
         )
     for r in results:
         name = r["spec"] or r["name"]
-        if r.get("decodable") and not r.get("decoded", True):
+        value, reason = verdicts[name]
+        if value is False and not r["collision"] and not r.get("entry_entropy_below_bound"):
+            render.console.print(f"[bold]{name}[/bold]: not decodable, {reason}")
+        if value is True and r.get("wrong_inputs"):
             render.console.print(
                 f"[bold]{name}[/bold]: decodable but not decoded: no two inputs with different "
                 "answers share a transcript, so some readout is right; this protocol's is not"
@@ -203,7 +241,7 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
         c = r["collision"]
         if c:
             render.console.print(
-                f"[bold]{name}[/bold]: inputs #{c['inputs'][0]} and "
+                f"[bold]{name}[/bold]: not decodable: inputs #{c['inputs'][0]} and "
                 f"#{c['inputs'][1]} have the same transcript but answers differ at query "
                 f"{c['position']}; the protocol answers {c['protocol_answer']} on both\n"
                 f"  t = {_answers_text(c['answers_a'])}\n  t = {_answers_text(c['answers_b'])}"
@@ -211,13 +249,20 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
         elif r["first_failure"]:
             f = r["first_failure"]
             render.console.print(
-                f"[bold]{name}[/bold]: first wrong input #{f['input']}, query "
-                f"{f['position']}: target {f['target']}, answered {f['answer']}"
+                f"[bold]{name}[/bold]: {r['wrong_inputs']:,} wrong inputs; first #{f['input']}, "
+                f"query {f['position']}: target {f['target']}, answered {f['answer']}"
             )
         if r.get("entry_entropy_below_bound"):
+            ci = r.get("entry_entropy_ci") or [None, None]
+            upper = (
+                f" (upper end of its {conf} interval {ci[1]:,.2f})"
+                if not exhaustive and ci[1] is not None
+                else ""
+            )
             render.console.print(
-                f"[bold]{name}[/bold]: entry entropy {r['entry_entropy_bits']:,.2f} < bound "
-                f"{bound:,.2f} bits: [red]cannot be correct on this distribution[/red]"
+                f"[bold]{name}[/bold]: entry entropy {r['entry_entropy_bits']:,.2f}{upper} < "
+                f"bound {bound:,.2f} bits: [red]cannot be correct on this distribution[/red]; "
+                "not decodable (the entropy argument)"
             )
         if r.get("undersampled_entries") and not exhaustive:
             render.console.print(

@@ -45,6 +45,10 @@ __all__ = [
     "EXHAUSTIVE_AUTO",
     "EXHAUSTIVE_MAX",
     "exhaustive_mode",
+    "decodability",
+    "decodable_verdict",
+    "decoded_text",
+    "entropy_below_bound",
     "protocol_report",
     "InputLimitError",
     "ProtocolReport",
@@ -189,14 +193,25 @@ class ProtocolReport:
     ``distinct_transcripts``, ``log2_distinct`` and ``entropy_bits`` are exact in
     exhaustive mode and capped by the sample in sampled mode (``capped``).
 
-    Two verdicts (THEORY section 5): ``decodable``, the true answers are a
-    function of the transcript on the inputs run (no two inputs with different
-    answers share a transcript; exhaustively a proof for the family, sampled a
-    check whose power is ``collision_check_power``), and ``decoded``, the
-    protocol's own readout is right on every input run.  A protocol can be
-    decodable and not decoded (its readout is wrong, the transcript is not);
-    never decoded and not decodable.  ``error_rate_upper95`` is the one-sided
-    95% upper bound on the readout's error rate (Clopper-Pearson; sampled mode).
+    Two three-valued verdicts (THEORY section 5), each ``True`` only when the
+    run proves it, ``False`` only when it refutes it, else ``None``:
+
+    ``decodable``, the true answers are a function of the transcript on the
+    family.  ``True``: exhaustive run, no two inputs with different answers
+    share a transcript.  ``False``: a verified collision (two inputs, same exact
+    transcript, different answers), or the upper end of the entry entropy's
+    interval below the bound (the entropy argument; a 95% interval in sampled
+    mode).  ``None``: sampled and neither, "not refuted" (the check's reach is
+    ``collision_check_power``).  ``decodable_reason`` says which, in words.
+
+    ``decoded``, the protocol's own readout is right on every input of the
+    family.  ``True``: exhaustive and right on all; ``False``: wrong on some
+    input run; ``None``: sampled and right on every sampled input
+    (``error_rate_upper95`` is then the one-sided 95% Clopper-Pearson upper
+    bound on its error rate).
+
+    A protocol can be decodable and not decoded (its readout is wrong, the
+    transcript is not); never decoded and not decodable.
     """
 
     name: str
@@ -224,8 +239,9 @@ class ProtocolReport:
     family: str = "hard"
     spec: str = ""
     inputs: int = 0
-    decodable: bool = True
-    decoded: bool = True
+    decodable: bool | None = None
+    decodable_reason: str = ""
+    decoded: bool | None = None
     error_rate_upper95: float | None = None
     collision_check_power: float | None = None
 
@@ -233,15 +249,118 @@ class ProtocolReport:
         return asdict(self)
 
     def verdict_text(self) -> str:
-        """ "correct on every input" only when every input of the family was run."""
-        if not self.capped:
-            return "correct on every input" if self.decoded else "wrong on some input"
-        if not self.decoded:
-            return f"wrong on {self.wrong_inputs:,} of {self.inputs:,} sampled inputs"
-        return (
-            f"correct on {self.inputs:,} sampled inputs (error rate < "
-            f"{self.error_rate_upper95:.2g} at 95%)"
+        """The readout's verdict in words: "correct on every input" only when every
+        input of the family was run, else what the sample shows."""
+        return decoded_text(self.to_dict())
+
+
+def decodability(
+    exact: bool,
+    collision: dict | None,
+    entropy_high: float,
+    bound: float,
+    inputs: int,
+    unresolved: bool = False,
+    confidence: float = config.ENTROPY_CONFIDENCE,
+    undersampled: int = 0,
+) -> tuple[bool | None, str]:
+    """``(decodable, reason)``: ``True`` only when proved, ``False`` only when refuted.
+
+    Parameters
+    ----------
+    exact : bool
+        Every input of the family was run (exhaustive mode).
+    collision : dict or None
+        A verified collision (same exact transcript, different answers).
+    entropy_high : float
+        Upper end of the entry entropy's interval (the exact value when ``exact``).
+    bound : float
+        The family's bound in bits.
+    inputs : int
+        Inputs run.
+    unresolved : bool
+        Fingerprint groups held inputs with different answers whose exact
+        transcripts differ (a 128-bit fingerprint collision) and no verified
+        collision was found among the pairs checked: no proof either way.
+    undersampled : int
+        Entries taking more than n/10 values in a sample: their entropy
+        estimates (and the interval) are biased low, so the entropy argument is
+        not used.
+    """
+    tol = config.BITS_TOLERANCE
+    if collision is not None:
+        i, j = collision["inputs"]
+        return False, (
+            f"refuted: verified collision (inputs #{i} and #{j} share a transcript, "
+            f"answers differ at query {collision['position']})"
         )
+    if entropy_high < bound - tol and (exact or not undersampled):
+        where = "exact" if exact else f"upper end of its {100 * confidence:.0f}% interval"
+        return False, (
+            f"refuted by the entropy argument: entry entropy ({where}) {entropy_high:,.2f} "
+            f"< bound {bound:,.2f} bits"
+        )
+    if exact and not unresolved:
+        return True, (
+            f"proved: exhaustive run over all {inputs:,} inputs, no two with different "
+            "answers share a transcript"
+        )
+    if exact:
+        return None, (
+            f"not refuted ({inputs:,} inputs, all of them; a 128-bit fingerprint collision "
+            "left some pairs unchecked)"
+        )
+    skipped = (
+        f"; entry entropy interval not used: {undersampled:,} undersampled entries"
+        if undersampled and entropy_high < bound - tol
+        else ""
+    )
+    return None, (
+        f"not refuted ({inputs:,} sampled inputs, collision check reach "
+        f"{_reach(collision_power(inputs))}{skipped})"
+    )
+
+
+def entropy_below_bound(
+    entropy_high: float, bound: float, exact: bool, undersampled: int = 0
+) -> bool:
+    """The entropy argument applies: the entry entropy (the upper end of its interval
+    when sampled) is below ``bound``, and in a sample no entry is undersampled (their
+    estimates are biased low; the interval would not support the claim)."""
+    return entropy_high < bound - config.BITS_TOLERANCE and (exact or not undersampled)
+
+
+def _reach(power: float | None) -> str:
+    return "-" if power is None else f"{power:.2g}"
+
+
+def decodable_verdict(r: dict, bound: float) -> tuple[bool | None, str]:
+    """``(decodable, reason)`` of a report's JSON entry on a family with ``bound`` bits.
+
+    Entries written before the three-valued verdict (no ``decodable_reason``)
+    are judged again from their fields, so a resumed sampled run never shows
+    the old unproved ``true``.
+    """
+    if "decodable_reason" in r:
+        return r.get("decodable"), r["decodable_reason"]
+    ci = r.get("entry_entropy_ci") or [None, None]
+    high = ci[1] if ci[1] is not None else r.get("entry_entropy_bits", math.inf)
+    return decodability(
+        not r.get("capped", True), r.get("collision"), high, bound, int(r.get("inputs", 0)),
+        undersampled=int(r.get("undersampled_entries", 0)),
+    )  # fmt: skip
+
+
+def decoded_text(r: dict) -> str:
+    """The readout's verdict of a report's JSON entry, saying what the run covered."""
+    n, wrong = int(r.get("inputs", 0)), int(r.get("wrong_inputs", 0))
+    if not r.get("capped", True):
+        return "correct on every input" if not wrong else "wrong on some input"
+    if wrong:
+        return f"wrong on {wrong:,} of {n:,} sampled inputs"
+    upper = r.get("error_rate_upper95")
+    rate = f" (error rate < {upper:.2g} at 95%)" if upper is not None else ""
+    return f"correct on {n:,} sampled inputs{rate}"
 
 
 def _layer_info(plan, n_tokens: int) -> list[dict]:
@@ -302,12 +421,13 @@ def measure(
         exact = family.log2_size <= 62 and B == family.size
     fingerprints, correct, counts, first_failure = run_all(family, engine, T, progress)
     inverse, group_counts = group_transcripts(fingerprints)
+    collision, unresolved = _certify_collision(family, engine, T, inverse)
     return protocol_report(
         protocol.name, params, source, family, plan, engine.layers, engine.jitted,
         counts=counts, exact=exact, distinct=int(group_counts.size),
         entropy=entropy_bits(group_counts), n_correct=int(correct.sum()), inputs=B,
-        collision=_certify_collision(family, engine, T, inverse),
-        first_failure=first_failure, start=start,
+        collision=collision, first_failure=first_failure, start=start,
+        collision_unresolved=unresolved,
     )  # fmt: skip
 
 
@@ -315,12 +435,15 @@ def protocol_report(
     name: str, params: dict, source: str, family: Family, plan, layer_table: np.ndarray,
     jitted: bool, *, counts, exact: bool, distinct: int, entropy: float, n_correct: int,
     inputs: int, collision: dict | None, first_failure: dict | None, start: float,
+    collision_unresolved: bool = False,
 ) -> ProtocolReport:  # fmt: skip
     """The report of one protocol from what a run measured (one process or a cluster).
 
     ``layer_table`` is the engine's per-layer table (entry ranges in columns 4-5),
     ``counts`` the transcript entries' value counts; entry entropies per layer and
     in total are computed here, so both paths report them the same way.
+    ``collision_unresolved``: collision candidates were found whose exact
+    transcripts differ, and no verified one (decodability is then not proved).
     """
     ctx = family.context()
     layers = _layer_info(plan, ctx.n_tokens)
@@ -331,6 +454,10 @@ def protocol_report(
     declared = declared_bits(plan.layers, ctx.n_tokens)
     tol = config.BITS_TOLERANCE
     B = inputs
+    decodable, reason = decodability(
+        exact, collision, total.ci_high, family.bound_bits, B, collision_unresolved, conf,
+        total.undersampled_entries,
+    )  # fmt: skip
     return ProtocolReport(
         name=name,
         params=dict(params),
@@ -352,12 +479,15 @@ def protocol_report(
         entry_entropy_plugin_bits=total.plugin_entropy,
         entry_entropy_ci=[total.ci_low, total.ci_high],
         undersampled_entries=total.undersampled_entries,
-        entry_entropy_below_bound=total.ci_high < family.bound_bits - tol,
+        entry_entropy_below_bound=entropy_below_bound(
+            total.ci_high, family.bound_bits, exact, total.undersampled_entries
+        ),
         capped=not exact,
         family=family.name,
         inputs=B,
-        decodable=collision is None,
-        decoded=n_correct == B,
+        decodable=decodable,
+        decodable_reason=reason,
+        decoded=False if n_correct < B else (True if exact else None),
         error_rate_upper95=None if exact else error_rate_upper(B - n_correct, B),
         collision_check_power=None if exact else collision_power(B),
     )
@@ -511,9 +641,15 @@ class _Worker:
                 }
 
 
-def _certify_collision(family, engine, T, inverse) -> dict | None:
-    """Two inputs with equal exact transcripts and different true answers, or None."""
-    for i, j in find_collision_candidates(inverse, T):
+def _certify_collision(family, engine, T, inverse) -> tuple[dict | None, bool]:
+    """``(collision, unresolved)``: two inputs with equal exact transcripts and different
+    true answers, or None; ``unresolved`` when candidates were found but none held.
+
+    No candidate at all proves that no two inputs run with different answers share
+    an exact transcript (equal transcripts have equal fingerprints).
+    """
+    candidates = find_collision_candidates(inverse, T)
+    for i, j in candidates:
         res = engine.run(family.tokens(T[[i, j]]), store=True)
         if not np.array_equal(res.transcripts[0], res.transcripts[1]):
             continue  # a 128-bit fingerprint collision: not a certificate
@@ -526,5 +662,5 @@ def _certify_collision(family, engine, T, inverse) -> dict | None:
             "protocol_answer": int(res.answers[0, pos]),
             "transcript_entries": int(res.transcripts.shape[1]),
             "verified": True,
-        }
-    return None
+        }, False
+    return None, bool(candidates)
