@@ -1,0 +1,401 @@
+"""Every measured number quoted in docs/*.md and README.md equals its committed result file.
+
+Each entry of :data:`NUMBERS` is ``(doc file, quoted text, JSON file, JSON paths,
+formats)``: the quoted text is a verbatim piece of the doc with ``{}`` where the
+numbers stand; each ``{}`` is filled with the value at its JSON path, formatted,
+and the filled text must appear in the doc.  So a rerun that changes a number
+fails here until the doc is regenerated from the new file, and a doc edit that
+changes a number without a new file fails too.
+
+A JSON path is a tuple of keys: strings and integers index as usual, a dict
+selects the one list element whose fields equal it (``{"m": 64}``), and a
+callable is applied to the value reached so far (for numbers the doc derives,
+such as a minimum over seeds).  A format is a ``str.format`` pattern or a
+callable returning the text.
+
+Numbers in docs/ that are *not* checked here, and why:
+
+- times (seconds, minutes): they are labelled with their machine and load, and
+  are not results (docs/benchmarks.md holds the timed benchmarks; their ratios
+  are measured in the same run by the scripts in benchmarks/ and not committed);
+- docs/benchmarks.md as a whole (timings and speed ratios, see above);
+- docs/cluster.md (memory and time measurements of cluster runs);
+- results.md's FAVOR+ and ``elu1`` 1,000-triple tables, the softmax learning-rate
+  paragraph and the minrank prose (numbers of earlier code whose files are
+  committed under docs/ood/ and docs/minrank/ but in formats this table does
+  not decode); results.md's streamed-Lemma-4 table beyond the 65,536-word row
+  (131,072 and 262,144 words were timed in a Python session, not by a command).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@cache
+def load(path: str):
+    return json.loads((ROOT / path).read_text())
+
+
+@cache
+def doc(path: str) -> str:
+    return (ROOT / path).read_text()
+
+
+def lookup(data, path):
+    for key in path:
+        if callable(key):
+            data = key(data)
+        elif isinstance(key, dict):
+            hits = [x for x in data if all(x.get(k) == v for k, v in key.items())]
+            assert len(hits) == 1, f"{key} selects {len(hits)} elements"
+            data = hits[0]
+        else:
+            data = data[key]
+    return data
+
+
+def fmt(value, pattern) -> str:
+    return pattern(value) if callable(pattern) else pattern.format(value)
+
+
+# ---- formats -------------------------------------------------------------
+def f3(v):  # interval ends clipped to 1 print as "1"
+    return "1" if v >= 1 else f"{v:.3f}"
+
+
+def thousands(v):
+    return f"{v:,}"
+
+
+def yesno(v):
+    return "yes" if v else "no"
+
+
+def frac(v):  # an exact rational bound printed as a fraction
+    f = Fraction(v).limit_denominator(1000)
+    assert math.isclose(float(f), v, rel_tol=1e-12)
+    return f"{f.numerator}/{f.denominator}"
+
+
+# ---- entries -------------------------------------------------------------
+NUMBERS: list[tuple[str, str, str, tuple, tuple]] = []
+
+
+def entry(doc_file, text, json_file, paths, formats):
+    """One quoted text with ``len(paths)`` numbers (``{}``), each from its JSON path."""
+    assert text.count("{}") == len(paths) == len(formats), text
+    NUMBERS.append((doc_file, text, json_file, tuple(paths), tuple(formats)))
+
+
+def one(doc_file, text, json_file, path, pattern):
+    entry(doc_file, text, json_file, [path], [pattern])
+
+
+# docs/theory.md: exhaustive checks of the constructions (sketchsim verify)
+T = "docs/theory.md"
+for label, name, err in (
+    ("rank1, m = 8, N = 2", "rank1_m8_n2", "{:.0f}"),
+    ("rank1, m = 8, N = 3", "rank1_m8_n3", "{:.3f}"),
+    ("softmax, beta = 2, m = 4, N = 3", "softmax_m4_n3", "{:.4f}"),
+    ("softmax, beta = 2, m = 8, N = 3", "softmax_m8_n3", "{:.4f}"),
+):
+    entry(
+        T,
+        f"| {label} | {{}} | {{}} | {{}} |",
+        f"docs/verify/{name}.json",
+        [("inputs",), ("max_abs_error",), ("exact_fraction",)],
+        [thousands, err, lambda v: "1" if v == 1 else f"{v:.4f}"],
+    )
+
+# docs/theory.md: the worked example (sketchsim witness + certify)
+for label, name in (
+    ("hadamard, 12 rows (default)", "default"),
+    ("hadamard, all 23 rows", "all23"),
+    ("hadamard, 23 rows + complements", "all23c"),
+    ("the same with chains", "all23cc"),
+    ("golay octads, all 759", "octads"),
+    ("golay octads, 100 of them, chains", "octads100"),
+):
+    entry(
+        T,
+        f"| {label} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |",
+        f"docs/certify/certify_{name}.json",
+        [("inputs",)] + [("certified_rank", e) for e in ("0.5", "0.49", "0.4", "0.25", "0.1")],
+        [thousands] + ["{}"] * 5,
+    )
+one(T, "`r >= 144 / (12 + 132/25) = {}`", "docs/certify/certify_default.json", ("bound", "0.5"), "{:.2f}")
+one(T, "certified `r >= {}`. The paper", "docs/certify/certify_default.json", ("certified_rank", "0.5"), "{}")
+one(T, "`12 * (12 + 2*11) = {}` inputs", "docs/certify/certify_default.json", ("inputs",), "{}")
+
+
+# docs/cli.md: sketchsim transcript, sampled (q = 64) and exhaustive (q = 6)
+C = "docs/cli.md"
+
+
+def _vs_bound(bound):
+    def text(p):
+        if p["entry_entropy_below_bound"]:
+            return "**below: cannot be correct**"
+        return f"{p['entry_entropy_bits'] / bound:.2f}x"
+
+    return text
+
+
+_SPECS = ("raw", "block-counts", "clipped-counts", "kernel", "kernel:bits=6",
+          "kernel:values=blocks,bits=7", "multihead:heads=4")
+for spec in _SPECS:
+    prot = ("protocols", {"spec": spec})
+    entry(
+        C,
+        f"| `{spec}` | {{}} | {{}} | {{}} ({{}}..{{}}) | {{}} | {{}} | {{}} |",
+        "docs/transcript/transcript_q64_s7.json",
+        [prot + ("declared_bits",), prot + ("used_bits",), prot + ("entry_entropy_bits",),
+         prot + ("entry_entropy_ci", 0), prot + ("entry_entropy_ci", 1),
+         prot + ("correct_fraction",), prot + ("meets_bound",), prot],
+        ["{:,.2f}", "{:,.2f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.4f}", yesno, _vs_bound(192)],
+    )
+    entry(
+        C,
+        f"| `{spec}` | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |",
+        "docs/transcript/transcript_q6_s7.json",
+        [prot + ("declared_bits",), prot + ("used_bits",), prot + ("entry_entropy_bits",),
+         prot + ("distinct_transcripts",), prot + ("log2_distinct",), prot + ("entropy_bits",),
+         prot + ("correct_fraction",), prot + ("meets_bound",), prot],
+        ["{:,.2f}", "{:,.2f}", "{:.2f}", thousands, "{:.2f}", "{:.2f}", "{:.4f}", yesno,
+         _vs_bound(18)],
+    )
+Q64 = "docs/transcript/transcript_q64_s7.json"
+one(C, "has entry entropy {} bits, below the bound", Q64,
+    ("protocols", {"spec": "clipped-counts"}, "entry_entropy_bits"), "{:.2f}")
+one(C, "inputs, and it is wrong on {} of them", Q64,
+    ("protocols", {"spec": "clipped-counts"}, "correct_fraction"), lambda v: f"{100 * (1 - v):.2f}%")
+one(C, "take values in only {} bits' worth", Q64,
+    ("protocols", {"spec": "kernel"}, "used_bits"), "{:.0f}")
+one(C, "carry {} bits of entry", Q64, ("protocols", {"spec": "kernel"}, "entry_entropy_bits"), "{:.2f}")
+one(C, "`raw` uses\n{} of its", Q64, ("protocols", {"spec": "raw"}, "used_bits"), "{:.2f}")
+one(C, "`clipped-counts` has {}\nbits of both", "docs/transcript/transcript_q6_s7.json",
+    ("protocols", {"spec": "clipped-counts"}, "entropy_bits"), "{:.2f}")
+
+# docs/cli.md: sketchsim frontier --protocol kernel --vary bits=1..12
+for q, s in ((4, 3), (4, 7), (8, 3), (8, 7), (16, 3), (16, 7)):
+    cell = ("cells", {"q": q, "s": s})
+    entry(
+        C,
+        f"| {q} | {s} | {{}} | {{}} {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |",
+        "docs/frontier/frontier_kernel_bits.json",
+        [cell + ("value",), cell + ("inputs",), cell + ("mode",), cell + ("bound_bits",),
+         cell + ("declared_bits",), cell + ("used_bits",), cell + ("entry_entropy_bits",),
+         cell + ("declared_ratio",)],
+        ["{}", thousands, lambda m: "all" if m == "exhaustive" else "sampled", "{:.2f}",
+         "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}"],
+    )
+
+# docs/cli.md: check-certificate on the default witness family
+CD = "docs/certify/certify_default.json"
+entry(C, "For the default witness\nfamily: {} pairs, {} chains, bound {}, `r >= {}`.", CD,
+      [("pairs", "0.5"), ("edges",), ("bound", "0.5"), ("certified_rank", "0.5")],
+      ["{}", "{}", frac, "{}"])
+
+
+# docs/theory.md: how the bound grows with m (sketchsim bound --m 2 --to 64 --step 2)
+B = "docs/bound/bound_m2_64.json"
+for _m in range(2, 65, 2):
+    _row = ("rows", {"m": _m})
+    entry(
+        T,
+        f"| {_m} | {{}} | {{}} | {{}} | {{}} | {{}} |",
+        B,
+        [_row + ("code",), _row + ("codewords",), _row + ("pairs",), _row + ("bound",),
+         _row + ("certified_rank",)],
+        ["{}", thousands, thousands, "{:.2f}", thousands],
+    )
+entry(T, "Least-squares fit over these {} widths: `log2 r = {} m - {}`", B,
+      [("growth", "points"), ("growth", "slope"), ("growth", "intercept")],
+      ["{}", "{:.3f}", lambda v: f"{-v:.2f}"])
+one(T, "certificate shows `r >= 2^({} m)` in this range", B, ("growth", "slope"), "{:.2f}")
+one(T, "m = 64 it certifies `r >= {}`", B, ("rows", {"m": 64}, "certified_rank"), thousands)
+one(T, "the exact `beta*` =\n{} where bisected", B, ("rows", {"m": 2}, "exact_softmax_threshold"), "{:.4f}")
+
+
+def _fit(rows, lo, hi):
+    """Least-squares slope and intercept of log2 r over lo <= m <= hi (as `bound` fits)."""
+    pts = [(r["m"], math.log2(r["certified_rank"])) for r in rows if lo <= r["m"] <= hi]
+    n = len(pts)
+    mx = sum(p[0] for p in pts) / n
+    my = sum(p[1] for p in pts) / n
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    return slope, my - slope * mx
+
+
+# docs/results.md: Lemma 4 over 65,536 streamed words (the same bound run)
+R = "docs/results.md"
+entry(R, "| 65,536 (`bound` now) | {} | {} |", B,
+      [("rows", {"m": 64}, "certified_rank"), ("rows", {"m": 64}, "certified_rank")],
+      [thousands, lambda r: f"{math.log2(r) / 64:.4f}"])
+entry(R, "(m = 48: 416 -> {}; m = 56: 990 -> {})", B,
+      [("rows", {"m": 48}, "certified_rank"), ("rows", {"m": 56}, "certified_rank")],
+      [thousands, thousands])
+entry(R, "`log2 r = {} m - {}` over\nthose widths", B,
+      [("rows", lambda rows: _fit(rows, 34, 64)[0]), ("rows", lambda rows: -_fit(rows, 34, 64)[1])],
+      ["{:.3f}", "{:.2f}"])
+
+# docs/results.md: `bound` realized (sketchsim bound --m 8 --to 32 --step 4 --export)
+B832 = "docs/bound/bound_m8_32.json"
+for _m in (8, 12, 16, 20, 24, 28, 32):
+    _row = ("rows", {"m": _m})
+    _real = _row + ("realized",)
+    entry(
+        R,
+        f"| {_m} | {{}} | {{}} of {{}} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |",
+        B832,
+        [_row + ("code",), _real + ("codewords",), _row + ("codewords",), _real,
+         _real + ("inputs",), _real + ("build_seconds",), _real + ("certify_seconds",),
+         _row + ("certified_rank",), _real + ("certified_rank",)],
+        ["{}", thousands, thousands,
+         lambda r: "tokens" if r["format"] == "tokens" else f"packed, {round(r['file_bytes'] / 1e6)} MB",
+         thousands, "{:.1f}", "{:.1f}", "{}", "**{}**"],
+    )
+
+
+# docs/results.md: the softmax ablation on the witness family (sketchsim ablation --seeds 2)
+AB = "docs/ablation/ablation_seeds2.json"
+
+
+def _per_seed(variant, key, pattern):
+    def pick(rows):
+        return ", ".join(pattern.format(r[key]) for r in rows if r["variant"] == variant)
+
+    return ("rows", pick)
+
+
+for _v in ("family, 0/1 tokens, Adam 0.03 (first round)", "family, +-1 tokens, Adam 0.03",
+           "family, +-1 tokens, Adam 0.01", "family, +-1, AdamW warm-up+cosine, clip",
+           "random triples, 0/1 tokens, Adam 0.03", "random triples, +-1 tokens, Adam 0.03"):
+    entry(R, f"| {_v} | 2 | {{}} | {{}} | {{}} |", AB,
+          [_per_seed(_v, "family_sequence_error", "{:.3f}"), _per_seed(_v, "family_max_abs_error", "{:.2f}"),
+           _per_seed(_v, "family_mse", "{:.2f}")], ["{}", "{}", "{}"])
+one(R, "far below the {} of a head that ignores the context", AB, ("baseline_mse",), "{:.2f}")
+
+
+# README.md
+RM = "README.md"
+one(RM, "compares their transcript bits with the `q*log2(s+1)` bound ({} bits here)",
+    "docs/transcript/transcript_q64_s7.json", ("bound_bits",), "{:.0f}")
+one(RM, "builds a length-3 witness family from a code ({} inputs at m = 24 by default)",
+    "docs/certify/certify_default.json", ("inputs",), "{}")
+one(RM, "solving a family (`r >= {}` for the default)", "docs/certify/certify_default.json",
+    ("certified_rank", "0.5"), "{}")
+
+
+# docs/results.md: the proof check recorded by `bound --m 8 --to 20 --step 4 --export DIR --certificates`
+BC = "docs/bound/bound_m8_20_certificates.json"
+_c20 = ("rows", {"m": 20}, "realized", "certificate")
+entry(R, "(m = 20\nlists {} chains, 23.8 MB)", BC, [_c20 + ("chains",)], [thousands])
+entry(R, "proved (m = 20: r >= {}, bound {}, {} s in that run;", BC,
+      [_c20 + ("checked_rank",), _c20 + ("checked_bound",), _c20 + ("seconds",)], ["{}", "{}", "{:.1f}"])
+
+
+# docs/reproduce/report.md and results.md: the report table of the full reproduce run
+REP = "docs/reproduce/report.json"
+for _i in range(len(load(REP)["rows"])):
+    for _page in ("docs/reproduce/report.md", R):
+        entry(_page, "| {} | {} | {} | {} |", REP,
+              [("rows", _i, "claim"), ("rows", _i, "paper"), ("rows", _i, "measured"), ("rows", _i, "agrees")],
+              ["{}"] * 4)
+one(R, "the process {} s (the resumed OOD runs not counted)", REP, ("seconds",), "{:.0f}")
+
+# results.md: the witness sweep of that run (sweep_witness.json)
+SW = "docs/reproduce/sweep_witness.json"
+
+
+def _runs(model, rank=None):
+    def pick(runs):
+        rs = [r for r in runs if r["spec"]["model"] == model and (rank is None or r["spec"]["rank"] == rank)]
+        return sorted(rs, key=lambda r: r["spec"]["seed"])
+
+    return ("runs", pick)
+
+
+def _seeds(key, pattern):
+    return lambda rs: " / ".join(pattern.format(r[key]) for r in rs)
+
+
+entry(R, "the {} training runs took {} s as recorded in the\nsweep files", SW,
+      [("runs", lambda runs: len(runs) + len(load("docs/ood/sweep_default_plan.json")["runs"])),
+       ("runs", lambda runs: sum(r["seconds"] for r in runs + load("docs/ood/sweep_default_plan.json")["runs"]))],
+      ["{}", "{:.0f}"])
+for _r in (1, 2, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64):
+    entry(R, f"| kernel (table) | {_r} | family | {{}} | {{}} | {{}} |", SW,
+          [_runs("kernel", _r), _runs("kernel", _r), _runs("kernel", _r)],
+          [_seeds("sequence_error", "{:.3f}"), _seeds("max_abs_error", "{:.3f}"), _seeds("steps", "{:,}")])
+entry(R, "| softmax | - | 4,000 random triples | {} | {} | {} |", SW,
+      [_runs("softmax"), _runs("softmax"), _runs("softmax")],
+      [_seeds("sequence_error", "{:.3f}"), _seeds("max_abs_error", "{:.3f}"), _seeds("steps", "{:,}")])
+one(R, "is wrong on every seed (max error\n{} or more)", SW,
+    ("runs", lambda runs: min(r["max_abs_error"] for r in runs
+                              if r["spec"]["model"] == "kernel" and r["spec"]["rank"] <= 8)), "{:.2f}")
+one(R, "every head with `r <= 8` ends with a max error of {} or more", SW,
+    ("runs", lambda runs: min(r["max_abs_error"] for r in runs
+                              if r["spec"]["model"] == "kernel" and r["spec"]["rank"] <= 8)), "{:.2f}")
+entry(R, "max error {}, at the 2,000-step", SW, [_runs("kernel", 14)], [lambda rs: f"{rs[2]['max_abs_error']:.2f}"])
+entry(R, "max error {}, exact on its training triples after {} steps.",
+      SW, [_runs("softmax"), _runs("softmax")], [_seeds("max_abs_error", "{:.3f}"), _seeds("steps", "{:,}")])
+
+# results.md: the OOD transition (docs/ood/sweep_default_plan.json = reproduce's sweep_ood.json)
+OOD = "docs/ood/sweep_default_plan.json"
+_RANKS = (4, 8, 12, 16, 24, 32, 64, 128)
+
+
+def _ood_row(scale):
+    def text(data):
+        cells = {a["rank"]: a for a in data["summary"]
+                 if a["scale"] == scale and a["model"] == "kernel" and a["feature_map"] == "elu1"}
+        clear = data["transition"][scale]["rank"]
+        out = []
+        for r in _RANKS:
+            a = cells[r]
+            cell = f"{a['mean']:.3f} ({f3(a['ci_low'])}-{f3(a['ci_high'])})"
+            out.append(f"**{cell}**" if r == clear else cell)
+        cross = min(r for r in _RANKS if cells[r]["mean"] >= 0.95)
+        return " | ".join(out) + f" | **{clear}** | {cross}"
+
+    return text
+
+
+for _scale in ("8:64:2000", "10:128:2000", "12:256:2000"):
+    one(R, f"| {_scale} | {{}} |", OOD, (), _ood_row(_scale))
+
+
+# ---- the test --------------------------------------------------------------
+def _ids():
+    return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
+
+
+@pytest.mark.parametrize("doc_file, text, json_file, paths, formats", NUMBERS, ids=_ids())
+def test_documented_number_equals_its_result_file(doc_file, text, json_file, paths, formats):
+    data = load(json_file)
+    values = [fmt(lookup(data, p), f) for p, f in zip(paths, formats)]
+    expected = text.replace("{}", "\x00").split("\x00")
+    filled = "".join(a + b for a, b in zip(expected, values + [""]))
+    page = doc(doc_file)
+    if filled not in page:
+        # name the line the doc has instead, so the stale number is easy to find
+        head = expected[0] if expected[0].strip() else text[:30]
+        near = [ln for ln in page.splitlines() if head.strip() and head.strip() in ln][:3]
+        pytest.fail(f"{doc_file} should contain {filled!r} (from {json_file}); near: {near}")
+
+
+def test_the_table_checks_something_in_every_doc():
+    docs = {d for d, *_ in NUMBERS}
+    for page in ("README.md", "docs/theory.md", "docs/cli.md", "docs/results.md",
+                 "docs/reproduce/report.md"):
+        assert page in docs, page
