@@ -45,7 +45,8 @@ class Checkpoint:
         ``problem(unit) -> str or None``: what is wrong with a unit read back.
     match : dict, optional
         Top-level fields the file must hold with these values to be resumed
-        (``"parameters"`` is compared as recorded, without machine paths).
+        (``"parameters"`` is compared as recorded, without machine paths), or
+        a callable per field that says whether the file's value will do.
     label : str
         How an error names one unit (``"protocol entry"``, ``"cell"``).
     mismatch : str
@@ -104,17 +105,17 @@ class Checkpoint:
             raise SketchsimError(f"cannot resume: {exc}") from None
         if not isinstance(old, dict) or not isinstance(old.get(self.units, []), list):
             raise SketchsimError(
-                f"cannot resume from {path}: not a {self.command} result (a JSON object "
-                f"with a {self.units!r} list), got {type(old).__name__}"
+                f"cannot resume from {path}: not a {self.command} result (no list of "
+                f"{self.units} in a JSON object; got {type(old).__name__})"
             )
         for field, want in self.match.items():
             have = old.get(field)
-            if field == "parameters":
-                want = portable_value(want)
-            if have != want:
-                raise SketchsimError(
-                    f"cannot resume from {path}: it was made with {self.mismatch}"
-                )
+            if callable(want):
+                same = want(have)
+            else:
+                same = have == (portable_value(want) if field == "parameters" else want)
+            if not same:
+                raise SketchsimError(f"cannot resume from {path}: it was made with {self.mismatch}")
         done = {}
         for i, unit in enumerate(old.get(self.units, []), 1):
             problem = self.problem(unit)
@@ -124,8 +125,6 @@ class Checkpoint:
                     if problem.startswith("has no") and "older" not in problem
                     else ""
                 )
-                raise SketchsimError(
-                    f"cannot resume from {path}: {self.label} {i} {problem}{hint}"
-                )
+                raise SketchsimError(f"cannot resume from {path}: {self.label} {i} {problem}{hint}")
             done[self.key(unit)] = unit
         return done

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import click
 from rich.table import Table
@@ -12,10 +11,7 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
-from sketchsim.results import result_payload, write_json_atomic
-
-#: Widest m whose trained bounds run by default (one training at m = 7 takes minutes).
-TRAIN_MAX_M = 6
+from sketchsim.runs.minrank import TRAIN_MAX_M, nonneg_lower
 
 
 def parse_widths(text: str, limit: int) -> list[int]:
@@ -80,131 +76,21 @@ def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_
     softmax temperatures.
     """
     from sketchsim.certify.minrank import MINRANK_MAX_M
-    from sketchsim.experiments.minrank import minrank_row
+    from sketchsim.runs.minrank import MinrankPlan
+    from sketchsim.runs.minrank import run as run_minrank
 
-    widths = parse_widths(m_text, MINRANK_MAX_M)
-    if n != 3:
-        raise SketchsimError(f"minrank covers length 3 (the certificate's N), got --n {n}")
-    for name, value in (("--seeds", seeds), ("--steps", steps)):
-        if value < 1:
-            raise SketchsimError(f"{name} must be >= 1, got {value}")
-    if seeds > 100 or steps > 10**6:
-        raise SketchsimError(
-            f"--seeds {seeds} / --steps {steps} exceed the limits 100 / 1,000,000 "
-            "(each try trains on all inputs)"
-        )
     if resume and not json_path:
         raise SketchsimError("--resume needs --json (the file to resume from)")
-    if any(w <= train_max_m for w in widths):
-        from sketchsim.experiments import require_torch
-
-        require_torch()
-    params = {
-        "m": widths,
-        "n": n,
-        "causal": causal,
-        "seeds": seeds,
-        "steps": steps,
-        "train_max_m": train_max_m,
-    }
-    rows = {}
-    if resume and Path(json_path).exists():
-        rows = _resumable_rows(json_path, params)
-    todo = [w for w in widths if w not in rows]
-    with render.progress_bar("minrank", len(widths)) as update:
-        update(len(widths) - len(todo), len(widths))
-        for width in todo:
-            rows[width] = minrank_row(
-                width, seeds, steps, causal, train=width <= train_max_m, out_dir=out_dir
-            )
-            if json_path:
-                _write(json_path, params, rows)
-            update(len(widths) - len(todo) + todo.index(width) + 1, len(widths))
-    ordered = [rows[w] for w in widths]
-    _render(ordered, causal)
-    if json_path:
-        _write(json_path, params, rows)
+    plan = MinrankPlan(
+        tuple(parse_widths(m_text, MINRANK_MAX_M)), n, causal, seeds, steps, train_max_m, out_dir
+    )
+    with render.progress_bar("minrank", len(plan.widths)) as update:
+        result = run_minrank(
+            plan, resume=json_path if resume else None, checkpoint=json_path, progress=update
+        )
+    _render(result.rows, causal)
     if plot:
-        _plot(ordered, plot)
-
-
-# What the table and the plot read from a resumed row, with their JSON types.
-_ROW_FIELDS = {
-    "m": int,
-    "exact_rank": int,
-    "lower": dict,
-    "construction": dict,
-    "softmax": dict,
-}
-_PART_FIELDS = {
-    "lower": {"certified_rank": int},
-    "construction": {"rank": int, "name": str},
-    "softmax": {"sufficient": float, "exact": float},
-}
-_TRAINED_FIELDS = {"rank": (int, None), "via": (str, None)}
-
-
-def _row_problem(row) -> str | None:
-    """What is wrong with a resumed row (types, and the bracket order), or None."""
-    from sketchsim.results import field_problem
-
-    problem = field_problem(row, _ROW_FIELDS)
-    if problem:
-        return problem
-    for part, fields in _PART_FIELDS.items():
-        problem = field_problem(row[part], fields)
-        if problem:
-            return f"{part} {problem}"
-    for kind in ("nonneg", "signed"):
-        entry = row.get(f"trained_{kind}")
-        problem = None if entry is None else field_problem(entry, _TRAINED_FIELDS)
-        if problem:
-            return f"trained_{kind} {problem}"
-    m, lower, upper = row["m"], row["lower"]["certified_rank"], row["construction"]["rank"]
-    if not 1 <= m <= 62 or row["exact_rank"] != 2**m:
-        return f"has exact_rank {row['exact_rank']} for m = {m} (2^m expected)"
-    if not 0 <= lower <= upper <= 2**m:
-        return f"breaks certified <= construction <= 2^m ({lower}, {upper}, {2**m})"
-    for kind in ("nonneg", "signed"):
-        rank = (row.get(f"trained_{kind}") or {}).get("rank")
-        if rank is not None and rank < lower:
-            return f"has a trained {kind} head of rank {rank} below the certificate {lower}"
-    rank = (row.get("trained_nonneg") or {}).get("rank")
-    if rank is not None and rank < _nonneg_lower(row):
-        return f"has a trained nonneg head of rank {rank} below the sign-order bound"
-    return None
-
-
-def _nonneg_lower(row) -> int:
-    entry = row.get("lower_nonneg")
-    return entry["lower"] if isinstance(entry, dict) and isinstance(entry.get("lower"), int) else 1
-
-
-def _resumable_rows(path, params) -> dict:
-    """Rows of an earlier run with the same parameters, each checked, by width."""
-    from sketchsim.results import read_json
-
-    data = read_json(path)
-    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
-        raise SketchsimError(f"{path} is not a minrank result to resume from (no list of rows)")
-    old = data.get("parameters")
-    if not isinstance(old, dict) or any(old.get(k) != params[k] for k in params if k != "m"):
-        raise SketchsimError(f"{path} was made with other parameters ({old}); use another --json")
-    rows = {}
-    for i, row in enumerate(data["rows"], 1):
-        problem = _row_problem(row)
-        if problem:
-            hint = " (made by an older sketchsim? run without --resume)" * problem.startswith(
-                "has no"
-            )
-            raise SketchsimError(f"cannot resume from {path}: row {i} {problem}{hint}")
-        rows[row["m"]] = row
-    return rows
-
-
-def _write(path, params, rows) -> None:
-    payload = {"rows": [rows[w] for w in sorted(rows)], "complete": set(params["m"]) <= set(rows)}
-    write_json_atomic(path, result_payload("minrank", params, payload))
+        _plot(result.rows, plot)
 
 
 def _trained(row, kind) -> str:
@@ -240,7 +126,7 @@ def _render(rows, causal) -> None:
         table.add_row(
             str(r["m"]),
             f"[bold]{r['lower']['certified_rank']}[/bold]",
-            str(_nonneg_lower(r)) if r.get("lower_nonneg") else "-",
+            str(nonneg_lower(r)) if r.get("lower_nonneg") else "-",
             f"{r['construction']['rank']:,} ({r['construction']['name']})",
             _trained(r, "nonneg"),
             _trained(r, "signed"),
@@ -271,7 +157,7 @@ def _plot(rows, path) -> None:
             ax.plot(*zip(*pts, strict=True), style, label=f"trained upper ({kind})")
     ax.plot(ms, [r["lower"]["certified_rank"] for r in rows], "v-", label="certified lower")
     if any(r.get("lower_nonneg") for r in rows):
-        ax.plot(ms, [_nonneg_lower(r) for r in rows], "^:", label="nonneg lower (sign orders)")
+        ax.plot(ms, [nonneg_lower(r) for r in rows], "^:", label="nonneg lower (sign orders)")
     ax.set_yscale("log", base=2)
     ax.set_xlabel("m")
     ax.set_ylabel("feature rank r")

@@ -127,15 +127,19 @@ def cell_problem(c, vary) -> str | None:
         return "does not match its own evaluations (value, found, evaluated)"
     if c["found"] != (c["declared_bits"] is not None):
         return "has bits without a correct value, or a correct value without bits"
-    carried = c["evaluated_decodable"]
-    if not all(isinstance(v, bool) for v in carried.values()) or set(carried) != set(rates):
+    carried = c["evaluated_decodable"]  # true (proved), false (refuted), null (not refuted)
+    if not all(v is None or isinstance(v, bool) for v in carried.values()) or set(carried) != set(
+        rates
+    ):
         return "has decodable verdicts that do not match its evaluations"
     value = c["decodable_value"]
     if c["search"] == "fixed":
-        consistent = value is None and c["decodable_found"] == (carried.get("None") is True)
+        consistent = value is None and c["decodable_found"] == (
+            carried.get("None", False) is not False
+        )
     else:
         consistent = c["decodable_found"] == (value is not None) and (
-            value is None or carried.get(str(value)) is True
+            value is None or carried.get(str(value), False) is not False
         )
     if not consistent:
         return "does not match its own decodable evaluations"
@@ -159,7 +163,7 @@ def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str) -> dict:
     try:
         cell = frontier_cell(
             family, r.protocol, r.params, parse_vary(plan.vary), spec, r.source,
-            plan.samples, plan.search,
+            plan.samples, plan.search, fixed=True,  # run() checked that some protocol has it
         )  # fmt: skip
     except InputLimitError as exc:
         raise SketchsimError(f"{exc}; use fewer --samples") from None
@@ -197,11 +201,12 @@ def run(
         Receives one line naming the cluster.
     """
     from sketchsim.sketch.family_plugins import family_identity
-    from sketchsim.sketch.frontier import parse_vary
+    from sketchsim.sketch.frontier import check_vary, parse_vary
     from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
 
     vary = parse_vary(plan.vary)
     resolved = resolve_protocols(plan.protocols)
+    check_vary(vary, [r.protocol for _, r in resolved])
     grid = [(q, s) for q in plan.qs for s in plan.ss]
     families = {qs: build_family(plan.family, *qs, plan.samples, plan.seed)[0] for qs in grid}
     check_support(resolved, families[grid[0]])

@@ -82,6 +82,4 @@ def _on_cluster(m, n, construction, beta, causal, progress, cluster, state, say)
             "as this machine's cores; the progress line measures the real rate)"
             + (f"; finished shards kept in {state}" if state else "")
         )
-        return verify_on_cluster(
-            client, m, n, construction, beta, causal, state, progress=progress
-        )
+        return verify_on_cluster(client, m, n, construction, beta, causal, state, progress=progress)
