@@ -375,6 +375,106 @@ for _scale in ("8:64:2000", "10:128:2000", "12:256:2000"):
     one(R, f"| {_scale} | {{}} |", OOD, (), _ood_row(_scale))
 
 
+# results.md: the bit audit of trained heads (sketchsim audit)
+def _audit_row(rank):
+    def text(heads):
+        (h,) = [h for h in heads if h["spec"]["model"] == "kernel" and h["spec"]["rank"] == rank]
+        acc = {r["bits"]: r for r in h["rows"]}
+        k = h["smallest_bits_within_1_point"]
+        return (f"{h['reported_accuracy']:.3f} | {h['state_bits_float32']:,} | {k} | {acc[k]['state_bits']:,} | "
+                f"{acc[4]['accuracy']:.3f} / {acc[8]['accuracy']:.3f} / {acc[12]['accuracy']:.3f}")
+
+    return text
+
+
+for _label, _file, _ranks in (("witness (m = 24)", "witness_audit", (9,)), ("witness", "witness_audit", (12, 16, 32)),
+                              ("OOD 10:128:2000", "ood_10_128_audit", (16, 64, 128))):
+    for _r in _ranks:
+        one(R, f"| {_label} | {_r} | {{}} |", f"docs/audit/{_file}.json", ("heads",), _audit_row(_r))
+
+
+# results.md: choosing the feature map on validation (ablation --screen-maps)
+SV = "docs/ood/screen_validation_m10.json"
+
+
+def _val(fmap, rank, bold=False):
+    def pick(rows):
+        (r,) = [r for r in rows if r["feature_map"] == fmap and r["rank"] == rank]
+        return f"**{r['validation_accuracy']:.3f}**" if bold else f"{r['validation_accuracy']:.3f}"
+
+    return ("rows", pick)
+
+
+for _label, _fmap in (("mlp", "mlp"), ("elu1", "elu1"), ("relu", "relu"), ("relu2", "relu2"),
+                      ("favor (FAVOR+, learned projection)", "favor"), ("hedgehog", "hedgehog"),
+                      ("expmap", "expmap")):
+    entry(R, f"| {_label} | {{}} | {{}} |", SV, [_val(_fmap, 16, _fmap == "elu1"), _val(_fmap, 64, _fmap == "elu1")],
+          ["{}", "{}"])
+
+# results.md: choosing the stop margin on validation (ablation --screen-stop)
+SS = "docs/ood/screen_stop_validation.json"
+
+
+def _stop_row(model, margin, bold):
+    def text(rows):
+        rs = [r for r in rows if r["model"] == model and r["stop_below"] == margin]
+        cells = []
+        for scale in ("8:64:2000", "10:128:2000", "12:256:2000"):
+            accs = [r["validation_accuracy"] for r in sorted(rs, key=lambda r: r["seed"]) if r["scale"] == scale]
+            cells.append(" / ".join(f"{a:.3f}" for a in accs))
+        worst = f"{min(r['validation_accuracy'] for r in rs):.3f}"
+        return " | ".join(cells) + " | " + (f"**{worst}**" if bold else worst)
+
+    return ("rows", text)
+
+
+for _m in (0.25, 0.1, 0.05, 0.02):
+    _label = f"**{_m}**" if _m == 0.05 else f"{_m}"
+    one(R, f"| softmax | {_label} | {{}} |", SS, _stop_row("softmax", _m, _m == 0.05), "{}")
+one(R, "| kernel (elu1, r = 16) | 0.25 | {} |", SS, _stop_row("kernel", 0.25, False), "{}")
+one(R, "{} is chosen (`config.OOD_STOP_BELOW`", SS, ("chosen",), "{}")
+
+
+# results.md: smallest feature rank at small m (sketchsim minrank --m 2..6 --seeds 2)
+MR = "docs/minrank/minrank.json"
+
+
+def _minrank_row(m):
+    def text(rows):
+        (r,) = [r for r in rows if r["m"] == m]
+        err = f"{r['trained_nonneg']['max_abs_error']:.3f}"
+        return (f"{r['inputs']:,} | {r['lower']['certified_rank']} | {r['construction']['rank']} "
+                f"(subsets, p = {r['construction']['params']['p']}) | {r['trained_nonneg']['rank']} "
+                f"({'max error ' if m == 2 else ''}{err}) | {r['trained_signed']['rank']} (the nonneg head) | "
+                f"{r['exact_rank']} | {r['softmax']['sufficient']:.4f} | {r['softmax']['exact']:.4f}")
+
+    return ("rows", text)
+
+
+for _m in range(2, 7):
+    one(R, f"| {_m} | {{}} |", MR, _minrank_row(_m), "{}")
+
+# results.md: brackets m = 2..8 (sketchsim minrank --m 2..8 --train-max-m 0)
+MB = "docs/minrank/minrank_brackets_m2_8.json"
+
+
+def _bracket(m, decorate):
+    def text(rows):
+        (r,) = [r for r in rows if r["m"] == m]
+        return f"{r['lower']['certified_rank']} | " + decorate.format(r["lower_nonneg"]["lower"])
+
+    return ("rows", text)
+
+
+for _m, _dec in ((2, "{}"), (3, "{}"), (4, "{}"), (5, "**{}** (pentagon)"), (6, "{} (blocks)"), (7, "{}"),
+                 (8, "{} (blocks)")):
+    one(R, f"| {_m} | {{}} | {'**[' if _m == 5 else '['}", MB, _bracket(_m, _dec), "{}")
+for _m in (7, 8):  # no trained head: the upper end is the subset construction
+    one(R, f"| {_m} | {{}} (subsets, p = ", MB, ("rows", lambda rows, m=_m: next(r for r in rows if r["m"] == m)),
+        lambda r: (f"{r['lower']['certified_rank']} | {r['lower_nonneg']['lower']}{' (blocks)' if r['m'] == 8 else ''}"
+                   f" | [{r['lower_nonneg']['lower']}, {r['construction']['rank']}]"))
+
+
 # ---- the test --------------------------------------------------------------
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
