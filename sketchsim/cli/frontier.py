@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich import box
 from rich.table import Table
 
 from sketchsim.cli import render
@@ -134,15 +135,19 @@ def _num(x, fmt: str = ",.2f") -> str:
 
 def _render_frontier(cells, vary) -> None:
     table = Table(
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
         title=f"bits frontier: smallest {vary.name} in {vary.lo}..{vary.hi}, decoded and decodable",
-        caption="decoded: the protocol's own readout is right on every input run; decodable: no "
-        "two inputs with different answers share a transcript (some readout exists). "
-        "x bound: declared bits / q*log2(s+1)",
+        caption="decoded: the protocol's own readout right on every input run; decodable: no "
+        "two inputs with different answers share a transcript; x bound: declared bits / "
+        "q*log2(s+1); verdict: below the table",
     )
     cols = (
         "q",
         "s",
         "protocol",
+        "bound",
         f"{vary.name} decoded",
         "declared",
         "x bound",
@@ -151,39 +156,85 @@ def _render_frontier(cells, vary) -> None:
         "x bound ",
         "inputs",
         "search",
-        "bound",
         "verdict",
     )
     for col in cols:
+        left = col in ("protocol", "search", "verdict")
         table.add_column(
-            col, justify="left" if col in ("protocol", "search", "verdict") else "right"
+            col.strip().replace(" ", "\n"),  # one word a line: narrow columns, cells on one line
+            justify="left" if left else "right",
+            no_wrap=col == "protocol",
+            min_width=max(map(len, col.split())),
         )
     for c in cells:
-        search = c["search"]
+        search = {"bisection": "bisect"}.get(c["search"], c["search"])
         if c["search"] == "scan" and c["monotone"] is False:
-            search += " [yellow](not monotone)[/yellow]"
-        inputs = f"{c['inputs']:,} " + ("all" if c["mode"] == "exhaustive" else "sampled")
+            search += "[yellow]*[/yellow]"
+        sampled = c["mode"] != "exhaustive"
         table.add_row(
             str(c["q"]),
             str(c["s"]),
             c["spec"] or c["protocol"],
+            _num(c["bound_bits"]),
             _value(c["search"], c["found"], c["value"]),
             _num(c["declared_bits"]),
             _num(c["declared_ratio"], ".2f"),
             _value(c["search"], c.get("decodable_found", False), c.get("decodable_value")),
             _num(c.get("decodable_declared_bits")),
             _num(c.get("decodable_declared_ratio"), ".2f"),
-            inputs,
+            f"{c['inputs']:,} " + ("sampled" if sampled else "all"),
             search,
-            _num(c["bound_bits"]),
-            c.get("verdict") or "-",
+            _short_verdict(c),
         )
     render.console.print(table)
+    for line in _frontier_notes(cells):
+        render.console.print(f"[dim]{line}[/dim]")
+
+
+def _short_verdict(c) -> str:
+    """A few words per cell; :func:`_frontier_notes` explains them once."""
+    if not c["found"] and not c.get("decodable_found", False):
+        return "[red]none[/red]"
+    if c["mode"] == "exhaustive":
+        return "[green]proved[/green]"
+    return "[yellow]not refuted[/yellow]"
+
+
+def _frontier_notes(cells) -> list[str]:
+    """The long explanation of the table's verdicts, once for all cells."""
+    from sketchsim.sketch.transcript import collision_power, error_rate_upper
+
+    notes = []
+    modes = {c["mode"] for c in cells}
+    if "exhaustive" in modes:
+        notes.append(
+            "proved: every input of the family was run; the decoded value is correct on every "
+            "input and the decodable value's transcripts separate every two answer vectors"
+        )
+    sampled = sorted({c["inputs"] for c in cells if c["mode"] != "exhaustive"})
+    for n in sampled:
+        power = collision_power(n)
+        notes.append(
+            f"not refuted ({n:,} sampled inputs): the decoded value is correct on the "
+            f"{n:,} sampled inputs (error rate < {error_rate_upper(0, n):.2g} at 95%) and the "
+            f"decodable value shows no collision among them (collision check reach "
+            f"{'-' if power is None else f'{power:.2g}'}); neither is proved for the other inputs"
+        )
+    if any(not c["found"] or not c.get("decodable_found", False) for c in cells):
+        notes.append(
+            "none: no value in the range is correct (decoded) or decodable; each such cell's "
+            "decodable_reason in the JSON says how the last value was refuted"
+        )
+    if any(c["search"] == "scan" and c["monotone"] is False for c in cells):
+        notes.append("scan*: the scanned verdicts are not monotone in the parameter")
+    if any(c["search"] == "fixed" for c in cells):
+        notes.append("fixed: the protocol has no such parameter; measured once")
+    return notes
 
 
 def _value(search: str, found: bool, value) -> str:
-    if search == "fixed":
-        return "(none)" if found else "[red]no[/red]"
+    if search == "fixed":  # the protocol has no such parameter: measured once
+        return "-" if found else "[red]no[/red]"
     return str(value) if found else "[red]none[/red]"
 
 

@@ -9,7 +9,14 @@ and report its declared bits, used bits and entry entropy beside the bound
 The search gallops then bisects when correctness is declared monotone
 non-decreasing in the parameter (``Protocol.monotone``, or the built-in kernel heads' ``bits`` and
 ``r``) and scans every value otherwise, reporting whether the scanned pattern
-was monotone.  A protocol without the parameter is measured once ("fixed").
+was monotone.  A parameter the protocol does not have is refused
+(:func:`check_vary` names the protocols' parameters), unless the caller runs
+several protocols of which another has it: then this one is measured once
+("fixed").
+
+Verdicts are three-valued as in :mod:`sketchsim.sketch.transcript`: the search
+takes the smallest value *not refuted* (no wrong input, resp. no collision and
+no entropy refutation, among the inputs run); only an exhaustive cell proves it.
 """
 
 from __future__ import annotations
@@ -24,7 +31,15 @@ from sketchsim.sketch.family import Family
 from sketchsim.sketch.protocol import Protocol
 from sketchsim.sketch.transcript import ProtocolReport, choose_answers, measure
 
-__all__ = ["Vary", "Cell", "parse_vary", "is_monotone", "frontier_cell", "BUILTIN_MONOTONE"]
+__all__ = [
+    "Vary",
+    "Cell",
+    "parse_vary",
+    "check_vary",
+    "is_monotone",
+    "frontier_cell",
+    "BUILTIN_MONOTONE",
+]
 
 #: Parameters of built-in protocols in which correctness is monotone: more bits
 #: per register or more registers (``r`` splits the sums) never saturate more.
@@ -59,6 +74,29 @@ def parse_vary(text: str) -> Vary:
     return vary
 
 
+def _params_text(protocol: Protocol) -> str:
+    names = [p.name for p in protocol.params]
+    return f"{protocol.name}: {', '.join(names) if names else 'no parameters'}"
+
+
+def check_vary(vary: Vary, protocols) -> None:
+    """Refuse a varied parameter that none of ``protocols`` has, naming theirs.
+
+    Raises
+    ------
+    SketchsimError
+        With ``param="vary"``.
+    """
+    protocols = list(protocols)
+    if any(vary.name in {p.name for p in proto.params} for proto in protocols):
+        return
+    have = "; ".join(_params_text(proto) for proto in protocols)
+    raise SketchsimError(
+        f"vary: no protocol has a parameter {vary.name!r} (parameters of {have})",
+        param="vary",
+    )
+
+
 def is_monotone(protocol: Protocol, name: str, source: str = "") -> bool:
     """Whether correctness is declared monotone non-decreasing in parameter ``name``."""
     if name in tuple(getattr(protocol, "monotone", ()) or ()):
@@ -76,7 +114,15 @@ class Cell:
     inputs with different answers share one: some readout exists).  The first
     measures one decoder, the second what a sketch of that size carries; both
     come with their transcript bits against the bound.  ``verdict`` says
-    "correct on every input" only for exhaustive cells.
+    "correct on every input" only for exhaustive cells (sampled: "correct on n
+    sampled inputs (error rate < u at 95%)").
+
+    Sampled, both searches take the smallest value *not refuted* on the
+    sample.  ``decodable`` is three-valued: ``True`` when the decodable value is
+    proved (exhaustive), ``None`` when it is only not refuted (sampled),
+    ``False`` when every value evaluated was refuted; ``decodable_reason`` says
+    why, and ``evaluated_decodable`` holds each evaluated value's verdict
+    (``true``/``false``/``null`` alike).
     """
 
     q: int
@@ -109,6 +155,8 @@ class Cell:
     decodable_entry_entropy_bits: float | None = None
     decodable_declared_ratio: float | None = None
     evaluated_decodable: dict = field(default_factory=dict)
+    decodable: bool | None = None
+    decodable_reason: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -128,6 +176,7 @@ def frontier_cell(
     samples: int = 20_000,
     search: str = "auto",
     progress: Callable[[str], None] | None = None,
+    fixed: bool = False,
 ) -> Cell:
     """The smallest value of ``vary`` for which ``protocol`` is correct on ``family``.
 
@@ -146,6 +195,15 @@ def frontier_cell(
         ``auto``: bisect when the parameter is declared monotone, else scan.
     progress : callable, optional
         Called with a short description before each evaluation.
+    fixed : bool
+        Measure a protocol without the parameter once (a run of several
+        protocols, another of which has it; see :func:`check_vary`); without it
+        such a parameter is refused.
+
+    Raises
+    ------
+    SketchsimError
+        The protocol has no parameter ``vary.name`` (and not ``fixed``).
     """
     import time
 
@@ -153,6 +211,8 @@ def frontier_cell(
     mode, T = choose_answers(family, None, samples)
     by_name = {p.name: p for p in protocol.params}
     param = by_name.get(vary.name)
+    if param is None and not fixed:
+        check_vary(vary, [protocol])
     cache: dict[int | None, ProtocolReport] = {}
 
     def run(value):
@@ -166,11 +226,11 @@ def frontier_cell(
             cache[value] = measure(family, T, protocol, p)
         return cache[value]
 
-    def ok(value) -> bool:
-        return run(value).decoded
+    def ok(value) -> bool:  # no wrong input among those run
+        return run(value).decoded is not False
 
-    def decodable(value) -> bool:
-        return run(value).decodable
+    def decodable(value) -> bool:  # not refuted on the inputs run
+        return run(value).decodable is not False
 
     if param is None:
         how, monotone, best, carried = "fixed", None, None, None
@@ -191,6 +251,7 @@ def frontier_cell(
         carried = _search(decodable, lo, vary.hi, search, declared)[2]
         found, carried_found = best is not None, carried is not None
     rep = cache[best] if found else None
+    order = sorted(cache, key=lambda x: x or 0)
     cell = Cell(
         q=family.q,
         s=family.s,
@@ -205,15 +266,22 @@ def frontier_cell(
         search=how,
         monotone=monotone,
         bound_bits=family.bound_bits,
-        evaluated={str(v): cache[v].correct_fraction for v in sorted(cache, key=lambda x: x or 0)},
-        evaluated_decodable={
-            str(v): cache[v].decodable for v in sorted(cache, key=lambda x: x or 0)
-        },
+        evaluated={str(v): cache[v].correct_fraction for v in order},
+        evaluated_decodable={str(v): cache[v].decodable for v in order},
         decodable_found=carried_found,
         decodable_value=carried,
     )
+    if not carried_found:  # every value evaluated refuted; the last one says how
+        last = cache[order[-1]]
+        cell.decodable = False
+        cell.decodable_reason = (
+            f"{vary.name}={order[-1]}: {last.decodable_reason}"
+            if param is not None
+            else last.decodable_reason
+        )
     if carried_found:
         dec = cache[carried]
+        cell.decodable, cell.decodable_reason = dec.decodable, dec.decodable_reason
         cell.decodable_declared_bits = dec.declared_bits
         cell.decodable_used_bits = dec.used_bits
         cell.decodable_entry_entropy_bits = dec.entry_entropy_bits

@@ -57,9 +57,37 @@ def test_not_found_and_fixed():
     proto, params, source = resolve_spec("kernel")
     cell = frontier_cell(fam, proto, params, Vary("bits", 1, 2), "kernel", source)
     assert not cell.found and cell.value is None and cell.declared_bits is None
-    proto, params, source = resolve_spec("block-counts")  # no parameter: measured once
-    cell = frontier_cell(fam, proto, params, Vary("bits", 1, 8), "block-counts", source)
+    proto, params, source = resolve_spec("block-counts")
+    # alone, a parameter it does not have is refused (issue #33), naming its parameters
+    with pytest.raises(SketchsimError, match="no protocol has a parameter 'bits'.*block-counts"):
+        frontier_cell(fam, proto, params, Vary("bits", 1, 8), "block-counts", source)
+    # beside a protocol that has it (fixed=True): measured once
+    cell = frontier_cell(fam, proto, params, Vary("bits", 1, 8), "block-counts", source, fixed=True)
     assert cell.search == "fixed" and cell.found and cell.declared_ratio == pytest.approx(1.0)
+    assert cell.decodable is True and cell.decodable_reason.startswith("proved: exhaustive")
+
+
+def test_a_parameter_no_protocol_has_is_refused():
+    """`frontier --protocol kernel --vary nope=1..3` ran and printed a row (issue #33)."""
+    res = run("frontier", "--protocol", "kernel", "--vary", "nope=1..3", "--q", "4", "--s", "3")
+    assert_error_line(res, "--vary: no protocol has a parameter 'nope' (parameters of kernel: ")
+    assert "bits" in res.output
+    res = run(
+        "frontier", "--protocol", "block-counts", "--protocol", "clipped-counts",
+        "--vary", "bits=1..2", "--q", "2", "--s", "1",
+    )  # fmt: skip
+    assert_error_line(res, "block-counts: no parameters; clipped-counts: levels")
+
+
+def test_sampled_cells_are_not_refuted_not_proved():
+    cell = frontier_cell(
+        HardFamily(8, 7), *resolve_spec("kernel")[:2], Vary("bits", 1, 4), "kernel", samples=500
+    )
+    assert cell.mode == "sampled" and cell.decodable is None
+    assert cell.decodable_reason.startswith("not refuted (500 sampled inputs, collision check")
+    assert (
+        None in cell.evaluated_decodable.values() and True not in cell.evaluated_decodable.values()
+    )
 
 
 def _setup_even(ctx, params):
