@@ -475,6 +475,20 @@ for _m in (7, 8):  # no trained head: the upper end is the subset construction
                    f" | [{r['lower_nonneg']['lower']}, {r['construction']['rank']}]"))
 
 
+# results.md: the witness softmax head at two learning rates
+LG = "docs/witness/softmax_lr_grid.json"
+
+
+def _lr(lr):
+    return ("runs", lambda runs: " / ".join(
+        f"{r['max_abs_error']:.3f}" for r in sorted(runs, key=lambda r: r["spec"]["seed"]) if r["spec"]["lr"] == lr))
+
+
+entry(R, "{} (lr 0.03) and {} (lr 0.01). Best over\nthe grid: {}; mean ± std over seeds at either rate: {} ± {}.",
+      LG, [_lr(0.03), _lr(0.01), ("lr_grid", 0, "best"), ("lr_grid", 0, "mean"), ("lr_grid", 0, "std")],
+      ["{}", "{}", "{:.3f}", "{:.3f}", "{:.3f}"])
+
+
 # ---- the test --------------------------------------------------------------
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
