@@ -40,7 +40,8 @@ class Checkpoint:
     units : str
         Name of the list of finished units in the file (``"protocols"``, ``"cells"``).
     key : callable
-        ``key(unit) -> str``; it must include every identity the unit depends on.
+        ``key(unit, file) -> str`` (``file``: the whole file read back); it must
+        include every identity the unit depends on.
     problem : callable
         ``problem(unit) -> str or None``: what is wrong with a unit read back.
     match : dict, optional
@@ -49,6 +50,8 @@ class Checkpoint:
         a callable per field that says whether the file's value will do.
     label : str
         How an error names one unit (``"protocol entry"``, ``"cell"``).
+    what : str, optional
+        How an error names the file (default ``"<command> result"``).
     mismatch : str
         What an error says when ``match`` fails (``"other settings"``).
     resume : bool
@@ -61,10 +64,11 @@ class Checkpoint:
         command: str,
         params: dict,
         units: str,
-        key: Callable[[dict], str],
+        key: Callable[[dict, dict], str],
         problem: Callable[[dict], str | None],
         match: dict | None = None,
         label: str = "entry",
+        what: str | None = None,
         mismatch: str = "other settings",
         resume: bool = False,
     ):
@@ -76,6 +80,7 @@ class Checkpoint:
         self.problem = problem
         self.match = dict(match or {})
         self.label = label
+        self.what = what or f"{command} result"
         self.mismatch = mismatch
         self.done: dict[str, dict] = self._load() if resume and self.path is not None else {}
 
@@ -105,7 +110,7 @@ class Checkpoint:
             raise SketchsimError(f"cannot resume: {exc}") from None
         if not isinstance(old, dict) or not isinstance(old.get(self.units, []), list):
             raise SketchsimError(
-                f"cannot resume from {path}: not a {self.command} result (no list of "
+                f"cannot resume from {path}: not a {self.what} (no list of "
                 f"{self.units} in a JSON object; got {type(old).__name__})"
             )
         for field, want in self.match.items():
@@ -126,5 +131,5 @@ class Checkpoint:
                     else ""
                 )
                 raise SketchsimError(f"cannot resume from {path}: {self.label} {i} {problem}{hint}")
-            done[self.key(unit)] = unit
+            done[self.key(unit, old)] = unit
         return done

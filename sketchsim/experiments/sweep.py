@@ -24,9 +24,7 @@ from sketchsim.errors import SketchsimError
 from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split
 from sketchsim.experiments.train import fit, metrics, pick_device
-from sketchsim.machine import machine_facts, versions
 from sketchsim.minip.token_ids import token_ids
-from sketchsim.results import read_json, write_json_atomic
 
 __all__ = [
     "Run",
@@ -224,33 +222,68 @@ def save_weights(
     return path
 
 
-def _check_run(entry, path) -> dict:
-    """One resumed entry, validated: the run fields with the right types."""
-    where = f"cannot resume from {path}"
+def _run_problem(entry) -> str | None:
+    """What is wrong with a resumed run entry (fields and their values), or None."""
     if not isinstance(entry, dict) or not isinstance(entry.get("spec"), dict):
-        raise SketchsimError(f"{where}: a run entry is not an object with a spec")
+        return "is not an object with a spec"
     missing = _RUN_FIELDS - set(entry)
     if missing:
-        raise SketchsimError(f"{where}: a run entry lacks {', '.join(sorted(missing))}")
+        return f"lacks {', '.join(sorted(missing))}"
     if set(entry["spec"]) != _SPEC_FIELDS:
-        raise SketchsimError(f"{where}: a run spec has other fields than this version's")
+        return "has a spec with other fields than this version's"
+    try:
+        RunSpec(**entry["spec"])
+    except TypeError:
+        return "has a malformed spec"
     for name in ("sequence_error", "position_error", "train_sequence_error"):
         v = entry[name]
         if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v <= 1:
-            raise SketchsimError(f"{where}: {name} = {v!r} is not a rate in [0, 1]")
+            return f"has {name} = {v!r}, not a rate in [0, 1]"
     for name in ("max_abs_error", "train_max_abs_error"):
         v = entry[name]
         if v is not None and (not isinstance(v, int | float) or isinstance(v, bool) or v < 0):
-            raise SketchsimError(f"{where}: {name} = {v!r} is not an error >= 0 or null")
+            return f"has {name} = {v!r}, not an error >= 0 or null"
     for name in ("test_sequence_error", "test_accuracy"):
         v = entry[name]
         if v is not None and (not isinstance(v, int | float) or not 0 <= v <= 1):
-            raise SketchsimError(f"{where}: {name} = {v!r} is not a rate in [0, 1] or null")
+            return f"has {name} = {v!r}, not a rate in [0, 1] or null"
     if not isinstance(entry["finite"], bool) or not isinstance(entry["steps"], int):
-        raise SketchsimError(f"{where}: finite or steps has the wrong type")
+        return "has finite or steps of the wrong type"
+    return None
+
+
+def _restored(entry: dict) -> dict:
     if entry["max_abs_error"] is None:  # written as null: non-finite output
-        entry = {**entry, "max_abs_error": math.inf, "finite": False}
+        return {**entry, "max_abs_error": math.inf, "finite": False}
     return entry
+
+
+def _run_key(entry: dict, file: dict) -> str:
+    """A run's key with the context of the file it was read from (data hash, code version)."""
+    return RunSpec(**entry["spec"]).key(file["context"])
+
+
+def sweep_checkpoint(path, header: dict, context: dict, resume: bool):
+    """The :class:`~sketchsim.checkpoint.Checkpoint` of a sweep file.
+
+    A run is resumed only under the same spec *and* context (the suite's data
+    hash and the code version): runs of other data are trained again.
+    """
+    from sketchsim.checkpoint import Checkpoint
+
+    return Checkpoint(
+        path,
+        "sweep",
+        header,
+        "runs",
+        _run_key,
+        _run_problem,
+        match={"context": lambda old: isinstance(old, dict)},
+        label="run",
+        what="sweep file",
+        mismatch="no context (data hash, code version)",
+        resume=resume,
+    )
 
 
 def load_runs(path: str | Path) -> dict[str, dict]:
@@ -262,35 +295,8 @@ def load_runs(path: str | Path) -> dict[str, dict]:
     SketchsimError
         When the file is not JSON, not a sweep file, or any entry is malformed.
     """
-    try:
-        old = read_json(path)
-    except SketchsimError as exc:
-        raise SketchsimError(f"cannot resume: {exc}") from None
-    if not isinstance(old, dict) or not isinstance(old.get("runs"), list):
-        raise SketchsimError(f"cannot resume from {path}: not a sweep file (no list of runs)")
-    context = old.get("context")
-    if not isinstance(context, dict):
-        raise SketchsimError(f"cannot resume from {path}: no context (data hash, code version)")
-    done = {}
-    for entry in old["runs"]:
-        entry = _check_run(entry, path)
-        try:
-            spec = RunSpec(**entry["spec"])
-        except TypeError:
-            raise SketchsimError(f"cannot resume from {path}: a run spec is malformed") from None
-        done[spec.key(context)] = entry
-    return done
-
-
-def _payload(header, context, rows, complete):
-    return {
-        "header": header,
-        "context": context,
-        "runs": rows,
-        "complete": complete,
-        "versions": versions(),
-        "machine": machine_facts(),
-    }
+    done = sweep_checkpoint(path, {}, {}, resume=True).done
+    return {key: _restored(entry) for key, entry in done.items()}
 
 
 def run_sweep(
@@ -337,15 +343,13 @@ def run_sweep(
 
     specs = list(specs)
     context = {"sketchsim": sketchsim.__version__, **(context or {})}
-    done: dict[str, dict] = {}
-    if resume and path and Path(path).exists():
-        done = load_runs(path)
-    rows: list[dict | None] = [done.get(spec.key(context)) for spec in specs]
+    store = sweep_checkpoint(path, header, context, resume=bool(resume and path))
+    rows: list[dict | None] = [store.get(spec.key(context)) for spec in specs]
+    rows = [None if r is None else _restored(r) for r in rows]
 
     def save(complete: bool) -> None:
-        if path:
-            finished = [r for r in rows if r is not None]
-            write_json_atomic(path, _payload(header, context, finished, complete))
+        finished = [r for r in rows if r is not None]
+        store.save(finished, complete, header=header, context=context)
 
     if client is None:
         for k, spec in enumerate(specs):

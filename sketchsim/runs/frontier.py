@@ -146,7 +146,7 @@ def cell_problem(c, vary) -> str | None:
     return None
 
 
-def _cell_key(c: dict) -> str:
+def _cell_key(c: dict, _file=None) -> str:
     return unit_key(c["q"], c["s"], c["spec"], c["identity"], c["family_identity"])
 
 

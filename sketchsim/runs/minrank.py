@@ -183,7 +183,7 @@ def run(
         "minrank",
         params,
         "rows",
-        lambda row: unit_key(row["m"]),
+        lambda row, _file: unit_key(row["m"]),
         row_problem,
         match={"parameters": _same_except_widths(params)},
         label="row",

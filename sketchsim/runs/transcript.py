@@ -103,7 +103,7 @@ _COLLISION_FIELDS = ("inputs", "answers_a", "answers_b", "position", "protocol_a
 _FAILURE_FIELDS = ("input", "position", "target", "answer")
 
 
-def _entry_key(entry: dict) -> str:
+def _entry_key(entry: dict, _file=None) -> str:
     return unit_key(entry["name"], entry["params"], entry["identity"], entry["family_identity"])
 
 

@@ -109,7 +109,7 @@ def test_checkpoint_refuses_other_settings_and_bad_units(tmp_path):
             "demo",
             {"a": 1},
             "rows",
-            key=lambda u: unit_key(u["k"]),
+            key=lambda u, _file: unit_key(u["k"]),
             problem=lambda u: None if isinstance(u, dict) and "k" in u else "has no 'k'",
             match=match or {"parameters": {"a": 1}},
             label="row",
@@ -130,6 +130,6 @@ def test_checkpoint_refuses_other_settings_and_bad_units(tmp_path):
 
 
 def test_a_checkpoint_without_a_path_writes_nothing(tmp_path):
-    store = Checkpoint(None, "demo", {}, "rows", str, lambda u: None, resume=True)
+    store = Checkpoint(None, "demo", {}, "rows", lambda u, f: str(u), lambda u: None, resume=True)
     store.save([{"k": 1}], complete=True)
     assert store.done == {} and not list(tmp_path.iterdir())
