@@ -12,7 +12,12 @@ checks THEORY section 4 step by step:
    mixed input ``(x; u, u')`` (and ``(x; u', u)`` when positional) (Lemma 2);
 3. the chain's product ``P = prod 2 eps / (g - 2 eps)`` is at most 1 (Lemma 3);
 4. the bound ``n^2 / (n + sum P^2)`` (Lemma 4), computed as a fraction, and
-   the rank it certifies: ``floor + 1`` when strict (eps = 1/2), else ``ceil``.
+   the rank it certifies: ``floor + 1`` when strict (eps = 1/2), else ``ceil``;
+5. ``family_sha256`` is the family the tokens and inputs spell out: the sha256
+   of every input's three tokens in file order, one byte (0 or 1) per bit,
+   followed by the scored position in decimal (:func:`family_sha256`; the same
+   bytes as ``Family.sha256`` of the producer), so a certificate cannot be
+   passed off as one for another family file.
 
 :func:`check_certificate` returns the verified bound, or raises
 :class:`CertificateInvalid` naming the first invalid step.
@@ -20,12 +25,20 @@ checks THEORY section 4 step by step:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["FORMAT", "Checked", "CertificateInvalid", "check_certificate", "load_certificate"]
+__all__ = [
+    "FORMAT",
+    "Checked",
+    "CertificateInvalid",
+    "check_certificate",
+    "family_sha256",
+    "load_certificate",
+]
 
 FORMAT = "sketchsim-certificate/1"
 
@@ -77,6 +90,25 @@ def _index(value, size: int, what: str) -> int:
     return value
 
 
+def family_sha256(tokens: list[str], inputs: list[list[int]], position: int) -> str:
+    """The sha256 (hex) of the family that ``tokens`` and ``inputs`` spell out.
+
+    The bytes hashed: for every input in order, its three tokens (indices into
+    ``tokens``) in position order, each bit one byte ``0`` or ``1``; then the
+    1-based scored ``position`` as decimal ASCII.  Equal to the producer's
+    ``Family.sha256()`` (the family's uint8 token array ``(F, 3, m)`` in C order,
+    then ``str(position)``).
+    """
+    to_bytes = bytes.maketrans(b"01", b"\x00\x01")
+    table = [t.encode("ascii").translate(to_bytes) for t in tokens]
+    h = hashlib.sha256()
+    block = 4096
+    for start in range(0, len(inputs), block):
+        h.update(b"".join(table[i] for triple in inputs[start : start + block] for i in triple))
+    h.update(str(position).encode("ascii"))
+    return h.hexdigest()
+
+
 def check_certificate(data: dict) -> Checked:
     """Verify every step of a certificate object; return what it proves.
 
@@ -110,11 +142,13 @@ def check_certificate(data: dict) -> Checked:
     p = position - 1
     o1, o2 = (i for i in range(3) if i != p)
     family = set()
-    for triple in _field(data, "inputs", list):
+    inputs = _field(data, "inputs", list)
+    for triple in inputs:
         if not isinstance(triple, list) or len(triple) != 3:
             raise CertificateMalformed(f"input {triple!r:.40} is not three token indices")
         idx = [_index(v, n_tok, "input token") for v in triple]
         family.add((idx[p], idx[o1], idx[o2]))  # (query; first other, second other)
+    claimed_sha = _field(data, "family_sha256", str)
 
     def overlap(a: int, b: int) -> int:
         return sum(1 for u, v in zip(tokens[a], tokens[b], strict=True) if u == v == "1")
@@ -188,6 +222,12 @@ def check_certificate(data: dict) -> Checked:
             raise CertificateInvalid(
                 f"claims r >= {claimed['certified_rank']} but its chains give r >= {rank}"
             )
+    recomputed = family_sha256(tokens, inputs, position)
+    if recomputed != claimed_sha:
+        raise CertificateInvalid(
+            f"family_sha256 {claimed_sha:.16}... is not the family its tokens and inputs "
+            f"spell out ({recomputed:.16}...)"
+        )
     return Checked(n, len(products), bound, rank, eps, strict)
 
 

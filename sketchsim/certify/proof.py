@@ -15,7 +15,11 @@ head with error below 1/2, where the bound is strict), ``tokens`` (0/1 strings),
 ``inputs`` (index triples into ``tokens``, in position order), ``pairs``
 (``[query, candidate]`` token indices), ``chains`` (``{"row", "col", "path"}``,
 ``path`` a list of token indices from ``pairs[row]``'s candidate to
-``pairs[col]``'s), and the producer's ``claimed`` bound and rank.
+``pairs[col]``'s), the producer's ``claimed`` bound and rank, and
+``family_sha256``: :meth:`~sketchsim.certify.witness.Family.sha256`, the sha256
+of the family's uint8 tokens ``(inputs, 3, m)`` in C order followed by the
+scored position in decimal (the checker recomputes it from ``tokens`` and
+``inputs``).
 """
 
 from __future__ import annotations

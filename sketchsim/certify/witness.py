@@ -78,6 +78,10 @@ class Family:
         return int(self.tokens.shape[2])
 
     def sha256(self) -> str:
+        """sha256 (hex) of the tokens as uint8 ``(F, 3, m)`` in C order, then
+        ``str(position)``: the inputs and their order (not meta or targets).
+        :func:`sketchsim.certify.check.family_sha256` recomputes it from a
+        certificate with the standard library."""
         h = hashlib.sha256()
         h.update(np.ascontiguousarray(self.tokens, dtype=np.uint8).tobytes())
         h.update(str(self.position).encode())

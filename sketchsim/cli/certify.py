@@ -11,12 +11,15 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.results import result_payload, write_json_atomic
 
-PAPER_WITNESS_INPUTS = 1272
-PAPER_WITNESS_BOUND = 8
+from sketchsim.config import PAPER
+
+PAPER_WITNESS_INPUTS = PAPER["witness_inputs"]
+PAPER_WITNESS_BOUND = PAPER["witness_lower_bound"]
 
 
 @main.command()
@@ -205,7 +208,14 @@ def _packed_witness(code, kind, codewords, chains, both_orders, seed, complement
     "`sketchsim check-certificate`.",
 )
 def certify(path, eps_list, position_independent, json_path, proof_path):
-    """Certified lower bound on the feature rank r for a length-3 family file."""
+    """Certified lower bound on the feature rank r for a length-3 family file.
+
+    The JSON's family_sha256 (also written into --certificate files) is the
+    sha256 of the family's tokens as a uint8 array (inputs, 3, m) in C order,
+    followed by the scored position in decimal: it covers the inputs and their
+    order, not the file's bytes, metadata or targets. check-certificate
+    recomputes it from the tokens and inputs in the certificate.
+    """
     from sketchsim.api import certify as run_certify
     from sketchsim.certify.certificate import DEFAULT_EPS
     from sketchsim.certify.packed import load_any_family
@@ -299,12 +309,6 @@ def check_certificate(path):
     )
 
 
-#: Widest m at which ``bound`` bisects the exact softmax threshold (2^(3m) inputs each try).
-BOUND_SOFTMAX_EXACT_MAX_M = 6
-#: Widest m ``bound`` accepts (random codes pack words into 64 bits).
-BOUND_MAX_M = 64
-
-
 @main.command()
 @click.option("--m", "m", type=int, required=True, help="Token width (first).")
 @click.option("--to", "m2", type=int, help="Last token width (default: --m).")
@@ -322,38 +326,17 @@ BOUND_MAX_M = 64
     help="With --export: also write DIR/bound-m{m}.cert.json and re-check it (small families).",
 )
 @click.option("--json", "json_path", type=OutputPath())
-def bound(m, m2, step, seed, export_dir, certificates, json_path):
+@cluster_option
+def bound(m, m2, step, seed, export_dir, certificates, json_path, cluster):
     """Best certified rank bound per m, its growth, the 2^m endpoint and softmax temperatures."""
-    from dataclasses import asdict
+    from sketchsim.runs.bound import BOUND_SOFTMAX_EXACT_MAX_M, BoundPlan
+    from sketchsim.runs.bound import run as run_bound
 
-    from sketchsim.certify.bounds import best_bound, fit_growth
-    from sketchsim.certify.softmax import exact_softmax_threshold
-
-    m2 = m if m2 is None else m2
-    if m < 2 or m2 < m or m2 > BOUND_MAX_M:
-        raise SketchsimError(f"need 2 <= --m <= --to <= {BOUND_MAX_M}, got --m {m} --to {m2}")
-    if step < 1:
-        raise SketchsimError(f"--step must be >= 1, got {step}")
-    if seed < 0:
-        raise SketchsimError(f"--seed must be >= 0, got {seed}")
-    if certificates and not export_dir:
-        raise SketchsimError("--certificates needs --export DIR")
-    if export_dir:
-        from sketchsim.certify.realize import check_export_width, realize_row
-
-        check_export_width(m, m2)
-    widths = list(range(m, m2 + 1, step))
-    rows, realized = [], []
-    with render.progress_bar("bound", len(widths)) as update:
-        for k, width in enumerate(widths):
-            exact = None
-            if width <= BOUND_SOFTMAX_EXACT_MAX_M:
-                exact = exact_softmax_threshold(width).exact
-            rows.append(best_bound(width, seed, exact))
-            if export_dir:
-                realized.append(realize_row(rows[-1], export_dir, seed, proof=certificates))
-            update(k + 1, len(widths))
-    growth = fit_growth([r.m for r in rows], [r.certified_rank for r in rows])
+    plan = BoundPlan(m, m2, step, seed, export_dir, certificates)
+    plan.validate()
+    with render.progress_bar("bound", len(plan.widths)) as update:
+        result = run_bound(plan, cluster=cluster, progress=update, json_path=json_path)
+    rows, realized, growth = result.rows, result.realized, result.growth
     slope = growth["slope"]
     table = Table(
         title="certified feature rank at N = 3 (heads with error < 1/2)",
@@ -389,21 +372,6 @@ def bound(m, m2, step, seed, export_dir, certificates, json_path):
     render.console.print(table)
     if export_dir:
         _print_realized(realized, export_dir)
-    if json_path:
-        payload = {"rows": [asdict(r) for r in rows], "growth": growth}
-        if export_dir:
-            for entry, res in zip(payload["rows"], realized, strict=True):
-                entry["realized"] = res.to_dict()
-            payload["all_realized"] = all(r.status != "below" for r in realized)
-        params = {
-            "m": m,
-            "to": m2,
-            "step": step,
-            "seed": seed,
-            "export": None if export_dir is None else str(export_dir),
-            "certificates": certificates,
-        }
-        write_json_atomic(json_path, result_payload("bound", params, payload))
     if any(r.status == "below" for r in realized):
         sys.exit(1)
 

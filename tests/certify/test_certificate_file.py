@@ -131,3 +131,74 @@ def test_a_deeply_nested_file_is_one_line(tmp_path):
     deep.write_text("[" * 100_000 + "]" * 100_000)
     res = CliRunner().invoke(main, ["check-certificate", str(deep)])
     assert_error_line(res, "deep.json")
+
+
+def _swap_tokens(d, i, j):
+    d["tokens"][i], d["tokens"][j] = d["tokens"][j], d["tokens"][i]
+
+
+def test_the_family_hash_is_recomputed_from_tokens_and_inputs(proof):
+    """Issue #33: a certificate whose tokens were reordered, hash left as it was, was
+    accepted ("valid ... r >= 9"); the checker now recomputes family_sha256."""
+    from sketchsim.certify.check import family_sha256
+
+    family, data = proof
+    assert family_sha256(data["tokens"], data["inputs"], data["position"]) == family.sha256()
+    assert check_certificate(data).rank == 9  # untouched: valid
+    # swapping the first and last token keeps every chain step valid: only the hash sees it
+    bad = _tampered(data, lambda d: _swap_tokens(d, 0, len(d["tokens"]) - 1))
+    with pytest.raises(CertificateInvalid, match="family_sha256 .* is not the family"):
+        check_certificate(bad)
+    with pytest.raises(CertificateInvalid, match="family_sha256"):  # the hash itself edited
+        check_certificate(_tampered(data, lambda d: d.__setitem__("family_sha256", "0" * 64)))
+    with pytest.raises(CertificateMalformed, match="family_sha256"):
+        check_certificate(_tampered(data, lambda d: d.pop("family_sha256")))
+
+
+def test_renumbering_the_token_table_keeps_the_family_and_its_hash(proof):
+    """The hash covers the family (tokens of every input in order), not the table's order."""
+    _, data = proof
+    n = len(data["tokens"])
+    perm = list(range(n))[::-1]  # old index -> new index
+
+    def renumber(d):
+        d["tokens"] = [d["tokens"][perm.index(k)] for k in range(n)]
+        d["inputs"] = [[perm[i] for i in t] for t in d["inputs"]]
+        d["pairs"] = [[perm[i] for i in p] for p in d["pairs"]]
+        for c in d["chains"]:
+            c["path"] = [perm[i] for i in c["path"]]
+
+    assert check_certificate(_tampered(data, renumber)).rank == 9
+
+
+def test_the_cli_rejects_a_reordered_certificate(proof, tmp_path):
+    _, data = proof
+    cert = tmp_path / "cert.json"
+    cert.write_text(json.dumps(data))
+    res = CliRunner().invoke(main, ["check-certificate", str(cert)])
+    assert res.exit_code == 0 and "r >= 9" in res.output
+    cert.write_text(json.dumps(_tampered(data, lambda d: _swap_tokens(d, 0, 23))))
+    res = CliRunner().invoke(main, ["check-certificate", str(cert)])
+    assert res.exit_code == 1 and "REJECTED: family_sha256" in res.output
+
+
+@pytest.mark.parametrize("m", [8, 12, 16])
+def test_the_committed_bound_proofs_are_the_ones_the_bound_run_recorded(m):
+    """docs/bound/bound_m8_20_certificates.json is the result of `bound --export
+    --certificates` (not a certificate itself); the proof files it names for the
+    committed families are committed beside them, byte for byte, and check."""
+    import hashlib
+
+    from sketchsim.certify.check import load_certificate
+    from sketchsim.certify.witness import load_family
+
+    folder = Path(__file__).resolve().parents[2] / "docs" / "bound"
+    run = json.loads((folder / "bound_m8_20_certificates.json").read_text())
+    (row,) = [r["realized"] for r in run["rows"] if r["m"] == m]
+    cert = folder / row["certificate"]["file"]
+    assert hashlib.sha256(cert.read_bytes()).hexdigest() == row["certificate"]["file_sha256"]
+    checked = check_certificate(load_certificate(cert))
+    assert checked.rank == row["certificate"]["checked_rank"] == row["certified_rank"]
+    assert str(checked.bound) == row["certificate"]["checked_bound"]
+    family = load_family(folder / row["file"])
+    assert json.loads(cert.read_text())["family_sha256"] == family.sha256() == row["family_sha256"]
