@@ -299,7 +299,7 @@ one(RM, "solving a family (`r >= {}` for the default)", "docs/certify/certify_de
 # docs/results.md: the proof check recorded by `bound --m 8 --to 20 --step 4 --export DIR --certificates`
 BC = "docs/bound/bound_m8_20_certificates.json"
 _c20 = ("rows", {"m": 20}, "realized", "certificate")
-entry(R, "(m = 20\nlists {} chains, 23.8 MB)", BC, [_c20 + ("chains",)], [thousands])
+entry(R, "lists {} chains, 23.8 MB)", BC, [_c20 + ("chains",)], [thousands])
 entry(R, "proved (m = 20: r >= {}, bound {}, {} s in that run;", BC,
       [_c20 + ("checked_rank",), _c20 + ("checked_bound",), _c20 + ("seconds",)], ["{}", "{}", "{:.1f}"])
 
@@ -487,6 +487,38 @@ def _lr(lr):
 entry(R, "{} (lr 0.03) and {} (lr 0.01). Best over\nthe grid: {}; mean ± std over seeds at either rate: {} ± {}.",
       LG, [_lr(0.03), _lr(0.01), ("lr_grid", 0, "best"), ("lr_grid", 0, "mean"), ("lr_grid", 0, "std")],
       ["{}", "{}", "{:.3f}", "{:.3f}", "{:.3f}"])
+
+
+# results.md: the bits frontier and the rank frontier (sketchsim frontier, committed files)
+def _fcell(cells, q, s, spec):
+    (c,) = [c for c in cells if c["q"] == q and c["s"] == s and c["spec"] == spec]
+    return c
+
+
+def _frontier_row(q, s, specs):
+    def text(cells):
+        first = _fcell(cells, q, s, specs[0])
+        mode = "all" if first["mode"] == "exhaustive" else "sampled"
+        out = [f"{first['inputs']:,} {mode}", f"{first['bound_bits']:.0f}"]
+        for spec in specs:
+            c = _fcell(cells, q, s, spec)
+            if not c["found"]:
+                out.append("none")
+            elif c["search"] == "fixed":
+                out.append(f"{c['declared_bits']:,.0f} b ({c['declared_ratio']:.2f}x)")
+            else:
+                out.append(f"{c['param']}={c['value']}: {c['declared_bits']:,.0f} b ({c['declared_ratio']:.2f}x)")
+        return " | ".join(out)
+
+    return ("cells", text)
+
+
+for _q in (4, 8, 16, 32, 64):
+    for _s in (1, 3, 7, 15):
+        one(R, f"| {_q} | {_s} | {{}} |", "docs/frontier/frontier_bits.json",
+            _frontier_row(_q, _s, ("kernel", "kernel:values=blocks", "multihead", "block-counts")), "{}")
+        one(R, f"| {_q} | {_s} | {{}} |", "docs/frontier/frontier_r.json",
+            _frontier_row(_q, _s, ("kernel:bits=4", "kernel:bits=4,values=blocks")), "{}")
 
 
 # ---- the test --------------------------------------------------------------
