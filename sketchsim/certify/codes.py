@@ -35,6 +35,7 @@ __all__ = [
     "random_code",
     "greedy_filter",
     "make_code",
+    "check_code_options",
     "code_stats",
     "CODE_KINDS",
     "hadamard_orders",
@@ -312,6 +313,29 @@ RANDOM_WORDS = 1024
 GREEDY_WORDS = 1 << 16
 
 
+#: Code kinds whose minimum distance and weight are chosen (``d``, ``w``).
+TUNABLE_KINDS = ("greedy", "random")
+
+
+def check_code_options(kind: str, d: int | None = None, w: int | None = None) -> None:
+    """Refuse a distance or weight that ``kind`` would ignore (only greedy and random
+    codes take them; the others have their own).
+
+    Raises
+    ------
+    SketchsimError
+        Naming the parameter (``param="d"`` or ``"w"``).
+    """
+    for name, value in (("d", d), ("w", w)):
+        if value is not None and kind not in TUNABLE_KINDS:
+            what = "minimum distance" if name == "d" else "weight"
+            raise SketchsimError(
+                f"{name}: a {kind} code has its own {what}; {name} applies only to "
+                f"{' and '.join(TUNABLE_KINDS)} codes",
+                param=name,
+            )
+
+
 def make_code(
     kind: str,
     m: int,
@@ -338,7 +362,13 @@ def make_code(
     Returns
     -------
     numpy.ndarray of uint8, shape (K, m)
+
+    Raises
+    ------
+    SketchsimError
+        ``d`` or ``w`` given for a kind that does not take them.
     """
+    check_code_options(kind, d, w)
     if kind == "hadamard":
         return hadamard_code(m, complements=True)
     if kind in ("golay-octads", "golay-dodecads"):
@@ -348,6 +378,12 @@ def make_code(
     if kind in ("greedy", "random"):
         w = m // 2 if w is None else w
         d = max(2, m // 4 * 2) if d is None else d
+        if 0 <= w <= m and d > 2 * min(w, m - w):  # impossible: at most one word
+            raise SketchsimError(
+                f"d: words of weight {w} in {m} bits are at most {2 * min(w, m - w)} apart, "
+                f"so a minimum distance of {d} allows only one word",
+                param="d",
+            )
         if kind == "greedy":
             return greedy_code(m, d, w, limit=limit or GREEDY_WORDS)
         return random_code(m, w, d, limit=limit or RANDOM_WORDS, seed=seed)

@@ -42,6 +42,9 @@ def codes(m, kind, d, w, seed, out):
         raise SketchsimError(f"--m must be >= 1, got {m}")
     if seed < 0:
         raise SketchsimError(f"--seed must be >= 0, got {seed}")
+    source = click.get_current_context().get_parameter_source("seed")
+    if kind != "random" and source is click.core.ParameterSource.COMMANDLINE:
+        raise SketchsimError(f"--seed applies to random codes; a {kind} code has no randomness")
     code = make_code(kind, m, d, w, seed)
     stats = code_stats(code)
     table = Table(title=f"{kind} code")
@@ -106,12 +109,20 @@ def witness(
     m, kind, codewords, d, w, complements, chains, both_orders, seed, packed, out, json_path
 ):
     """Build a length-3 witness family from a code and certify it."""
-    from sketchsim.certify.codes import RANDOM_WORDS, hadamard_code, make_code
+    from sketchsim.certify.codes import (
+        RANDOM_WORDS,
+        check_code_options,
+        hadamard_code,
+        make_code,
+    )
 
     if codewords < 0:
         raise SketchsimError(f"--codewords must be >= 0, got {codewords}")
     if seed < 0:
         raise SketchsimError(f"--seed must be >= 0, got {seed}")
+    check_code_options(kind, d, w)  # every option changes the family or is refused
+    if complements and kind != "hadamard":
+        raise SketchsimError(f"--complements applies to hadamard codes, not {kind}")
     if kind == "hadamard":
         code = hadamard_code(m, complements)
     else:  # a random code keeps as many words as asked (default 1,024)
