@@ -13,10 +13,9 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.paths import OutputPath
+from sketchsim.config import PAPER
 from sketchsim.errors import SketchsimError
 from sketchsim.results import result_payload, write_json_atomic
-
-from sketchsim.config import PAPER
 
 PAPER_WITNESS_INPUTS = PAPER["witness_inputs"]
 PAPER_WITNESS_BOUND = PAPER["witness_lower_bound"]
