@@ -26,6 +26,8 @@ _LAZY = {
     "transcript": "sketchsim.api",
     "frontier": "sketchsim.api",
     "run": "sketchsim.api",
+    "bound": "sketchsim.api",
+    "minrank": "sketchsim.api",
     "sweep": "sketchsim.api",
     "reproduce": "sketchsim.api",
 }

@@ -21,6 +21,8 @@ __all__ = [
     "transcript",
     "frontier",
     "run",
+    "bound",
+    "minrank",
     "certify",
     "sweep",
     "audit",
@@ -129,19 +131,61 @@ def frontier(
 
 
 def run(plan, resume=None, cluster=None, progress=None):
-    """Run a plan: a ``TranscriptPlan`` or a ``FrontierPlan`` (:mod:`sketchsim.runs`).
+    """Run a plan of :mod:`sketchsim.runs` and return its result object.
 
-    ``resume`` is a result file to resume from and rewrite after every unit;
-    ``cluster`` is None, ``"local:N"``, ``"tcp://HOST:PORT"`` or a Dask Client;
-    ``progress`` is the plan's progress callback.  Returns the run's result object.
+    ``plan`` is a ``TranscriptPlan``, ``FrontierPlan``, ``MinrankPlan`` or
+    ``BoundPlan``; ``resume`` a result file to resume from and rewrite after
+    every unit (not for bounds); ``cluster`` None, ``"local:N"``,
+    ``"tcp://HOST:PORT"`` or a Dask Client; ``progress`` the plan's callback.
     """
-    from sketchsim.runs import frontier as frontier_run
+    from sketchsim.runs import bound, frontier, minrank
     from sketchsim.runs import transcript as transcript_run
 
-    for module, kind in ((transcript_run, "TranscriptPlan"), (frontier_run, "FrontierPlan")):
+    if isinstance(plan, bound.BoundPlan):
+        if resume is not None:
+            raise TypeError("a bound run has nothing to resume (its rows take seconds)")
+        return bound.run(plan, cluster=cluster, progress=progress)
+    for module, kind in (
+        (transcript_run, "TranscriptPlan"),
+        (frontier, "FrontierPlan"),
+        (minrank, "MinrankPlan"),
+    ):
         if isinstance(plan, getattr(module, kind)):
             return module.run(plan, resume=resume, cluster=cluster, progress=progress)
     raise TypeError(f"not a plan sketchsim can run: {type(plan).__name__}")
+
+
+def bound(m: int, to: int | None = None, step: int = 1, seed: int = 0, cluster=None):
+    """The best certified rank bound per width ``m..to`` and its growth fit.
+
+    See :class:`sketchsim.runs.bound.BoundPlan`; returns a ``BoundRun``.
+    """
+    from sketchsim.runs.bound import BoundPlan
+    from sketchsim.runs.bound import run as run_plan
+
+    return run_plan(BoundPlan(m, to, step, seed), cluster=cluster)
+
+
+def minrank(
+    widths: Sequence[int] = (2, 3, 4, 5, 6),
+    seeds: int = 1,
+    steps: int = 2000,
+    causal: bool = False,
+    train_max_m: int = 6,
+    out_dir=None,
+    resume=None,
+    cluster=None,
+    progress: Callable[[int, int], None] | None = None,
+):
+    """Brackets of the smallest feature rank ``r*(m)`` at length 3, one row per width.
+
+    See :class:`sketchsim.runs.minrank.MinrankPlan`; returns a ``MinrankRun``.
+    """
+    from sketchsim.runs.minrank import MinrankPlan
+    from sketchsim.runs.minrank import run as run_plan
+
+    plan = MinrankPlan(tuple(widths), 3, causal, seeds, steps, train_max_m, out_dir)
+    return run_plan(plan, resume=resume, cluster=cluster, progress=progress)
 
 
 def certify(family, eps: Sequence[float] | None = None, positional: bool = True):
@@ -173,6 +217,7 @@ def sweep(
     client=None,
     progress: Callable[[int, int], None] | None = None,
     save_weights=None,
+    cluster=None,
 ):
     """Train the heads of a plan (default: reproduce's OOD plan) and summarize them.
 
@@ -188,6 +233,8 @@ def sweep(
         Witness suite: train on this family instead of the plan's.
     client : distributed.Client, optional
         Run the training runs as Dask tasks.
+    cluster : None, str or ClusterSpec, optional
+        The same on a cluster opened (and closed) here: ``"local:2"``, ``"tcp://..."``.
     progress : callable, optional
         ``progress(done, total)`` after each run.
     save_weights : path-like, optional
@@ -201,10 +248,12 @@ def sweep(
 
     require_torch()
     from sketchsim.experiments.plan import default_plan, run_plan
+    from sketchsim.runs.clusters import open_cluster
 
     if plan is None or isinstance(plan, str):
         plan = default_plan(plan or "ood")
-    return run_plan(plan, path, resume, device, family, client, progress, save_weights)
+    with open_cluster(cluster if client is None else client, need_torch=True) as (c, _):
+        return run_plan(plan, path, resume, device, family, c, progress, save_weights)
 
 
 def audit(folder) -> list[dict]:

@@ -57,3 +57,10 @@ def test_verify_on_a_cluster_equals_this_process(client, tmp_path, monkeypatch):
     a, b = here.to_dict(), there.to_dict()
     a.pop("seconds"), b.pop("seconds")
     assert a == b
+
+
+def test_bound_rows_on_a_cluster_equal_this_process(client):
+    here = api.bound(4, 6)
+    there = api.bound(4, 6, cluster=client)
+    assert here.to_dict() == there.to_dict()
+    assert [r["m"] for r in there.to_dict()["rows"]] == [4, 5, 6]

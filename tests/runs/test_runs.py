@@ -133,3 +133,25 @@ def test_a_checkpoint_without_a_path_writes_nothing(tmp_path):
     store = Checkpoint(None, "demo", {}, "rows", lambda u, f: str(u), lambda u: None, resume=True)
     store.save([{"k": 1}], complete=True)
     assert store.done == {} and not list(tmp_path.iterdir())
+
+
+def test_run_dispatches_every_plan_and_refuses_others(tmp_path):
+    from sketchsim.runs.bound import BoundPlan
+
+    bound = api.run(BoundPlan(3, 4))
+    assert [r.m for r in bound.rows] == [3, 4] and "slope" in bound.growth
+    with pytest.raises(TypeError, match="nothing to resume"):
+        api.run(BoundPlan(3), resume=tmp_path / "b.json")
+    with pytest.raises(TypeError, match="not a plan"):
+        api.run({"q": 3})
+
+
+def test_minrank_rows_resume_by_width(tmp_path):
+    out = tmp_path / "mr.json"
+    first = api.minrank((2,), train_max_m=0, resume=out)
+    assert first.resumed == 0 and [r["m"] for r in first.rows] == [2]
+    both = api.minrank((2, 3), train_max_m=0, resume=out)
+    assert both.resumed == 1 and [r["m"] for r in both.rows] == [2, 3]
+    assert both.rows[0] == first.rows[0]
+    with pytest.raises(SketchsimError, match="other parameters"):
+        api.minrank((2,), train_max_m=0, causal=True, resume=out)
