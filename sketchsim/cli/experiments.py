@@ -13,7 +13,6 @@ from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
-from sketchsim.results import write_json_atomic
 from sketchsim.sketch.specs import parse_int
 
 
@@ -262,10 +261,9 @@ def _names(text):
 
 
 def _render(result, json_path, plot_path):
-    from sketchsim.experiments.sweep import plot_sweep, spread
+    from sketchsim.experiments.sweep import plot_sweep
 
     plan, suite, bound = result.plan, result.plan.suite, result.bound
-    metric = result.metric
     trained_on = result.header.get("train_on", {})
     title = (
         "witness suite: sequence error on the family"
@@ -302,14 +300,11 @@ def _render(result, json_path, plot_path):
             cells.append(f"{result.max_abs_error[k]['mean']:.3f}")
         table.add_row(*cells)
     render.console.print(table)
-    extra = result.to_dict()
-    if len(plan.lrs) > 1:
-        grid = spread(result.runs, metric, lower=suite == "witness")
-        extra["lr_grid"] = grid
+    if result.lr_grid is not None:
         grid_table = Table(title="learning-rate grid: best over the grid; mean ± std over seeds")
         for col in ("scale", "model", "r", "best lr", "best", "mean ± std"):
             grid_table.add_column(col)
-        for g in grid:
+        for g in result.lr_grid:
             model = g["model"] + (f" ({g['feature_map']})" if g["model"] != "softmax" else "")
             grid_table.add_row(
                 g["scale"] or "-",
@@ -334,13 +329,6 @@ def _render(result, json_path, plot_path):
         ylabel = "sequence error" if suite == "witness" else "test exact-sequence accuracy"
         threshold = plan.accuracy if suite == "ood" else None
         plot_sweep(result.summary, plot_path, ylabel, title, bound, threshold)
-    if json_path:
-        import json
-        from pathlib import Path
-
-        data = json.loads(Path(json_path).read_text())
-        data.update(extra)
-        write_json_atomic(json_path, data)
 
 
 @main.command()

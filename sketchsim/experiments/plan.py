@@ -413,6 +413,7 @@ class SweepResult:
     bound: int | None = None
     max_abs_error: list | None = None
     transition: dict | None = None
+    lr_grid: list | None = None
 
     @property
     def metric(self) -> str:
@@ -424,6 +425,8 @@ class SweepResult:
         out = {"summary": self.summary, "certified_rank": self.bound}
         if self.transition is not None:
             out["transition"] = self.transition
+        if self.lr_grid is not None:
+            out["lr_grid"] = self.lr_grid
         return out
 
 
@@ -443,7 +446,7 @@ def run_plan(
     """
     import torch
 
-    from sketchsim.experiments.sweep import run_sweep, summarize
+    from sketchsim.experiments.sweep import run_sweep, spread, summarize
 
     if client is None:
         torch.set_num_threads(plan.threads)
@@ -467,4 +470,10 @@ def run_plan(
         result.max_abs_error = summarize(runs, "max_abs_error")
     else:
         result.transition = interval_transition(summary, plan.accuracy)
+    if len(plan.lrs) > 1:  # best over the grid, and mean and spread over seeds
+        result.lr_grid = spread(runs, metric, lower=plan.suite == "witness")
+    if path:  # the summary beside the runs: the file says what the terminal said
+        from sketchsim.results import read_json, write_json_atomic
+
+        write_json_atomic(path, {**read_json(path), **result.to_dict()})
     return result
