@@ -110,10 +110,12 @@ def sweep_step(name: str, plan, device: str) -> dict:
     cpu32 = api.sweep(plan, device="cpu").runs
     cpu64 = api.sweep(replace(plan, dtype="float64"), device="cpu").runs
     rows = compare_runs(dev, cpu32, cpu64)
+    ran_on = sorted({str(r.get("device")) for r in dev})
     return {
         "name": name,
-        "ok": bool(rows) and all(r["ok"] for r in rows),
+        "ok": bool(rows) and all(r["ok"] for r in rows) and all(d.startswith(device) for d in ran_on),
         "runs": len(dev),
+        "ran_on": {"device": ran_on, "cpu": sorted({str(r.get("device")) for r in cpu32 + cpu64})},
         "comparisons": rows,
         "seconds_per_step": {"device": step_timing(dev), "cpu": step_timing(cpu32)},
         "seconds": time.perf_counter() - t0,
@@ -213,7 +215,8 @@ def main(argv=None) -> int:
         if "seconds_per_step" in s:
             t = s["seconds_per_step"]
             bad = [r for r in s["comparisons"] if not r["ok"]]
-            extra = (f"{len(s['comparisons'])} metrics compared, {len(bad)} outside the rounding "
+            extra = (f"runs on {','.join(s['ran_on']['device'])}; "
+                     f"{len(s['comparisons'])} metrics compared, {len(bad)} outside the rounding "
                      f"tolerance; per training step: {args.device} {_fmt(t['device'])}, "
                      f"cpu {_fmt(t['cpu'])}")
         print(f"{s['name']:15s} {word:8s} {extra}")
