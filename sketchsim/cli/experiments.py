@@ -357,7 +357,6 @@ def reproduce(quick, out_dir, device, threads, cluster):
     With --cluster the training runs of both sweeps are cluster tasks.
     """
     from dataclasses import replace
-    from pathlib import Path
 
     from sketchsim.api import reproduce as run
     from sketchsim.experiments.reproduce import Settings
@@ -428,33 +427,7 @@ def audit(folder, json_path, plot_path):
             json_path, result_payload("audit", {"folder": str(folder)}, {"heads": rows})
         )
     if plot_path:
-        _plot_audit(rows, plot_path)
+        from sketchsim.runs.plots import plot_audit
+
+        plot_audit(rows, plot_path)
         render.console.print(f"plot written to {plot_path}")
-
-
-def _plot_audit(rows, path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for row in rows:
-        if "rows" not in row:
-            continue
-        pts = sorted(row["rows"], key=lambda r: r["state_bits"])
-        spec = row["spec"]
-        ax.plot([p["state_bits"] for p in pts], [p["accuracy"] for p in pts], marker=".",
-                label=f"r = {spec['rank']} seed {spec['seed']}")  # fmt: skip
-    floors = {row["certified"]["min_state_bits"] for row in rows if "certified" in row}
-    for bits in sorted(floors):  # the certificate's floor: r* (d + 1) coordinates, 1 bit each
-        ax.axvline(bits, color="red", ls=":", label=f"certified floor {bits:,} bits")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("attention state bits per sequence (k bits x coordinates)")
-    ax.set_ylabel("exact-sequence accuracy")
-    ax.set_title("bit audit of trained heads")
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)

@@ -125,7 +125,9 @@ def frontier(
         )
     _render_frontier(result.cells, result.vary)
     if plot_path:
-        _plot_frontier(result.cells, result.vary, plot_path)
+        from sketchsim.runs.plots import plot_frontier
+
+        plot_frontier(result.cells, result.vary, plot_path)
         render.console.print(f"plot written to {plot_path}")
 
 
@@ -236,62 +238,3 @@ def _value(search: str, found: bool, value) -> str:
     if search == "fixed":  # the protocol has no such parameter: measured once
         return "-" if found else "[red]no[/red]"
     return str(value) if found else "[red]none[/red]"
-
-
-def _plot_frontier(cells, vary, path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 5.5))
-    lines: dict[str, list] = {}
-    for c in cells:
-        if c["found"] and c["declared_bits"]:
-            lines.setdefault(c["spec"] or c["protocol"], []).append(c)
-    xs = [c["bound_bits"] for pts in lines.values() for c in pts]
-    markers = "osD^v<>ph*"
-    for i, (name, pts) in enumerate(lines.items()):
-        color = f"C{i % 10}"
-        # one line per s through growing q, so equal bounds from different (q, s) don't zigzag
-        for j, s in enumerate(sorted({c["s"] for c in pts})):
-            row = sorted((c for c in pts if c["s"] == s), key=lambda c: c["q"])
-            x = [c["bound_bits"] for c in row]
-            ax.plot(
-                x,
-                [c["declared_bits"] for c in row],
-                "-",
-                marker=markers[j % len(markers)],
-                color=color,
-                label=f"{name} declared" if j == 0 else None,
-            )
-            ax.plot(
-                x,
-                [c["entry_entropy_bits"] for c in row],
-                ":",
-                color=color,
-                alpha=0.6,
-                label=f"{name} entry entropy" if j == 0 else None,
-            )
-    if xs:
-        grid = [min(xs), max(xs)]
-        ax.plot(grid, grid, "k--", lw=1, label="bound (diagonal)")
-    else:  # nothing to draw on log axes
-        ax.text(0.5, 0.5, f"no value in {vary} is correct", ha="center", transform=ax.transAxes)
-    ax.plot(
-        [],
-        [],
-        " ",
-        label="markers: s = " + ", ".join(str(s) for s in sorted({c["s"] for c in cells})),
-    )
-    if xs:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-    ax.set_xlabel("bound q*log2(s+1) (bits)")
-    ax.set_ylabel(f"bits at the smallest correct {vary.name}")
-    ax.set_title(f"bits frontier ({vary})")
-    ax.legend(fontsize=7)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

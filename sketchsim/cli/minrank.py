@@ -90,7 +90,9 @@ def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_
         )
     _render(result.rows, causal)
     if plot:
-        _plot(result.rows, plot)
+        from sketchsim.runs.plots import plot_minrank
+
+        plot_minrank(result.rows, plot)
 
 
 def _trained(row, kind) -> str:
@@ -135,34 +137,3 @@ def _render(rows, causal) -> None:
             f"{r['softmax']['exact']:.4f}",
         )
     render.console.print(table)
-
-
-def _plot(rows, path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ms = [r["m"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(ms, [r["exact_rank"] for r in rows], "k:", label="2^m (one-hot)")
-    ax.plot(ms, [r["construction"]["rank"] for r in rows], "s-", label="construction upper")
-    for kind, style in (("nonneg", "o-"), ("signed", "^--")):
-        pts = [
-            (r["m"], r[f"trained_{kind}"]["rank"])
-            for r in rows
-            if r.get(f"trained_{kind}") and r[f"trained_{kind}"]["rank"] is not None
-        ]
-        if pts:
-            ax.plot(*zip(*pts, strict=True), style, label=f"trained upper ({kind})")
-    ax.plot(ms, [r["lower"]["certified_rank"] for r in rows], "v-", label="certified lower")
-    if any(r.get("lower_nonneg") for r in rows):
-        ax.plot(ms, [nonneg_lower(r) for r in rows], "^:", label="nonneg lower (sign orders)")
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel("m")
-    ax.set_ylabel("feature rank r")
-    ax.set_title("brackets of r*(m) at N = 3")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
