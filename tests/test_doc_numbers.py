@@ -132,8 +132,20 @@ for label, name in (
         [("inputs",)] + [("certified_rank", e) for e in ("0.5", "0.49", "0.4", "0.25", "0.1")],
         [thousands] + ["{}"] * 5,
     )
-one(T, "`r >= 144 / (12 + 132/25) = {}`", "docs/certify/certify_default.json", ("bound", "0.5"), "{:.2f}")
-one(T, "certified `r >= {}`. The paper", "docs/certify/certify_default.json", ("certified_rank", "0.5"), "{}")
+one(
+    T,
+    "`r >= 144 / (12 + 132/25) = {}`",
+    "docs/certify/certify_default.json",
+    ("bound", "0.5"),
+    "{:.2f}",
+)
+one(
+    T,
+    "certified `r >= {}`. The paper",
+    "docs/certify/certify_default.json",
+    ("certified_rank", "0.5"),
+    "{}",
+)
 one(T, "`12 * (12 + 2*11) = {}` inputs", "docs/certify/certify_default.json", ("inputs",), "{}")
 
 
@@ -150,40 +162,97 @@ def _vs_bound(bound):
     return text
 
 
-_SPECS = ("raw", "block-counts", "clipped-counts", "kernel", "kernel:bits=6",
-          "kernel:values=blocks,bits=7", "multihead:heads=4")
+_SPECS = (
+    "raw",
+    "block-counts",
+    "clipped-counts",
+    "kernel",
+    "kernel:bits=6",
+    "kernel:values=blocks,bits=7",
+    "multihead:heads=4",
+)
 for spec in _SPECS:
     prot = ("protocols", {"spec": spec})
     entry(
         C,
         f"| `{spec}` | {{}} | {{}} | {{}} ({{}}..{{}}) | {{}} | {{}} | {{}} |",
         "docs/transcript/transcript_q64_s7.json",
-        [prot + ("declared_bits",), prot + ("used_bits",), prot + ("entry_entropy_bits",),
-         prot + ("entry_entropy_ci", 0), prot + ("entry_entropy_ci", 1),
-         prot + ("correct_fraction",), prot + ("meets_bound",), prot],
+        [
+            prot + ("declared_bits",),
+            prot + ("used_bits",),
+            prot + ("entry_entropy_bits",),
+            prot + ("entry_entropy_ci", 0),
+            prot + ("entry_entropy_ci", 1),
+            prot + ("correct_fraction",),
+            prot + ("meets_bound",),
+            prot,
+        ],
         ["{:,.2f}", "{:,.2f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.4f}", yesno, _vs_bound(192)],
     )
     entry(
         C,
         f"| `{spec}` | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |",
         "docs/transcript/transcript_q6_s7.json",
-        [prot + ("declared_bits",), prot + ("used_bits",), prot + ("entry_entropy_bits",),
-         prot + ("distinct_transcripts",), prot + ("log2_distinct",), prot + ("entropy_bits",),
-         prot + ("correct_fraction",), prot + ("meets_bound",), prot],
-        ["{:,.2f}", "{:,.2f}", "{:.2f}", thousands, "{:.2f}", "{:.2f}", "{:.4f}", yesno,
-         _vs_bound(18)],
+        [
+            prot + ("declared_bits",),
+            prot + ("used_bits",),
+            prot + ("entry_entropy_bits",),
+            prot + ("distinct_transcripts",),
+            prot + ("log2_distinct",),
+            prot + ("entropy_bits",),
+            prot + ("correct_fraction",),
+            prot + ("meets_bound",),
+            prot,
+        ],
+        [
+            "{:,.2f}",
+            "{:,.2f}",
+            "{:.2f}",
+            thousands,
+            "{:.2f}",
+            "{:.2f}",
+            "{:.4f}",
+            yesno,
+            _vs_bound(18),
+        ],
     )
 Q64 = "docs/transcript/transcript_q64_s7.json"
-one(C, "has entry entropy {} bits, below the bound", Q64,
-    ("protocols", {"spec": "clipped-counts"}, "entry_entropy_bits"), "{:.2f}")
-one(C, "inputs, and it is wrong on {} of them", Q64,
-    ("protocols", {"spec": "clipped-counts"}, "correct_fraction"), lambda v: f"{100 * (1 - v):.2f}%")
-one(C, "take values in only {} bits' worth", Q64,
-    ("protocols", {"spec": "kernel"}, "used_bits"), "{:.0f}")
-one(C, "carry {} bits of entry", Q64, ("protocols", {"spec": "kernel"}, "entry_entropy_bits"), "{:.2f}")
+one(
+    C,
+    "has entry entropy {} bits, below the bound",
+    Q64,
+    ("protocols", {"spec": "clipped-counts"}, "entry_entropy_bits"),
+    "{:.2f}",
+)
+one(
+    C,
+    "inputs, and it is wrong on {} of them",
+    Q64,
+    ("protocols", {"spec": "clipped-counts"}, "correct_fraction"),
+    lambda v: f"{100 * (1 - v):.2f}%",
+)
+one(
+    C,
+    "take values in only {} bits' worth",
+    Q64,
+    ("protocols", {"spec": "kernel"}, "used_bits"),
+    "{:.0f}",
+)
+one(
+    C,
+    "carry {} bits of entry",
+    Q64,
+    ("protocols", {"spec": "kernel"}, "entry_entropy_bits"),
+    "{:.2f}",
+)
 one(C, "`raw` uses\n{} of its", Q64, ("protocols", {"spec": "raw"}, "used_bits"), "{:.2f}")
-one(C, "`clipped-counts` has {}\nbits of both", "docs/transcript/transcript_q6_s7.json",
-    ("protocols", {"spec": "clipped-counts"}, "entropy_bits"), "{:.2f}")
+one(
+    C,
+    "`clipped-counts` has {}\nbits of both",
+    "docs/transcript/transcript_q6_s7.json",
+    ("protocols", {"spec": "clipped-counts"}, "entropy_bits"),
+    "{:.2f}",
+)
 
 # docs/cli.md: sketchsim frontier --protocol kernel --vary bits=1..12
 for q, s in ((4, 3), (4, 7), (8, 3), (8, 7), (16, 3), (16, 7)):
@@ -192,18 +261,37 @@ for q, s in ((4, 3), (4, 7), (8, 3), (8, 7), (16, 3), (16, 7)):
         C,
         f"| {q} | {s} | {{}} | {{}} {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |",
         "docs/frontier/frontier_kernel_bits.json",
-        [cell + ("value",), cell + ("inputs",), cell + ("mode",), cell + ("bound_bits",),
-         cell + ("declared_bits",), cell + ("used_bits",), cell + ("entry_entropy_bits",),
-         cell + ("declared_ratio",)],
-        ["{}", thousands, lambda m: "all" if m == "exhaustive" else "sampled", "{:.2f}",
-         "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}"],
+        [
+            cell + ("value",),
+            cell + ("inputs",),
+            cell + ("mode",),
+            cell + ("bound_bits",),
+            cell + ("declared_bits",),
+            cell + ("used_bits",),
+            cell + ("entry_entropy_bits",),
+            cell + ("declared_ratio",),
+        ],
+        [
+            "{}",
+            thousands,
+            lambda m: "all" if m == "exhaustive" else "sampled",
+            "{:.2f}",
+            "{:.2f}",
+            "{:.2f}",
+            "{:.2f}",
+            "{:.2f}",
+        ],
     )
 
 # docs/cli.md: check-certificate on the default witness family
 CD = "docs/certify/certify_default.json"
-entry(C, "For the default witness\nfamily: {} pairs, {} chains, bound {}, `r >= {}`.", CD,
-      [("pairs", "0.5"), ("edges",), ("bound", "0.5"), ("certified_rank", "0.5")],
-      ["{}", "{}", frac, "{}"])
+entry(
+    C,
+    "For the default witness\nfamily: {} pairs, {} chains, bound {}, `r >= {}`.",
+    CD,
+    [("pairs", "0.5"), ("edges",), ("bound", "0.5"), ("certified_rank", "0.5")],
+    ["{}", "{}", frac, "{}"],
+)
 
 
 # docs/theory.md: how the bound grows with m (sketchsim bound --m 2 --to 64 --step 2)
@@ -214,16 +302,31 @@ for _m in range(2, 65, 2):
         T,
         f"| {_m} | {{}} | {{}} | {{}} | {{}} | {{}} |",
         B,
-        [_row + ("code",), _row + ("codewords",), _row + ("pairs",), _row + ("bound",),
-         _row + ("certified_rank",)],
+        [
+            _row + ("code",),
+            _row + ("codewords",),
+            _row + ("pairs",),
+            _row + ("bound",),
+            _row + ("certified_rank",),
+        ],
         ["{}", thousands, thousands, "{:.2f}", thousands],
     )
-entry(T, "Least-squares fit over these {} widths: `log2 r = {} m - {}`", B,
-      [("growth", "points"), ("growth", "slope"), ("growth", "intercept")],
-      ["{}", "{:.3f}", lambda v: f"{-v:.2f}"])
+entry(
+    T,
+    "Least-squares fit over these {} widths: `log2 r = {} m - {}`",
+    B,
+    [("growth", "points"), ("growth", "slope"), ("growth", "intercept")],
+    ["{}", "{:.3f}", lambda v: f"{-v:.2f}"],
+)
 one(T, "certificate shows `r >= 2^({} m)` in this range", B, ("growth", "slope"), "{:.2f}")
 one(T, "m = 64 it certifies `r >= {}`", B, ("rows", {"m": 64}, "certified_rank"), thousands)
-one(T, "the exact `beta*` =\n{} where bisected", B, ("rows", {"m": 2}, "exact_softmax_threshold"), "{:.4f}")
+one(
+    T,
+    "the exact `beta*` =\n{} where bisected",
+    B,
+    ("rows", {"m": 2}, "exact_softmax_threshold"),
+    "{:.4f}",
+)
 
 
 def _fit(rows, lo, hi):
@@ -238,15 +341,27 @@ def _fit(rows, lo, hi):
 
 # docs/results.md: Lemma 4 over 65,536 streamed words (the same bound run)
 R = "docs/results.md"
-entry(R, "| 65,536 (`bound` now) | {} | {} |", B,
-      [("rows", {"m": 64}, "certified_rank"), ("rows", {"m": 64}, "certified_rank")],
-      [thousands, lambda r: f"{math.log2(r) / 64:.4f}"])
-entry(R, "(m = 48: 416 -> {}; m = 56: 990 -> {})", B,
-      [("rows", {"m": 48}, "certified_rank"), ("rows", {"m": 56}, "certified_rank")],
-      [thousands, thousands])
-entry(R, "`log2 r = {} m - {}` over\nthose widths", B,
-      [("rows", lambda rows: _fit(rows, 34, 64)[0]), ("rows", lambda rows: -_fit(rows, 34, 64)[1])],
-      ["{:.3f}", "{:.2f}"])
+entry(
+    R,
+    "| 65,536 (`bound` now) | {} | {} |",
+    B,
+    [("rows", {"m": 64}, "certified_rank"), ("rows", {"m": 64}, "certified_rank")],
+    [thousands, lambda r: f"{math.log2(r) / 64:.4f}"],
+)
+entry(
+    R,
+    "(m = 48: 416 -> {}; m = 56: 990 -> {})",
+    B,
+    [("rows", {"m": 48}, "certified_rank"), ("rows", {"m": 56}, "certified_rank")],
+    [thousands, thousands],
+)
+entry(
+    R,
+    "`log2 r = {} m - {}` over\nthose widths",
+    B,
+    [("rows", lambda rows: _fit(rows, 34, 64)[0]), ("rows", lambda rows: -_fit(rows, 34, 64)[1])],
+    ["{:.3f}", "{:.2f}"],
+)
 
 # docs/results.md: `bound` realized (sketchsim bound --m 8 --to 32 --step 4 --export)
 B832 = "docs/bound/bound_m8_32.json"
@@ -257,12 +372,32 @@ for _m in (8, 12, 16, 20, 24, 28, 32):
         R,
         f"| {_m} | {{}} | {{}} of {{}} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |",
         B832,
-        [_row + ("code",), _real + ("codewords",), _row + ("codewords",), _real,
-         _real + ("inputs",), _real + ("build_seconds",), _real + ("certify_seconds",),
-         _row + ("certified_rank",), _real + ("certified_rank",)],
-        ["{}", thousands, thousands,
-         lambda r: "tokens" if r["format"] == "tokens" else f"packed, {round(r['file_bytes'] / 1e6)} MB",
-         thousands, "{:.1f}", "{:.1f}", "{}", "**{}**"],
+        [
+            _row + ("code",),
+            _real + ("codewords",),
+            _row + ("codewords",),
+            _real,
+            _real + ("inputs",),
+            _real + ("build_seconds",),
+            _real + ("certify_seconds",),
+            _row + ("certified_rank",),
+            _real + ("certified_rank",),
+        ],
+        [
+            "{}",
+            thousands,
+            thousands,
+            lambda r: (
+                "tokens"
+                if r["format"] == "tokens"
+                else f"packed, {round(r['file_bytes'] / 1e6)} MB"
+            ),
+            thousands,
+            "{:.1f}",
+            "{:.1f}",
+            "{}",
+            "**{}**",
+        ],
     )
 
 
@@ -277,40 +412,82 @@ def _per_seed(variant, key, pattern):
     return ("rows", pick)
 
 
-for _v in ("family, 0/1 tokens, Adam 0.03 (first round)", "family, +-1 tokens, Adam 0.03",
-           "family, +-1 tokens, Adam 0.01", "family, +-1, AdamW warm-up+cosine, clip",
-           "random triples, 0/1 tokens, Adam 0.03", "random triples, +-1 tokens, Adam 0.03"):
-    entry(R, f"| {_v} | 2 | {{}} | {{}} | {{}} |", AB,
-          [_per_seed(_v, "family_sequence_error", "{:.3f}"), _per_seed(_v, "family_max_abs_error", "{:.2f}"),
-           _per_seed(_v, "family_mse", "{:.2f}")], ["{}", "{}", "{}"])
+for _v in (
+    "family, 0/1 tokens, Adam 0.03 (first round)",
+    "family, +-1 tokens, Adam 0.03",
+    "family, +-1 tokens, Adam 0.01",
+    "family, +-1, AdamW warm-up+cosine, clip",
+    "random triples, 0/1 tokens, Adam 0.03",
+    "random triples, +-1 tokens, Adam 0.03",
+):
+    entry(
+        R,
+        f"| {_v} | 2 | {{}} | {{}} | {{}} |",
+        AB,
+        [
+            _per_seed(_v, "family_sequence_error", "{:.3f}"),
+            _per_seed(_v, "family_max_abs_error", "{:.2f}"),
+            _per_seed(_v, "family_mse", "{:.2f}"),
+        ],
+        ["{}", "{}", "{}"],
+    )
 one(R, "far below the {} of a head that ignores the context", AB, ("baseline_mse",), "{:.2f}")
 
 
 # README.md
 RM = "README.md"
-one(RM, "compares their transcript bits with the `q*log2(s+1)` bound ({} bits here)",
-    "docs/transcript/transcript_q64_s7.json", ("bound_bits",), "{:.0f}")
-one(RM, "builds a length-3 witness family from a code ({} inputs at m = 24 by default)",
-    "docs/certify/certify_default.json", ("inputs",), "{}")
-one(RM, "solving a family (`r >= {}` for the default)", "docs/certify/certify_default.json",
-    ("certified_rank", "0.5"), "{}")
+one(
+    RM,
+    "compares their transcript bits with the `q*log2(s+1)` bound ({} bits here)",
+    "docs/transcript/transcript_q64_s7.json",
+    ("bound_bits",),
+    "{:.0f}",
+)
+one(
+    RM,
+    "builds a length-3 witness family from a code ({} inputs at m = 24 by default)",
+    "docs/certify/certify_default.json",
+    ("inputs",),
+    "{}",
+)
+one(
+    RM,
+    "solving a family (`r >= {}` for the default)",
+    "docs/certify/certify_default.json",
+    ("certified_rank", "0.5"),
+    "{}",
+)
 
 
 # docs/results.md: the proof check recorded by `bound --m 8 --to 20 --step 4 --export DIR --certificates`
 BC = "docs/bound/bound_m8_20_certificates.json"
 _c20 = ("rows", {"m": 20}, "realized", "certificate")
 entry(R, "lists {} chains, 23.8 MB)", BC, [_c20 + ("chains",)], [thousands])
-entry(R, "proved (m = 20: r >= {}, bound {}, {} s in that run;", BC,
-      [_c20 + ("checked_rank",), _c20 + ("checked_bound",), _c20 + ("seconds",)], ["{}", "{}", "{:.1f}"])
+entry(
+    R,
+    "proved (m = 20: r >= {}, bound {}, {} s in that run;",
+    BC,
+    [_c20 + ("checked_rank",), _c20 + ("checked_bound",), _c20 + ("seconds",)],
+    ["{}", "{}", "{:.1f}"],
+)
 
 
 # docs/reproduce/report.md and results.md: the report table of the full reproduce run
 REP = "docs/reproduce/report.json"
 for _i in range(len(load(REP)["rows"])):
     for _page in ("docs/reproduce/report.md", R):
-        entry(_page, "| {} | {} | {} | {} |", REP,
-              [("rows", _i, "claim"), ("rows", _i, "paper"), ("rows", _i, "measured"), ("rows", _i, "agrees")],
-              ["{}"] * 4)
+        entry(
+            _page,
+            "| {} | {} | {} | {} |",
+            REP,
+            [
+                ("rows", _i, "claim"),
+                ("rows", _i, "paper"),
+                ("rows", _i, "measured"),
+                ("rows", _i, "agrees"),
+            ],
+            ["{}"] * 4,
+        )
 one(R, "the process {} s (the resumed OOD runs not counted)", REP, ("seconds",), "{:.0f}")
 
 # results.md: the witness sweep of that run (sweep_witness.json)
@@ -319,7 +496,11 @@ SW = "docs/reproduce/sweep_witness.json"
 
 def _runs(model, rank=None):
     def pick(runs):
-        rs = [r for r in runs if r["spec"]["model"] == model and (rank is None or r["spec"]["rank"] == rank)]
+        rs = [
+            r
+            for r in runs
+            if r["spec"]["model"] == model and (rank is None or r["spec"]["rank"] == rank)
+        ]
         return sorted(rs, key=lambda r: r["spec"]["seed"])
 
     return ("runs", pick)
@@ -329,26 +510,86 @@ def _seeds(key, pattern):
     return lambda rs: " / ".join(pattern.format(r[key]) for r in rs)
 
 
-entry(R, "the {} training runs took {} s as recorded in the\nsweep files", SW,
-      [("runs", lambda runs: len(runs) + len(load("docs/ood/sweep_default_plan.json")["runs"])),
-       ("runs", lambda runs: sum(r["seconds"] for r in runs + load("docs/ood/sweep_default_plan.json")["runs"]))],
-      ["{}", "{:.0f}"])
+entry(
+    R,
+    "the {} training runs took {} s as recorded in the\nsweep files",
+    SW,
+    [
+        ("runs", lambda runs: len(runs) + len(load("docs/ood/sweep_default_plan.json")["runs"])),
+        (
+            "runs",
+            lambda runs: sum(
+                r["seconds"] for r in runs + load("docs/ood/sweep_default_plan.json")["runs"]
+            ),
+        ),
+    ],
+    ["{}", "{:.0f}"],
+)
 for _r in (1, 2, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64):
-    entry(R, f"| kernel (table) | {_r} | family | {{}} | {{}} | {{}} |", SW,
-          [_runs("kernel", _r), _runs("kernel", _r), _runs("kernel", _r)],
-          [_seeds("sequence_error", "{:.3f}"), _seeds("max_abs_error", "{:.3f}"), _seeds("steps", "{:,}")])
-entry(R, "| softmax | - | 4,000 random triples | {} | {} | {} |", SW,
-      [_runs("softmax"), _runs("softmax"), _runs("softmax")],
-      [_seeds("sequence_error", "{:.3f}"), _seeds("max_abs_error", "{:.3f}"), _seeds("steps", "{:,}")])
-one(R, "is wrong on every seed (max error\n{} or more)", SW,
-    ("runs", lambda runs: min(r["max_abs_error"] for r in runs
-                              if r["spec"]["model"] == "kernel" and r["spec"]["rank"] <= 8)), "{:.2f}")
-one(R, "every head with `r <= 8` ends with a max error of {} or more", SW,
-    ("runs", lambda runs: min(r["max_abs_error"] for r in runs
-                              if r["spec"]["model"] == "kernel" and r["spec"]["rank"] <= 8)), "{:.2f}")
-entry(R, "max error {}, at the 2,000-step", SW, [_runs("kernel", 14)], [lambda rs: f"{rs[2]['max_abs_error']:.2f}"])
-entry(R, "max error {}, exact on its training triples after {} steps.",
-      SW, [_runs("softmax"), _runs("softmax")], [_seeds("max_abs_error", "{:.3f}"), _seeds("steps", "{:,}")])
+    entry(
+        R,
+        f"| kernel (table) | {_r} | family | {{}} | {{}} | {{}} |",
+        SW,
+        [_runs("kernel", _r), _runs("kernel", _r), _runs("kernel", _r)],
+        [
+            _seeds("sequence_error", "{:.3f}"),
+            _seeds("max_abs_error", "{:.3f}"),
+            _seeds("steps", "{:,}"),
+        ],
+    )
+entry(
+    R,
+    "| softmax | - | 4,000 random triples | {} | {} | {} |",
+    SW,
+    [_runs("softmax"), _runs("softmax"), _runs("softmax")],
+    [
+        _seeds("sequence_error", "{:.3f}"),
+        _seeds("max_abs_error", "{:.3f}"),
+        _seeds("steps", "{:,}"),
+    ],
+)
+one(
+    R,
+    "is wrong on every seed (max error\n{} or more)",
+    SW,
+    (
+        "runs",
+        lambda runs: min(
+            r["max_abs_error"]
+            for r in runs
+            if r["spec"]["model"] == "kernel" and r["spec"]["rank"] <= 8
+        ),
+    ),
+    "{:.2f}",
+)
+one(
+    R,
+    "every head with `r <= 8` ends with a max error of {} or more",
+    SW,
+    (
+        "runs",
+        lambda runs: min(
+            r["max_abs_error"]
+            for r in runs
+            if r["spec"]["model"] == "kernel" and r["spec"]["rank"] <= 8
+        ),
+    ),
+    "{:.2f}",
+)
+entry(
+    R,
+    "max error {}, at the 2,000-step",
+    SW,
+    [_runs("kernel", 14)],
+    [lambda rs: f"{rs[2]['max_abs_error']:.2f}"],
+)
+entry(
+    R,
+    "max error {}, exact on its training triples after {} steps.",
+    SW,
+    [_runs("softmax"), _runs("softmax")],
+    [_seeds("max_abs_error", "{:.3f}"), _seeds("steps", "{:,}")],
+)
 
 # results.md: the OOD transition (docs/ood/sweep_default_plan.json = reproduce's sweep_ood.json)
 OOD = "docs/ood/sweep_default_plan.json"
@@ -357,8 +598,11 @@ _RANKS = (4, 8, 12, 16, 24, 32, 64, 128)
 
 def _ood_row(scale):
     def text(data):
-        cells = {a["rank"]: a for a in data["summary"]
-                 if a["scale"] == scale and a["model"] == "kernel" and a["feature_map"] == "elu1"}
+        cells = {
+            a["rank"]: a
+            for a in data["summary"]
+            if a["scale"] == scale and a["model"] == "kernel" and a["feature_map"] == "elu1"
+        }
         clear = data["transition"][scale]["rank"]
         out = []
         for r in _RANKS:
@@ -381,16 +625,23 @@ def _audit_row(rank):
         (h,) = [h for h in heads if h["spec"]["model"] == "kernel" and h["spec"]["rank"] == rank]
         acc = {r["bits"]: r for r in h["rows"]}
         k = h["smallest_bits_within_1_point"]
-        return (f"{h['reported_accuracy']:.3f} | {h['state_bits_float32']:,} | {k} | {acc[k]['state_bits']:,} | "
-                f"{acc[4]['accuracy']:.3f} / {acc[8]['accuracy']:.3f} / {acc[12]['accuracy']:.3f}")
+        return (
+            f"{h['reported_accuracy']:.3f} | {h['state_bits_float32']:,} | {k} | {acc[k]['state_bits']:,} | "
+            f"{acc[4]['accuracy']:.3f} / {acc[8]['accuracy']:.3f} / {acc[12]['accuracy']:.3f}"
+        )
 
     return text
 
 
-for _label, _file, _ranks in (("witness (m = 24)", "witness_audit", (9,)), ("witness", "witness_audit", (12, 16, 32)),
-                              ("OOD 10:128:2000", "ood_10_128_audit", (16, 64, 128))):
+for _label, _file, _ranks in (
+    ("witness (m = 24)", "witness_audit", (9,)),
+    ("witness", "witness_audit", (12, 16, 32)),
+    ("OOD 10:128:2000", "ood_10_128_audit", (16, 64, 128)),
+):
     for _r in _ranks:
-        one(R, f"| {_label} | {_r} | {{}} |", f"docs/audit/{_file}.json", ("heads",), _audit_row(_r))
+        one(
+            R, f"| {_label} | {_r} | {{}} |", f"docs/audit/{_file}.json", ("heads",), _audit_row(_r)
+        )
 
 
 # results.md: choosing the feature map on validation (ablation --screen-maps)
@@ -405,11 +656,22 @@ def _val(fmap, rank, bold=False):
     return ("rows", pick)
 
 
-for _label, _fmap in (("mlp", "mlp"), ("elu1", "elu1"), ("relu", "relu"), ("relu2", "relu2"),
-                      ("favor (FAVOR+, learned projection)", "favor"), ("hedgehog", "hedgehog"),
-                      ("expmap", "expmap")):
-    entry(R, f"| {_label} | {{}} | {{}} |", SV, [_val(_fmap, 16, _fmap == "elu1"), _val(_fmap, 64, _fmap == "elu1")],
-          ["{}", "{}"])
+for _label, _fmap in (
+    ("mlp", "mlp"),
+    ("elu1", "elu1"),
+    ("relu", "relu"),
+    ("relu2", "relu2"),
+    ("favor (FAVOR+, learned projection)", "favor"),
+    ("hedgehog", "hedgehog"),
+    ("expmap", "expmap"),
+):
+    entry(
+        R,
+        f"| {_label} | {{}} | {{}} |",
+        SV,
+        [_val(_fmap, 16, _fmap == "elu1"), _val(_fmap, 64, _fmap == "elu1")],
+        ["{}", "{}"],
+    )
 
 # results.md: choosing the stop margin on validation (ablation --screen-stop)
 SS = "docs/ood/screen_stop_validation.json"
@@ -420,7 +682,11 @@ def _stop_row(model, margin, bold):
         rs = [r for r in rows if r["model"] == model and r["stop_below"] == margin]
         cells = []
         for scale in ("8:64:2000", "10:128:2000", "12:256:2000"):
-            accs = [r["validation_accuracy"] for r in sorted(rs, key=lambda r: r["seed"]) if r["scale"] == scale]
+            accs = [
+                r["validation_accuracy"]
+                for r in sorted(rs, key=lambda r: r["seed"])
+                if r["scale"] == scale
+            ]
             cells.append(" / ".join(f"{a:.3f}" for a in accs))
         worst = f"{min(r['validation_accuracy'] for r in rs):.3f}"
         return " | ".join(cells) + " | " + (f"**{worst}**" if bold else worst)
@@ -443,10 +709,12 @@ def _minrank_row(m):
     def text(rows):
         (r,) = [r for r in rows if r["m"] == m]
         err = f"{r['trained_nonneg']['max_abs_error']:.3f}"
-        return (f"{r['inputs']:,} | {r['lower']['certified_rank']} | {r['construction']['rank']} "
-                f"(subsets, p = {r['construction']['params']['p']}) | {r['trained_nonneg']['rank']} "
-                f"({'max error ' if m == 2 else ''}{err}) | {r['trained_signed']['rank']} (the nonneg head) | "
-                f"{r['exact_rank']} | {r['softmax']['sufficient']:.4f} | {r['softmax']['exact']:.4f}")
+        return (
+            f"{r['inputs']:,} | {r['lower']['certified_rank']} | {r['construction']['rank']} "
+            f"(subsets, p = {r['construction']['params']['p']}) | {r['trained_nonneg']['rank']} "
+            f"({'max error ' if m == 2 else ''}{err}) | {r['trained_signed']['rank']} (the nonneg head) | "
+            f"{r['exact_rank']} | {r['softmax']['sufficient']:.4f} | {r['softmax']['exact']:.4f}"
+        )
 
     return ("rows", text)
 
@@ -466,13 +734,27 @@ def _bracket(m, decorate):
     return ("rows", text)
 
 
-for _m, _dec in ((2, "{}"), (3, "{}"), (4, "{}"), (5, "**{}** (pentagon)"), (6, "{} (blocks)"), (7, "{}"),
-                 (8, "{} (blocks)")):
+for _m, _dec in (
+    (2, "{}"),
+    (3, "{}"),
+    (4, "{}"),
+    (5, "**{}** (pentagon)"),
+    (6, "{} (blocks)"),
+    (7, "{}"),
+    (8, "{} (blocks)"),
+):
     one(R, f"| {_m} | {{}} | {'**[' if _m == 5 else '['}", MB, _bracket(_m, _dec), "{}")
 for _m in (7, 8):  # no trained head: the upper end is the subset construction
-    one(R, f"| {_m} | {{}} (subsets, p = ", MB, ("rows", lambda rows, m=_m: next(r for r in rows if r["m"] == m)),
-        lambda r: (f"{r['lower']['certified_rank']} | {r['lower_nonneg']['lower']}{' (blocks)' if r['m'] == 8 else ''}"
-                   f" | [{r['lower_nonneg']['lower']}, {r['construction']['rank']}]"))
+    one(
+        R,
+        f"| {_m} | {{}} (subsets, p = ",
+        MB,
+        ("rows", lambda rows, m=_m: next(r for r in rows if r["m"] == m)),
+        lambda r: (
+            f"{r['lower']['certified_rank']} | {r['lower_nonneg']['lower']}{' (blocks)' if r['m'] == 8 else ''}"
+            f" | [{r['lower_nonneg']['lower']}, {r['construction']['rank']}]"
+        ),
+    )
 
 
 # results.md: the witness softmax head at two learning rates
@@ -480,13 +762,23 @@ LG = "docs/witness/softmax_lr_grid.json"
 
 
 def _lr(lr):
-    return ("runs", lambda runs: " / ".join(
-        f"{r['max_abs_error']:.3f}" for r in sorted(runs, key=lambda r: r["spec"]["seed"]) if r["spec"]["lr"] == lr))
+    return (
+        "runs",
+        lambda runs: " / ".join(
+            f"{r['max_abs_error']:.3f}"
+            for r in sorted(runs, key=lambda r: r["spec"]["seed"])
+            if r["spec"]["lr"] == lr
+        ),
+    )
 
 
-entry(R, "{} (lr 0.03) and {} (lr 0.01). Best over\nthe grid: {}; mean ± std over seeds at either rate: {} ± {}.",
-      LG, [_lr(0.03), _lr(0.01), ("lr_grid", 0, "best"), ("lr_grid", 0, "mean"), ("lr_grid", 0, "std")],
-      ["{}", "{}", "{:.3f}", "{:.3f}", "{:.3f}"])
+entry(
+    R,
+    "{} (lr 0.03) and {} (lr 0.01). Best over\nthe grid: {}; mean ± std over seeds at either rate: {} ± {}.",
+    LG,
+    [_lr(0.03), _lr(0.01), ("lr_grid", 0, "best"), ("lr_grid", 0, "mean"), ("lr_grid", 0, "std")],
+    ["{}", "{}", "{:.3f}", "{:.3f}", "{:.3f}"],
+)
 
 
 # results.md: the bits frontier and the rank frontier (sketchsim frontier, committed files)
@@ -507,7 +799,9 @@ def _frontier_row(q, s, specs):
             elif c["search"] == "fixed":
                 out.append(f"{c['declared_bits']:,.0f} b ({c['declared_ratio']:.2f}x)")
             else:
-                out.append(f"{c['param']}={c['value']}: {c['declared_bits']:,.0f} b ({c['declared_ratio']:.2f}x)")
+                out.append(
+                    f"{c['param']}={c['value']}: {c['declared_bits']:,.0f} b ({c['declared_ratio']:.2f}x)"
+                )
         return " | ".join(out)
 
     return ("cells", text)
@@ -515,10 +809,46 @@ def _frontier_row(q, s, specs):
 
 for _q in (4, 8, 16, 32, 64):
     for _s in (1, 3, 7, 15):
-        one(R, f"| {_q} | {_s} | {{}} |", "docs/frontier/frontier_bits.json",
-            _frontier_row(_q, _s, ("kernel", "kernel:values=blocks", "multihead", "block-counts")), "{}")
-        one(R, f"| {_q} | {_s} | {{}} |", "docs/frontier/frontier_r.json",
-            _frontier_row(_q, _s, ("kernel:bits=4", "kernel:bits=4,values=blocks")), "{}")
+        one(
+            R,
+            f"| {_q} | {_s} | {{}} |",
+            "docs/frontier/frontier_bits.json",
+            _frontier_row(_q, _s, ("kernel", "kernel:values=blocks", "multihead", "block-counts")),
+            "{}",
+        )
+        one(
+            R,
+            f"| {_q} | {_s} | {{}} |",
+            "docs/frontier/frontier_r.json",
+            _frontier_row(_q, _s, ("kernel:bits=4", "kernel:bits=4,values=blocks")),
+            "{}",
+        )
+
+
+# docs/benchmarks.md: the GPU check (benchmarks/gpu_check.py on an H200)
+BM = "docs/benchmarks.md"
+GPU = "docs/gpu/gpu_check_h200.json"
+one(BM, "`pytest tests/experiments`: {}, **on the CPU**", GPU, ("steps", {"name": "torch-tests"}, "summary"), "{}")
+for _name in ("witness-sweep", "ood-scale"):
+    entry(BM, f"| `{_name}` | yes | {{}} runs on cuda, {{}} metrics, {{}} outside the rounding tolerance |", GPU,
+          [("steps", {"name": _name}, "runs"), ("steps", {"name": _name}, "comparisons", len),
+           ("steps", {"name": _name}, "comparisons", lambda rows: sum(not r["ok"] for r in rows))],
+          ["{}", "{}", "{}"])
+entry(BM, "witness\n{} ms on the GPU against {} ms on one CPU thread; OOD 8:64:2000 {} ms\nagainst {} ms.", GPU,
+      [("steps", {"name": "witness-sweep"}, "seconds_per_step", "device"),
+       ("steps", {"name": "witness-sweep"}, "seconds_per_step", "cpu"),
+       ("steps", {"name": "ood-scale"}, "seconds_per_step", "device"),
+       ("steps", {"name": "ood-scale"}, "seconds_per_step", "cpu")],
+      [lambda v: f"{v * 1e3:.2f}"] * 4)
+
+
+def _w8(key):
+    return ("steps", {"name": "witness-sweep"}, "comparisons",
+            lambda rows: next(r for r in rows if r["rank"] == 8 and r["metric"] == "max_abs_error")[key])
+
+
+entry(BM, "error, {} on the GPU against {} on the CPU in float32 ({} in\nfloat64", GPU,
+      [_w8("device"), _w8("cpu_float32"), _w8("cpu_float64")], ["{:.3f}"] * 3)
 
 
 # ---- the test --------------------------------------------------------------
@@ -542,6 +872,11 @@ def test_documented_number_equals_its_result_file(doc_file, text, json_file, pat
 
 def test_the_table_checks_something_in_every_doc():
     docs = {d for d, *_ in NUMBERS}
-    for page in ("README.md", "docs/theory.md", "docs/cli.md", "docs/results.md",
-                 "docs/reproduce/report.md"):
+    for page in (
+        "README.md",
+        "docs/theory.md",
+        "docs/cli.md",
+        "docs/results.md",
+        "docs/reproduce/report.md",
+    ):
         assert page in docs, page
