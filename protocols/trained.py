@@ -1,0 +1,26 @@
+"""trained: a saved kernel-attention model (1-2 layers, H heads) with K-bit state registers.
+
+``trained:weights=PATH,bits=K`` runs the model `sketchsim sweep --suite capacity
+--save-weights DIR` kept in PATH: each layer's per-head state (``sum phi_K v^T``
+and ``sum phi_K``) crosses a ``sum`` channel of K-bit registers, so the model
+declares ``layers * heads * E * K`` bits.  See sketchsim.sketch.trained.
+"""
+
+from sketchsim.sketch import Param, Protocol
+from sketchsim.sketch.trained import MAX_BITS, load_weights, trained_plan
+
+
+def setup(ctx, params):
+    return trained_plan(ctx, load_weights(params["weights"]), params["bits"])
+
+
+PROTOCOL = Protocol(
+    "trained",
+    "a saved kernel-attention model whose per-head state crosses K-bit sum registers",
+    setup,
+    params=(
+        Param("weights", "str", "", "weights file (.npz) written by sweep --save-weights"),
+        Param("bits", "int", MAX_BITS, f"bits per state register (1..{MAX_BITS})", minimum=1),
+    ),
+    families=("hard", "mqar"),
+)

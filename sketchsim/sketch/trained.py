@@ -1,0 +1,447 @@
+"""Trained kernel-attention models as sketch protocols: the weights file and the engine side.
+
+A weights file (``.npz``, read with ``allow_pickle=False``; no torch needed)
+holds a kernel-attention model of ``L`` layers and ``H`` heads per layer
+(feature rank ``r``, value width ``d``, token width ``m``) and its fixed-point
+calibration.  Key ``header`` is a UTF-8 JSON object (uint8 array); the arrays
+of layer ``l``, head ``h`` are ``L{l}.H{h}.NAME``:
+
+- ``wq, bq`` (``r x m``, ``r``), ``wk, bk``: the query and key features
+  ``phi(u) = act(W u + b)`` (``act``: ``elu1`` = ``elu(z) + 1``, ``relu`` =
+  ``relu(z) + 10^-3``, ``signed`` = ``z``);
+- ``wv, bv`` (``d x m``, ``d``): values; ``wa, ba``: the readout ``a(u)``;
+- ``wu`` (``m x d``): what the head adds to the residual stream;
+- ``lo, span`` (``E``): the fixed-point calibration of the head's ``E`` state entries,
+
+and ``wb`` (``m``), ``bb`` (``1``) the output bias ``b(u)``.  The model
+(:func:`reference_outputs` in NumPy, the torch model in
+:mod:`sketchsim.experiments.capacity_models`): ``u^0_j = 2 x_j - 1``; at layer
+``l`` each head's state is ``S = sum_j phi_K(u_j) v(u_j)^T`` (``r x d``) and,
+for the nonnegative maps, ``z = sum_j phi_K(u_j)`` (``r``), so ``E = r(d+1)``
+(``E = r d`` for ``signed``, which is not normalized); a token reads
+``o_i = phi_Q(u_i)^T S / (phi_Q(u_i)^T z + eps)`` (``signed``: ``phi_Q(u_i)^T S / N``
+for ``N`` tokens),
+``y_i += <a(u_i), o_i>``, ``u^{l+1}_i = u^l_i + W_u o_i`` over the heads; finally
+``y_i += <wb, u^0_i> + bb`` and the answer is ``round(y_i)`` clipped to ``-1..s+1``.
+
+**Fixed point.** Entry ``e`` of a head's state is a ``K``-bit register.  Token
+``j`` contributes ``c_j`` (``phi_K(u_j)_k v(u_j)_c``, or ``phi_K(u_j)_k`` for
+``z``) and emits the symbol ``clip(round((c_j - lo_e) / step_e), 0, 2^K - 1)``
+with ``step_e = span_e / (2^K - 1)``; the ``sum`` channel adds the symbols and
+saturates at ``2^K - 1``; readers decode ``step_e * register + N lo_e``.
+``lo_e`` (the smallest contribution of any token) and ``span_e`` (the largest
+register value ``sum_j (c_j - lo_e)`` of any input) are measured on the
+training inputs and stored with the weights, so a layer declares
+``H E K`` bits, like the ``kernel`` protocol (docs/theory.md, "Trained models").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from sketchsim.errors import PluginError
+from sketchsim.sketch.contract import check_engine_size
+from sketchsim.sketch.protocol import Layer, Plan
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "FEATURE_MAPS",
+    "MAX_BITS",
+    "HEAD_ARRAYS",
+    "Weights",
+    "load_weights",
+    "save_weights_file",
+    "head_entries",
+    "trained_plan",
+    "reference_outputs",
+]
+
+FORMAT = "sketchsim-trained"
+FORMAT_VERSION = 1
+#: Feature maps the engine computes, in the order of their numba codes.
+FEATURE_MAPS = ("elu1", "relu", "signed")
+#: Largest register width (bits per state entry).
+MAX_BITS = 32
+#: Largest layers, heads, rank, value width and token width a weights file may declare.
+LIMITS = {"layers": 8, "heads": 64, "rank": 4096, "value_width": 4096, "m": 4096}
+#: Per-head arrays and their shapes in terms of (r, d, m, E).
+HEAD_ARRAYS = {
+    "wq": ("r", "m"),
+    "bq": ("r",),
+    "wk": ("r", "m"),
+    "bk": ("r",),
+    "wv": ("d", "m"),
+    "bv": ("d",),
+    "wa": ("d", "m"),
+    "ba": ("d",),
+    "wu": ("m", "d"),
+    "lo": ("E",),
+    "span": ("E",),
+}
+_ARCH_KEYS = ("layers", "heads", "rank", "value_width", "feature_map", "m", "eps")
+_FAMILY_KEYS = ("name", "q", "s", "seed")
+
+
+def head_entries(r: int, d: int, feature_map: str) -> int:
+    """State entries of one head: ``r (d + 1)``, or ``r d`` for unnormalized signed features."""
+    return r * d if feature_map == "signed" else r * (d + 1)
+
+
+@dataclass
+class Weights:
+    """A loaded weights file: its header and arrays (float64)."""
+
+    header: dict
+    arrays: dict
+    path: str = ""
+
+    @property
+    def arch(self) -> dict:
+        return self.header["architecture"]
+
+    @property
+    def family(self) -> dict:
+        return self.header["family"]
+
+    def entries(self) -> int:
+        a = self.arch
+        return head_entries(a["rank"], a["value_width"], a["feature_map"])
+
+
+def _fail(path, why: str):
+    raise PluginError(f"weights file {path}: {why}", param="weights")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_header(header, path) -> None:
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        _fail(path, f"not a {FORMAT} file (no header naming its format)")
+    if header.get("format_version") != FORMAT_VERSION:
+        _fail(path, f"format_version {header.get('format_version')!r}; this reads {FORMAT_VERSION}")
+    arch, fam = header.get("architecture"), header.get("family")
+    if not isinstance(arch, dict) or any(k not in arch for k in _ARCH_KEYS):
+        _fail(path, f"architecture must give {', '.join(_ARCH_KEYS)}")
+    if not isinstance(fam, dict) or any(k not in fam for k in _FAMILY_KEYS):
+        _fail(path, f"family must give {', '.join(_FAMILY_KEYS)}")
+    for key, top in LIMITS.items():
+        v = arch[key]
+        if not _is_int(v) or not 1 <= v <= top:
+            _fail(path, f"architecture {key} must be an integer in 1..{top}, got {v!r}")
+    if arch["feature_map"] not in FEATURE_MAPS:
+        _fail(path, f"feature_map must be one of {', '.join(FEATURE_MAPS)}")
+    eps = arch["eps"]
+    if not isinstance(eps, int | float) or not (math.isfinite(eps) and 0 <= eps <= 1):
+        _fail(path, f"eps must be a number in [0, 1], got {eps!r}")
+    for key in ("q", "s"):
+        if not _is_int(fam[key]) or fam[key] < 1:
+            _fail(path, f"family {key} must be an integer >= 1, got {fam[key]!r}")
+    if not _is_int(fam["seed"]) or fam["seed"] < 0 or not isinstance(fam["name"], str):
+        _fail(path, "family name must be a string and seed an integer >= 0")
+    if not isinstance(fam.get("options", {}), dict):
+        _fail(path, "family options must be an object")
+
+
+def load_weights(path) -> Weights:
+    """Read and check a weights file.
+
+    Raises
+    ------
+    PluginError
+        One line naming the file: missing, unreadable, not this format, wrong shapes,
+        non-finite numbers.
+    """
+    p = Path(str(path))
+    if not str(path):
+        raise PluginError("trained needs weights=PATH (a file `sweep --save-weights` wrote)",
+                          param="weights")  # fmt: skip
+    if not p.is_file():
+        _fail(path, "no such file")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            raw = {k: z[k] for k in z.files}
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
+        _fail(path, f"not a readable .npz ({type(exc).__name__})")
+    if "header" not in raw or raw["header"].dtype != np.uint8 or raw["header"].ndim != 1:
+        _fail(path, "no JSON header")
+    try:
+        header = json.loads(raw.pop("header").tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        _fail(path, "its header is not JSON")
+    _check_header(header, path)
+    arch = header["architecture"]
+    r, d, m = arch["rank"], arch["value_width"], arch["m"]
+    dims = {"r": r, "d": d, "m": m, "E": head_entries(r, d, arch["feature_map"])}
+    want = {
+        f"L{l}.H{h}.{name}": tuple(dims[s] for s in shape)
+        for l in range(arch["layers"])
+        for h in range(arch["heads"])
+        for name, shape in HEAD_ARRAYS.items()
+    }
+    want.update({"wb": (m,), "bb": (1,)})
+    arrays = {}
+    for key, shape in want.items():
+        a = raw.get(key)
+        if a is None:
+            _fail(path, f"array {key} is missing")
+        if a.shape != shape or a.dtype.kind not in "fiu":
+            _fail(path, f"array {key} has shape {a.shape} ({a.dtype}); expected {shape} numbers")
+        a = a.astype(np.float64)
+        if not np.isfinite(a).all():
+            _fail(path, f"array {key} has a non-finite value")
+        arrays[key] = a
+    for l in range(arch["layers"]):
+        for h in range(arch["heads"]):
+            if (arrays[f"L{l}.H{h}.span"] < 0).any():
+                _fail(path, f"L{l}.H{h}.span has a negative entry")
+    return Weights(header, arrays, str(path))
+
+
+def save_weights_file(path, header: dict, arrays: dict) -> Path:
+    """Write a weights file atomically (``header`` gets the format fields); returns the path."""
+    from sketchsim.results import atomic_path
+
+    header = {"format": FORMAT, "format_version": FORMAT_VERSION, **header}
+    _check_header(header, path)
+    text = json.dumps(header, sort_keys=True).encode("utf-8")
+    payload = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in arrays.items()}
+    payload["header"] = np.frombuffer(text, dtype=np.uint8)
+    path = Path(path)
+    with atomic_path(path, suffix=".npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **payload)
+    return path
+
+
+# ---------------------------------------------------------------------------------------
+# aux layout: a header of _HDR numbers, then one block of P numbers per (layer, head),
+# then wb (m) and bb (1).  Block: wq wk (r m each) bq bk (r) wv wa (d m) bv ba (d)
+# wu (m d), lo step (E).  Offsets inside a block are computed by _block_offsets.
+_HDR = 12
+
+
+def _block_size(r: int, d: int, m: int, E: int) -> int:
+    return 2 * (r * m + r) + 2 * (d * m + d) + m * d + 2 * E
+
+
+def _aux(w: Weights, bits: int) -> np.ndarray:
+    a = w.arch
+    L, H, r, d, m = a["layers"], a["heads"], a["rank"], a["value_width"], a["m"]
+    E = w.entries()
+    top = float(2**bits - 1)
+    hdr = [L, H, r, d, m, FEATURE_MAPS.index(a["feature_map"]), E,
+           _block_size(r, d, m, E), a["eps"], top, 0.0, 0.0]  # fmt: skip
+    parts = [np.array(hdr, dtype=np.float64)]
+    for l in range(L):
+        for h in range(H):
+            g = {k: w.arrays[f"L{l}.H{h}.{k}"] for k in HEAD_ARRAYS}
+            span = g["span"]
+            step = np.where(span > 0, span / top, 1.0)
+            parts += [g["wq"].ravel(), g["wk"].ravel(), g["bq"], g["bk"], g["wv"].ravel(),
+                      g["wa"].ravel(), g["bv"], g["ba"], g["wu"].ravel(), g["lo"], step]  # fmt: skip
+    parts += [w.arrays["wb"], w.arrays["bb"]]
+    return np.concatenate(parts)
+
+
+@njit(inline="always")
+def _act(z, act):
+    if act == 0:
+        return z + 1.0 if z > 0.0 else math.exp(z)
+    if act == 1:
+        return (z if z > 0.0 else 0.0) + 1e-3
+    return z
+
+
+@njit(inline="always")
+def _dims(aux):
+    return (int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3]), int(aux[4]), int(aux[5]),
+            int(aux[6]), int(aux[7]))  # fmt: skip
+
+
+@njit(inline="always")
+def _affine(aux, w_off, b_off, rows, m, u, out, act):
+    """``out[k] = act(sum_i W[k, i] u[i] + b[k])`` (``act < 0``: no activation)."""
+    for k in range(rows):
+        z = aux[b_off + k]
+        for i in range(m):
+            z += aux[w_off + k * m + i] * u[i]
+        out[k] = _act(z, act) if act >= 0 else z
+
+
+@njit(cache=True)
+def _forward(upto, bits, ctx, state, aux, u):
+    """Run layers ``0..upto-1`` for one token from its bits and the stored sketches.
+
+    Leaves the token's residual stream in ``u`` and returns its output ``y``
+    (the readouts of those layers, plus the output bias when ``upto`` is all layers).
+    """
+    L, H, r, d, m, act, E, P = _dims(aux)
+    eps = aux[8]
+    N = float(ctx[3])
+    for i in range(m):
+        u[i] = 2.0 * float((bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)) - 1.0
+    y = 0.0
+    if upto == L:
+        base = _HDR + L * H * P
+        y = aux[base + m]
+        for i in range(m):
+            y += aux[base + i] * u[i]
+    fq = np.empty(r)
+    av = np.empty(d)
+    delta = np.empty(m)
+    for lay in range(upto):
+        for i in range(m):
+            delta[i] = 0.0
+        for h in range(H):
+            b = _HDR + (lay * H + h) * P
+            o_wv = b + 2 * r * m + 2 * r
+            o_bv = o_wv + 2 * d * m
+            o_wu = o_bv + 2 * d
+            o_lo = o_wu + m * d
+            o_step = o_lo + E
+            _affine(aux, b, b + 2 * r * m, r, m, u, fq, act)
+            _affine(aux, o_wv + d * m, o_bv + d, d, m, u, av, -1)
+            s0 = (lay * H + h) * E
+            den = eps if act != 2 else N
+            if act != 2:
+                for k in range(r):
+                    e = k * (d + 1) + d
+                    den += fq[k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
+            width = d if act == 2 else d + 1
+            for c in range(d):
+                num = 0.0
+                for k in range(r):
+                    e = k * width + c
+                    num += fq[k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
+                o = num / den
+                y += av[c] * o
+                for i in range(m):
+                    delta[i] += aux[o_wu + i * d + c] * o
+        for i in range(m):
+            u[i] += delta[i]
+    return y
+
+
+@njit(cache=True)
+def emit(layer, pos, bits, ctx, state, aux, out):
+    L, H, r, d, m, act, E, P = _dims(aux)
+    top = aux[9]
+    u = np.empty(m)
+    _forward(layer, bits, ctx, state, aux, u)
+    fk = np.empty(r)
+    v = np.empty(d)
+    width = d if act == 2 else d + 1
+    for h in range(H):
+        b = _HDR + (layer * H + h) * P
+        o_wv = b + 2 * r * m + 2 * r
+        o_lo = o_wv + 2 * d * m + 2 * d + m * d
+        o_step = o_lo + E
+        _affine(aux, b + r * m, b + 2 * r * m + r, r, m, u, fk, act)
+        _affine(aux, o_wv, o_wv + 2 * d * m, d, m, u, v, -1)
+        for k in range(r):
+            for c in range(width):
+                x = fk[k] * v[c] if c < d else fk[k]
+                e = k * width + c
+                code = math.floor((x - aux[o_lo + e]) / aux[o_step + e] + 0.5)
+                code = min(max(code, 0.0), top)
+                out[h * E + e] = int(code)
+
+
+@njit(cache=True)
+def update(layer, pos, bits, ctx, state, sketch, aux):
+    H, E = int(aux[1]), int(aux[6])
+    s0 = layer * H * E
+    for e in range(H * E):
+        state[s0 + e] = sketch[e]
+
+
+@njit(cache=True)
+def answer(pos, bits, ctx, state, aux):
+    L, m = int(aux[0]), int(aux[4])
+    u = np.empty(m)
+    y = _forward(L, bits, ctx, state, aux, u)
+    s = ctx[1]
+    if not y == y:  # NaN
+        return -1
+    return int(min(max(math.floor(y + 0.5), -1.0), float(s + 1)))
+
+
+def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
+    """The plan of a saved model on a family with context ``ctx`` at ``bits`` bits per entry.
+
+    Raises
+    ------
+    PluginError
+        ``bits`` outside ``1..MAX_BITS``, or a model trained for another family size.
+    """
+    if not 1 <= bits <= MAX_BITS:
+        raise PluginError(f"bits must be in 1..{MAX_BITS}, got {bits}", param="bits")
+    a, fam = weights.arch, weights.family
+    if (fam["q"], fam["s"], a["m"]) != (ctx.q, ctx.s, ctx.m):
+        raise PluginError(
+            f"{weights.path} was trained for {fam['name']} q={fam['q']}, s={fam['s']} "
+            f"(tokens of {a['m']} bits), not q={ctx.q}, s={ctx.s} ({ctx.m} bits)"
+        )
+    L, H, E = a["layers"], a["heads"], weights.entries()
+    check_engine_size(ctx.n_tokens * L * H * E + H * E * (L + 1), what=f"{L} x {H} x {E} entries")
+    layers = [Layer("sum", H * E, 2**bits, levels=2**bits) for _ in range(L)]
+    return Plan(layers, L * H * E, emit, update, answer, aux=_aux(weights, bits))
+
+
+def reference_outputs(weights: Weights, X: np.ndarray, bits: int | None = None) -> np.ndarray:
+    """The model's outputs ``y`` at every token, in plain NumPy (float64): the reference
+    the engine is tested against.
+
+    ``X`` is 0/1 tokens ``[B, N, m]``.  With ``bits`` the state goes through the
+    fixed-point format of the module docstring (per-token rounding, saturation);
+    without, it is exact.
+    """
+    a = weights.arch
+    L, H, fmap, eps = a["layers"], a["heads"], a["feature_map"], a["eps"]
+    act = {
+        "elu1": lambda z: np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0.0))),
+        "relu": lambda z: np.maximum(z, 0.0) + 1e-3,
+        "signed": lambda z: z,
+    }[fmap]
+    u = 2.0 * np.asarray(X, dtype=np.float64) - 1.0
+    N = u.shape[1]
+    y = u @ weights.arrays["wb"] + weights.arrays["bb"][0]
+    for l in range(L):
+        delta = np.zeros_like(u)
+        for h in range(H):
+            g = {k: weights.arrays[f"L{l}.H{h}.{k}"] for k in HEAD_ARRAYS}
+            fq = act(u @ g["wq"].T + g["bq"])
+            fk = act(u @ g["wk"].T + g["bk"])
+            v = u @ g["wv"].T + g["bv"]
+            av = u @ g["wa"].T + g["ba"]
+            parts = [fk[..., :, None] * v[..., None, :]]  # [B, N, r, d]
+            if fmap != "signed":
+                parts.append(fk[..., :, None])
+            c = np.concatenate(parts, axis=-1).reshape(u.shape[0], N, -1)  # per-token entries
+            if bits is None:
+                state = c.sum(1)
+            else:
+                top = 2.0**bits - 1
+                step = np.where(g["span"] > 0, g["span"] / top, 1.0)
+                code = np.clip(np.floor((c - g["lo"]) / step + 0.5), 0, top).sum(1)
+                state = step * np.minimum(code, top) + N * g["lo"]
+            width = v.shape[-1] + (fmap != "signed")
+            state = state.reshape(u.shape[0], -1, width)  # [B, r, width]
+            num = np.einsum("bir,brc->bic", fq, state[..., : v.shape[-1]])
+            if fmap != "signed":
+                num = num / (np.einsum("bir,br->bi", fq, state[..., -1]) + eps)[..., None]
+            else:
+                num = num / N
+            y = y + (av * num).sum(-1)
+            delta += num @ g["wu"].T
+        u = u + delta
+    return y

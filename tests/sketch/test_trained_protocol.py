@@ -1,0 +1,226 @@
+"""The ``trained`` protocol: a weights file run in the engine equals its NumPy reference.
+
+Weights here are random (NumPy only: the engine side needs no torch); the torch
+model is compared in tests/experiments/test_capacity.py.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from cliutil import assert_error_line
+
+from sketchsim.cli import main
+from sketchsim.errors import PluginError
+from sketchsim.minip.bits import unpack_bits
+from sketchsim.sketch.channels import declared_bits
+from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.family import HardFamily
+from sketchsim.sketch.mqar import MQARFamily
+from sketchsim.sketch.plugins import resolve
+from sketchsim.sketch.trained import (
+    HEAD_ARRAYS,
+    head_entries,
+    load_weights,
+    reference_outputs,
+    save_weights_file,
+    trained_plan,
+)
+
+
+def random_weights(path, family, layers, heads, r, d, fmap, seed=0, calibrate_on=None):
+    """A random model of this shape, calibrated (``lo``, ``span``) on ``calibrate_on`` inputs."""
+    rng = np.random.default_rng(seed)
+    m, E = family.m, head_entries(r, d, fmap)
+    dims = {"r": r, "d": d, "m": m, "E": E}
+    arrays = {}
+    for lay in range(layers):
+        for h in range(heads):
+            for name, shape in HEAD_ARRAYS.items():
+                shape = tuple(dims[s] for s in shape)
+                arrays[f"L{lay}.H{h}.{name}"] = rng.normal(0, 0.5, shape)
+    arrays["wb"], arrays["bb"] = rng.normal(0, 0.3, m), rng.normal(0, 1, 1)
+    header = {
+        "architecture": dict(layers=layers, heads=heads, rank=r, value_width=d,
+                             feature_map=fmap, m=m, eps=1e-6),  # fmt: skip
+        "family": {"name": family.name, "q": family.q, "s": family.s, "seed": family.seed,
+                   "options": family.options()},  # fmt: skip
+    }
+    # calibrate with the exact model: lo = smallest contribution, span = largest register
+    for lay in range(layers):
+        for h in range(heads):
+            arrays[f"L{lay}.H{h}.lo"] = np.zeros(E)
+            arrays[f"L{lay}.H{h}.span"] = np.ones(E)
+    save_weights_file(path, header, arrays)
+    T = family.sample_answers(64) if calibrate_on is None else calibrate_on
+    X = unpack_bits(family.tokens(T), m)
+    _calibrate_numpy(load_weights(path), X, arrays)
+    save_weights_file(path, header, arrays)
+    return load_weights(path)
+
+
+def _calibrate_numpy(w, X, arrays):
+    """lo and span from per-token contributions, layer by layer (exact forward)."""
+    a = w.arch
+    u = 2.0 * X - 1.0
+    act = {"elu1": lambda z: np.where(z > 0, z + 1, np.exp(np.minimum(z, 0))),
+           "relu": lambda z: np.maximum(z, 0) + 1e-3, "signed": lambda z: z}[a["feature_map"]]  # fmt: skip
+    N = u.shape[1]
+    for lay in range(a["layers"]):
+        delta = np.zeros_like(u)
+        for h in range(a["heads"]):
+            g = {k: arrays[f"L{lay}.H{h}.{k}"] for k in HEAD_ARRAYS}
+            fq, fk = act(u @ g["wq"].T + g["bq"]), act(u @ g["wk"].T + g["bk"])
+            v = u @ g["wv"].T + g["bv"]
+            parts = [fk[..., :, None] * v[..., None, :]]
+            if a["feature_map"] != "signed":
+                parts.append(fk[..., :, None])
+            c = np.concatenate(parts, -1).reshape(u.shape[0], N, -1)
+            lo = c.min((0, 1))
+            arrays[f"L{lay}.H{h}.lo"], arrays[f"L{lay}.H{h}.span"] = lo, (c - lo).sum(1).max(0)
+            st = c.sum(1).reshape(u.shape[0], a["rank"], -1)
+            num = np.einsum("bir,brc->bic", fq, st[..., : a["value_width"]])
+            if a["feature_map"] != "signed":
+                num /= (np.einsum("bir,br->bi", fq, st[..., -1]) + a["eps"])[..., None]
+            else:
+                num /= N
+            delta += num @ g["wu"].T
+        u = u + delta
+
+
+def rounded(y, s):
+    return np.clip(np.floor(y + 0.5), -1, s + 1).astype(np.int64)
+
+
+def engine_answers(w, family, T, bits, python=False):
+    ctx = family.context()
+    plan = trained_plan(ctx, w, bits)
+    eng = Engine(plan, ctx, "trained", python=python)
+    res = eng.run(family.variable_tokens(T), store=True, fixed=family.fixed_tokens())
+    return res, plan
+
+
+@pytest.mark.parametrize("fmap", ["elu1", "relu", "signed"])
+@pytest.mark.parametrize("layers, heads, r, d", [(1, 1, 1, 4), (2, 2, 3, 2), (2, 4, 2, 3)])
+def test_engine_equals_numpy_reference_on_every_input(tmp_path, fmap, layers, heads, r, d):
+    fam = HardFamily(3, 3, seed=1)  # 64 inputs: all of them
+    T = fam.all_answers()
+    w = random_weights(tmp_path / "w.npz", fam, layers, heads, r, d, fmap, calibrate_on=T)
+    X = unpack_bits(fam.tokens(T), fam.m)
+    for bits in (32, 6, 2, 1):
+        res, plan = engine_answers(w, fam, T, bits)
+        ref = rounded(reference_outputs(w, X, bits)[:, : fam.q], fam.s)
+        assert np.array_equal(res.answers, ref), bits
+        # the sketch of layer 1 is a sum of K-bit codes, saturated: within 0..2^K-1
+        assert res.transcripts.min() >= 0 and res.transcripts.max() <= 2**bits - 1
+        E = head_entries(r, d, fmap)
+        assert declared_bits(plan.layers, fam.n_tokens) == layers * heads * E * bits
+    # at 32 bits the fixed point does not change a single rounded answer
+    exact = rounded(reference_outputs(w, X)[:, : fam.q], fam.s)
+    assert np.array_equal(engine_answers(w, fam, T, 32)[0].answers, exact)
+
+
+def test_python_engine_runs_the_same_functions(tmp_path):
+    fam = HardFamily(2, 3, seed=0)
+    T = fam.all_answers()
+    w = random_weights(tmp_path / "w.npz", fam, 2, 2, 2, 2, "elu1", calibrate_on=T)
+    jit, _ = engine_answers(w, fam, T, 5)
+    py, _ = engine_answers(w, fam, T, 5, python=True)
+    assert np.array_equal(jit.answers, py.answers)
+    assert np.array_equal(jit.transcripts, py.transcripts)
+
+
+def test_sampled_large_family_and_mqar(tmp_path):
+    fam = HardFamily(16, 3, seed=0)
+    T = fam.sample_answers(300)
+    w = random_weights(tmp_path / "h.npz", fam, 1, 2, 2, 8, "relu", calibrate_on=T[:100])
+    X = unpack_bits(fam.tokens(T), fam.m)
+    res, _ = engine_answers(w, fam, T, 32)
+    # on the calibration inputs 32-bit registers give the exact model's answers ...
+    assert np.array_equal(res.answers[:100], rounded(reference_outputs(w, X[:100])[:, :16], 3))
+    # ... and on the others they saturate (never wrap) as the reference's registers do
+    for bits in (32, 3):
+        res, _ = engine_answers(w, fam, T, bits)
+        assert np.array_equal(res.answers, rounded(reference_outputs(w, X, bits)[:, :16], 3))
+    mq = MQARFamily(3, 3, seed=2, keys=8, pairs=5)
+    T = mq.all_answers()
+    w = random_weights(tmp_path / "m.npz", mq, 2, 1, 2, 3, "signed", calibrate_on=T)
+    res, _ = engine_answers(w, mq, T, 32)
+    X = unpack_bits(mq.tokens(T), mq.m)
+    assert np.array_equal(res.answers, rounded(reference_outputs(w, X)[:, :3], 3))
+
+
+def test_spec_resolves_and_refuses_another_family_size(tmp_path):
+    fam = HardFamily(3, 1)
+    random_weights(tmp_path / "w.npz", fam, 1, 1, 1, 2, "elu1")
+    r = resolve(f"trained:weights={tmp_path / 'w.npz'},bits=7")
+    assert r.protocol.name == "trained" and r.params["bits"] == 7
+    plan = r.protocol.plan(fam.context(), r.params)
+    assert plan.layers[0].levels == 2**7
+    with pytest.raises(PluginError, match="trained for hard q=3, s=1"):
+        r.protocol.plan(HardFamily(4, 1).context(), r.params)
+
+
+def _corrupt(tmp_path, how):
+    fam = HardFamily(2, 1)
+    path = tmp_path / "w.npz"
+    random_weights(path, fam, 1, 1, 1, 2, "elu1")
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    header = json.loads(data["header"].tobytes())
+    if how == "nan":
+        data["L0.H0.wq"][0, 0] = np.nan
+    elif how == "shape":
+        data["L0.H0.wv"] = np.zeros((3, 3))
+    elif how == "missing":
+        del data["L0.H0.span"]
+    elif how == "header":
+        data["header"] = np.frombuffer(b"{not json", dtype=np.uint8)
+    elif how == "format":
+        header["format"] = "pytorch"
+        data["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    elif how == "layers":
+        header["architecture"]["layers"] = 0
+        data["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    out = tmp_path / f"{how}.npz"
+    np.savez(out, **data)
+    return out
+
+
+@pytest.mark.parametrize(
+    "how, needle",
+    [
+        ("nan", "non-finite"),
+        ("shape", "L0.H0.wv has shape (3, 3)"),
+        ("missing", "L0.H0.span is missing"),
+        ("header", "header is not JSON"),
+        ("format", "not a sketchsim-trained file"),
+        ("layers", "layers must be an integer in 1..8"),
+    ],
+)
+def test_malformed_weights_are_one_line_exit_2(tmp_path, how, needle):
+    path = _corrupt(tmp_path, how)
+    argv = ["transcript", "--q", "2", "--s", "1", "--quiet", "--protocol",
+            f"trained:weights={path}"]  # fmt: skip
+    assert_error_line(CliRunner().invoke(main, argv), needle, only_line=False)
+
+
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        ("trained:weights=MISSING", "no such file"),
+        ("trained:weights=GARBAGE", "not a readable .npz"),
+        ("trained", "needs weights=PATH"),
+        ("trained:weights=GOOD,bits=33", "bits must be in 1..32, got 33"),
+        ("trained:weights=GOOD,bits=0", "bits must be >= 1"),
+    ],
+)
+def test_hostile_specs_are_one_line_exit_2(tmp_path, spec, needle):
+    random_weights(tmp_path / "good.npz", HardFamily(2, 1), 1, 1, 1, 2, "elu1")
+    (tmp_path / "garbage.npz").write_bytes(b"PK\x03\x04 not a zip")
+    spec = (spec.replace("MISSING", str(tmp_path / "none.npz"))
+            .replace("GARBAGE", str(tmp_path / "garbage.npz"))
+            .replace("GOOD", str(tmp_path / "good.npz")))  # fmt: skip
+    argv = ["transcript", "--q", "2", "--s", "1", "--quiet", "--protocol", spec]
+    assert_error_line(CliRunner().invoke(main, argv), needle, only_line=False)
