@@ -1,20 +1,25 @@
 """Certificate speed: the Golay-octads family (1.7M inputs) and the chain DP, same run.
 
-Run: python benchmarks/bench_certify.py [--quick]
+Run: python benchmarks/bench_certify.py [--octads N] [--repeats K] [--quick]
 
-1. ``certify`` on the witness family of all 759 Golay octads (1,726,725 inputs),
+1. ``certify`` on the witness family of the first ``--octads`` Golay octads
+   (default 200: 119,600 inputs; ``--octads 759``: all of them, 1,726,725 inputs),
    with today's ``build_graph`` (packed integer keys: ids from a lookup table,
-   overlaps by popcount) against the first version (void-view ``np.unique`` ids,
-   int64 copy of the tokens; kept in ``tests/naive.py``), in this process.
+   overlaps by popcount) against the reference ``tests/naive.build_graph`` (plain
+   Python from the definition; it replaced the NumPy first version that
+   docs/benchmarks.md's 759-octad numbers were measured against), in this process.
    Peak memory of each path is measured with ``tracemalloc`` (NumPy reports its
    buffers there); both certificates must be identical.
 2. The jitted chain DP against its pure-Python loop on a 161,008-input chain family.
 
-``--quick`` uses 200 octads instead of 759.
+The default sizes finish in about a minute on the project's 2-core machine;
+``--octads 759`` is the size docs/benchmarks.md quotes (over 5 minutes there,
+almost all of it the plain-Python reference).  ``--quick`` is ``--octads 100 --repeats 1``.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 import tracemalloc
@@ -49,26 +54,26 @@ def timed(fn, repeats=3):
     return best, peak, out
 
 
-def golay(quick: bool) -> None:
-    code = golay_octads()[: 200 if quick else None]
+def golay(octads: int, repeats: int) -> None:
+    code = golay_octads()[:octads]
     t = time.perf_counter()
     fam = build_witness(code, "golay-octads")
     print(f"golay family: {len(fam.tokens):,} inputs ({time.perf_counter() - t:.1f} s to build)")
     certify(fam)  # warm the jitted DP
-    t_new, mem_new, new = timed(lambda: certify(fam))
+    t_new, mem_new, new = timed(lambda: certify(fam), repeats)
     real = cert_mod.build_graph
     cert_mod.build_graph = _naive_graph
     try:
-        t_old, mem_old, old = timed(lambda: certify(fam))
+        t_old, mem_old, old = timed(lambda: certify(fam), repeats)
     finally:
         cert_mod.build_graph = real
     assert new.to_dict() == old.to_dict(), "certificates differ"
     r = new.certified_rank
     print(f"certify, packed keys : {t_new:6.2f} s, peak {mem_new:7.0f} MiB  r >= {r}")
-    print(f"certify, first version: {t_old:6.2f} s, peak {mem_old:7.0f} MiB")
+    print(f"certify, reference   : {t_old:6.2f} s, peak {mem_old:7.0f} MiB")
     print(f"ratio: {t_old / t_new:.2f}x faster, {mem_old / mem_new:.2f}x less memory")
-    g_new = timed(lambda: build_graph(fam))[0]
-    g_old = timed(lambda: _naive_graph(fam))[0]
+    g_new = timed(lambda: build_graph(fam), repeats)[0]
+    g_old = timed(lambda: _naive_graph(fam), repeats)[0]
     print(f"build_graph alone: {g_new:.2f} s vs {g_old:.2f} s ({g_old / g_new:.2f}x)")
 
 
@@ -86,9 +91,17 @@ def chain_dp_bench() -> None:
     )
 
 
-def main():
-    quick = "--quick" in sys.argv
-    golay(quick)
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="certificate speed, same run")
+    parser.add_argument("--octads", type=int, default=200, help="Golay octads (1..759)")
+    parser.add_argument("--repeats", type=int, default=1, help="timed repeats (best kept)")
+    parser.add_argument("--quick", action="store_true", help="--octads 100 --repeats 1")
+    args = parser.parse_args(argv)
+    if not 1 <= args.octads <= 759 or args.repeats < 1:
+        parser.error("--octads must be in 1..759 and --repeats at least 1")
+    if args.quick:
+        args.octads, args.repeats = 100, 1
+    golay(args.octads, args.repeats)
     chain_dp_bench()
 
 
