@@ -34,6 +34,8 @@ def _check_budget(args) -> None:
 
     if args.seeds < 1 or args.steps < 1:
         raise SketchsimError("--seeds and --steps must be >= 1")
+    if args.triples < 1:
+        raise SketchsimError(f"--triples must be >= 1, got {args.triples}")
     if not (math.isfinite(args.lr) and 0 < args.lr <= 1e6):
         raise SketchsimError(f"--lr must be in (0, 1e6], got {args.lr}")
 
@@ -174,8 +176,28 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     ``--screen-stop`` the OOD stop margins, on validation splits drawn from the
     OOD train pools only (never the test pool).
     """
+    from sketchsim.cli.options import refuse_unused
+    from sketchsim.errors import SketchsimError
     from sketchsim.experiments import require_torch
 
+    if screen_maps and screen_stop:
+        raise SketchsimError("--screen-maps and --screen-stop are two runs; give one")
+    used = {"seeds", "steps", "json_path"}
+    used |= (
+        {"screen_maps", "ranks", "lr"}
+        if screen_maps
+        else ({"screen_stop", "scales", "lr"} if screen_stop else {"triples"})
+    )
+    refuse_unused(
+        used,
+        {
+            "lr": "with --screen-maps or --screen-stop",
+            "ranks": "with --screen-maps",
+            "scales": "with --screen-stop",
+            "triples": "without a screen (the screens draw their own)",
+        },
+    )
+    _check_budget(SimpleNamespace(seeds=seeds, steps=steps, lr=lr, triples=triples))
     torch = require_torch()
     from sketchsim.certify import build_witness
     from sketchsim.certify.codes import hadamard_code
