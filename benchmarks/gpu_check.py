@@ -61,7 +61,9 @@ DEVICE_ENV = "SKETCHSIM_TEST_DEVICE"
 
 def _key(run: dict) -> tuple:
     """A run's spec without its dtype and device: the same training on each backend."""
-    return tuple(sorted((k, str(v)) for k, v in run["spec"].items() if k not in ("dtype", "device")))
+    return tuple(
+        sorted((k, str(v)) for k, v in run["spec"].items() if k not in ("dtype", "device"))
+    )
 
 
 def compare_runs(device_runs: list, cpu32: list, cpu64: list) -> list[dict]:
@@ -113,7 +115,9 @@ def sweep_step(name: str, plan, device: str) -> dict:
     ran_on = sorted({str(r.get("device")) for r in dev})
     return {
         "name": name,
-        "ok": bool(rows) and all(r["ok"] for r in rows) and all(d.startswith(device) for d in ran_on),
+        "ok": bool(rows)
+        and all(r["ok"] for r in rows)
+        and all(d.startswith(device) for d in ran_on),
         "runs": len(dev),
         "ran_on": {"device": ran_on, "cpu": sorted({str(r.get("device")) for r in cpu32 + cpu64})},
         "comparisons": rows,
@@ -130,7 +134,10 @@ def tests_step(device: str, tiny: bool) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *target],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
     return {
@@ -139,9 +146,9 @@ def tests_step(device: str, tiny: bool) -> dict:
         "target": target,
         "summary": tail[0],
         "device_variable_read": reads,
-        "note": None if reads else (
-            f"no test reads {DEVICE_ENV}: these tests ran on the CPU whatever the device"
-        ),
+        "note": None
+        if reads
+        else (f"no test reads {DEVICE_ENV}: these tests ran on the CPU whatever the device"),
         "seconds": time.perf_counter() - t0,
     }
 
@@ -151,16 +158,30 @@ def plans(tiny: bool) -> dict:
     from sketchsim.experiments.plan import SUITES, default_plan
 
     steps = {"steps": 5, "softmax_steps": 5} if tiny else {}
-    witness = replace(default_plan("witness"), ranks=(2,) if tiny else (8, 16), seeds=1,
-                      softmax_seeds=1, **steps)
+    witness = replace(
+        default_plan("witness"), ranks=(2,) if tiny else (8, 16), seeds=1, softmax_seeds=1, **steps
+    )
     ood = default_plan("ood")
-    ood = replace(ood, scales="6:8:20" if tiny else ood.scales.split(",")[0],
-                  ranks=(2,) if tiny else (16, 64), seeds=1, softmax_seeds=1, **steps)
+    ood = replace(
+        ood,
+        scales="6:8:20" if tiny else ood.scales.split(",")[0],
+        ranks=(2,) if tiny else (16, 64),
+        seeds=1,
+        softmax_seeds=1,
+        **steps,
+    )
     capacity = None
     if "capacity" in SUITES:
         cap = default_plan("capacity")
-        capacity = replace(cap, ranks=cap.ranks[:1], models=cap.models[:1], seeds=1,
-                           softmax_seeds=1, scales=cap.scales.split(",")[0], **steps)
+        capacity = replace(
+            cap,
+            ranks=cap.ranks[:1],
+            models=cap.models[:1],
+            seeds=1,
+            softmax_seeds=1,
+            scales=cap.scales.split(",")[0],
+            **steps,
+        )
     return {"witness-sweep": witness, "ood-scale": ood, "capacity-cell": capacity}
 
 
@@ -177,8 +198,13 @@ def run_check(device: str, tiny: bool) -> dict:
     steps = [tests_step(device, tiny)]
     for name, plan in plans(tiny).items():
         if plan is None:
-            steps.append({"name": name, "ok": None, "skipped": "no capacity suite in "
-                          "sketchsim/experiments/plan.py (SUITES) yet"})
+            steps.append(
+                {
+                    "name": name,
+                    "ok": None,
+                    "skipped": "no capacity suite in sketchsim/experiments/plan.py (SUITES) yet",
+                }
+            )
             continue
         steps.append(sweep_step(name, plan, device))
     return {
@@ -215,10 +241,12 @@ def main(argv=None) -> int:
         if "seconds_per_step" in s:
             t = s["seconds_per_step"]
             bad = [r for r in s["comparisons"] if not r["ok"]]
-            extra = (f"runs on {','.join(s['ran_on']['device'])}; "
-                     f"{len(s['comparisons'])} metrics compared, {len(bad)} outside the rounding "
-                     f"tolerance; per training step: {args.device} {_fmt(t['device'])}, "
-                     f"cpu {_fmt(t['cpu'])}")
+            extra = (
+                f"runs on {','.join(s['ran_on']['device'])}; "
+                f"{len(s['comparisons'])} metrics compared, {len(bad)} outside the rounding "
+                f"tolerance; per training step: {args.device} {_fmt(t['device'])}, "
+                f"cpu {_fmt(t['cpu'])}"
+            )
         print(f"{s['name']:15s} {word:8s} {extra}")
     if args.json:
         params = {"device": args.device, "tiny": args.tiny, "json": str(args.json)}

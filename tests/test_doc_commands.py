@@ -39,7 +39,12 @@ def is_command(cmd: str) -> bool:
 
 
 COMMANDS = sorted(
-    {(p.relative_to(ROOT).as_posix(), c) for p in PAGES for c in quoted_commands(p) if is_command(c)}
+    {
+        (p.relative_to(ROOT).as_posix(), c)
+        for p in PAGES
+        for c in quoted_commands(p)
+        if is_command(c)
+    }
 )
 
 
@@ -94,7 +99,9 @@ def test_cited_files_without_argv_are_the_known_ones():
         args = shlex.split(cmd)
         if "--json" in args[:-1] and args[args.index("--json") + 1].startswith("docs/"):
             cited.add(args[args.index("--json") + 1])
-    missing = {p for p in cited if (ROOT / p).exists() and "argv" not in json.loads((ROOT / p).read_text())}
+    missing = {
+        p for p in cited if (ROOT / p).exists() and "argv" not in json.loads((ROOT / p).read_text())
+    }
     assert missing == NO_ARGV
 
 

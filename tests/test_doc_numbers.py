@@ -459,7 +459,8 @@ one(
 )
 
 
-# docs/results.md: the proof check recorded by `bound --m 8 --to 20 --step 4 --export DIR --certificates`
+# docs/results.md: the proof check recorded by
+# `bound --m 8 --to 20 --step 4 --export DIR --certificates`
 BC = "docs/bound/bound_m8_20_certificates.json"
 _c20 = ("rows", {"m": 20}, "realized", "certificate")
 entry(R, "lists {} chains, 23.8 MB)", BC, [_c20 + ("chains",)], [thousands])
@@ -626,7 +627,8 @@ def _audit_row(rank):
         acc = {r["bits"]: r for r in h["rows"]}
         k = h["smallest_bits_within_1_point"]
         return (
-            f"{h['reported_accuracy']:.3f} | {h['state_bits_float32']:,} | {k} | {acc[k]['state_bits']:,} | "
+            f"{h['reported_accuracy']:.3f} | {h['state_bits_float32']:,} | {k} | "
+            f"{acc[k]['state_bits']:,} | "
             f"{acc[4]['accuracy']:.3f} / {acc[8]['accuracy']:.3f} / {acc[12]['accuracy']:.3f}"
         )
 
@@ -712,7 +714,8 @@ def _minrank_row(m):
         return (
             f"{r['inputs']:,} | {r['lower']['certified_rank']} | {r['construction']['rank']} "
             f"(subsets, p = {r['construction']['params']['p']}) | {r['trained_nonneg']['rank']} "
-            f"({'max error ' if m == 2 else ''}{err}) | {r['trained_signed']['rank']} (the nonneg head) | "
+            f"({'max error ' if m == 2 else ''}{err}) | "
+            f"{r['trained_signed']['rank']} (the nonneg head) | "
             f"{r['exact_rank']} | {r['softmax']['sufficient']:.4f} | {r['softmax']['exact']:.4f}"
         )
 
@@ -751,7 +754,8 @@ for _m in (7, 8):  # no trained head: the upper end is the subset construction
         MB,
         ("rows", lambda rows, m=_m: next(r for r in rows if r["m"] == m)),
         lambda r: (
-            f"{r['lower']['certified_rank']} | {r['lower_nonneg']['lower']}{' (blocks)' if r['m'] == 8 else ''}"
+            f"{r['lower']['certified_rank']} | {r['lower_nonneg']['lower']}"
+            f"{' (blocks)' if r['m'] == 8 else ''}"
             f" | [{r['lower_nonneg']['lower']}, {r['construction']['rank']}]"
         ),
     )
@@ -774,7 +778,8 @@ def _lr(lr):
 
 entry(
     R,
-    "{} (lr 0.03) and {} (lr 0.01). Best over\nthe grid: {}; mean ± std over seeds at either rate: {} ± {}.",
+    "{} (lr 0.03) and {} (lr 0.01). Best over\nthe grid: {}; "
+    "mean ± std over seeds at either rate: {} ± {}.",
     LG,
     [_lr(0.03), _lr(0.01), ("lr_grid", 0, "best"), ("lr_grid", 0, "mean"), ("lr_grid", 0, "std")],
     ["{}", "{}", "{:.3f}", "{:.3f}", "{:.3f}"],
@@ -800,7 +805,8 @@ def _frontier_row(q, s, specs):
                 out.append(f"{c['declared_bits']:,.0f} b ({c['declared_ratio']:.2f}x)")
             else:
                 out.append(
-                    f"{c['param']}={c['value']}: {c['declared_bits']:,.0f} b ({c['declared_ratio']:.2f}x)"
+                    f"{c['param']}={c['value']}: "
+                    f"{c['declared_bits']:,.0f} b ({c['declared_ratio']:.2f}x)"
                 )
         return " | ".join(out)
 
@@ -828,27 +834,59 @@ for _q in (4, 8, 16, 32, 64):
 # docs/benchmarks.md: the GPU check (benchmarks/gpu_check.py on an H200)
 BM = "docs/benchmarks.md"
 GPU = "docs/gpu/gpu_check_h200.json"
-one(BM, "`pytest tests/experiments`: {}, **on the CPU**", GPU, ("steps", {"name": "torch-tests"}, "summary"), "{}")
+one(
+    BM,
+    "`pytest tests/experiments`: {}, **on the CPU**",
+    GPU,
+    ("steps", {"name": "torch-tests"}, "summary"),
+    "{}",
+)
 for _name in ("witness-sweep", "ood-scale"):
-    entry(BM, f"| `{_name}` | yes | {{}} runs on cuda, {{}} metrics, {{}} outside the rounding tolerance |", GPU,
-          [("steps", {"name": _name}, "runs"), ("steps", {"name": _name}, "comparisons", len),
-           ("steps", {"name": _name}, "comparisons", lambda rows: sum(not r["ok"] for r in rows))],
-          ["{}", "{}", "{}"])
-entry(BM, "witness\n{} ms on the GPU against {} ms on one CPU thread; OOD 8:64:2000 {} ms\nagainst {} ms.", GPU,
-      [("steps", {"name": "witness-sweep"}, "seconds_per_step", "device"),
-       ("steps", {"name": "witness-sweep"}, "seconds_per_step", "cpu"),
-       ("steps", {"name": "ood-scale"}, "seconds_per_step", "device"),
-       ("steps", {"name": "ood-scale"}, "seconds_per_step", "cpu")],
-      [lambda v: f"{v * 1e3:.2f}"] * 4)
+    entry(
+        BM,
+        f"| `{_name}` | yes | {{}} runs on cuda, {{}} metrics, "
+        "{} outside the rounding tolerance |",
+        GPU,
+        [
+            ("steps", {"name": _name}, "runs"),
+            ("steps", {"name": _name}, "comparisons", len),
+            ("steps", {"name": _name}, "comparisons", lambda rows: sum(not r["ok"] for r in rows)),
+        ],
+        ["{}", "{}", "{}"],
+    )
+entry(
+    BM,
+    "witness\n{} ms on the GPU against {} ms on one CPU thread; "
+    "OOD 8:64:2000 {} ms\nagainst {} ms.",
+    GPU,
+    [
+        ("steps", {"name": "witness-sweep"}, "seconds_per_step", "device"),
+        ("steps", {"name": "witness-sweep"}, "seconds_per_step", "cpu"),
+        ("steps", {"name": "ood-scale"}, "seconds_per_step", "device"),
+        ("steps", {"name": "ood-scale"}, "seconds_per_step", "cpu"),
+    ],
+    [lambda v: f"{v * 1e3:.2f}"] * 4,
+)
 
 
 def _w8(key):
-    return ("steps", {"name": "witness-sweep"}, "comparisons",
-            lambda rows: next(r for r in rows if r["rank"] == 8 and r["metric"] == "max_abs_error")[key])
+    return (
+        "steps",
+        {"name": "witness-sweep"},
+        "comparisons",
+        lambda rows: next(r for r in rows if r["rank"] == 8 and r["metric"] == "max_abs_error")[
+            key
+        ],
+    )
 
 
-entry(BM, "error, {} on the GPU against {} on the CPU in float32 ({} in\nfloat64", GPU,
-      [_w8("device"), _w8("cpu_float32"), _w8("cpu_float64")], ["{:.3f}"] * 3)
+entry(
+    BM,
+    "error, {} on the GPU against {} on the CPU in float32 ({} in\nfloat64",
+    GPU,
+    [_w8("device"), _w8("cpu_float32"), _w8("cpu_float64")],
+    ["{:.3f}"] * 3,
+)
 
 
 # ---- the test --------------------------------------------------------------
@@ -859,9 +897,9 @@ def _ids():
 @pytest.mark.parametrize("doc_file, text, json_file, paths, formats", NUMBERS, ids=_ids())
 def test_documented_number_equals_its_result_file(doc_file, text, json_file, paths, formats):
     data = load(json_file)
-    values = [fmt(lookup(data, p), f) for p, f in zip(paths, formats)]
+    values = [fmt(lookup(data, p), f) for p, f in zip(paths, formats, strict=True)]
     expected = text.replace("{}", "\x00").split("\x00")
-    filled = "".join(a + b for a, b in zip(expected, values + [""]))
+    filled = "".join(a + b for a, b in zip(expected, values + [""], strict=True))
     page = doc(doc_file)
     if filled not in page:
         # name the line the doc has instead, so the stale number is easy to find

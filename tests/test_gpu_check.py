@@ -16,9 +16,19 @@ def test_gpu_check_on_cpu_tiny(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "gpu_check.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cpu", "--tiny",
-         "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_check.py"),
+            "--device",
+            "cpu",
+            "--tiny",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(out.read_text())
@@ -43,7 +53,11 @@ def test_gpu_check_refuses_cuda_without_cuda(tmp_path):
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # no GPU visible, on any machine
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cuda", "--tiny"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("error:") and "CUDA" in proc.stderr

@@ -73,12 +73,20 @@ RUN: dict[str, list[str]] = {
 
 #: README commands not run by this file, and why.
 NOT_RUN: dict[str, str] = {
-    'pip install -e ".[dev]" && python -m pytest -q -n 2': "the whole suite; .ci/run runs this line verbatim in CI",
-    "pip install . && sketchsim transcript --q 64 --s 7": "installs the package (CI installs it in .ci/run); the sketchsim part is run above",
-    "sketchsim reproduce --quick": "about 14 s of training and every pipeline step; tests/experiments/test_reproduce.py "
-    "runs the same reproduce() with tiny settings (reproduce has no size flags)",
-    "sketchsim verify --m 7 --n 4 --cluster local:2": "starts a Dask cluster; tests/cluster/test_cluster_verify.py covers the path and "
-    "test_readme_cluster_example_shards below runs this command at --m 5 --n 5 (marked slow)",
+    'pip install -e ".[dev]" && python -m pytest -q -n 2': (
+        "the whole suite; .ci/run runs this line verbatim in CI"
+    ),
+    "pip install . && sketchsim transcript --q 64 --s 7": (
+        "installs the package (CI installs it in .ci/run); the sketchsim part is run above"
+    ),
+    "sketchsim reproduce --quick": (
+        "about 14 s of training and every pipeline step; tests/experiments/test_reproduce.py "
+        "runs the same reproduce() with tiny settings (reproduce has no size flags)"
+    ),
+    "sketchsim verify --m 7 --n 4 --cluster local:2": (
+        "starts a Dask cluster; tests/cluster/test_cluster_verify.py covers the path and "
+        "test_readme_cluster_example_shards below runs this command at --m 5 --n 5 (slow)"
+    ),
 }
 
 
@@ -156,7 +164,7 @@ def test_readme_cluster_example_shards(tmp_path):
 
 
 def test_api_md_sweep_and_audit_example_runs(tmp_path, monkeypatch):
-    """docs/api.md's second example (``sketchsim.sweep(plan)`` and ``api.audit``) runs as written."""
+    """docs/api.md's second example (``sketchsim.sweep(plan)``, ``api.audit``) runs as written."""
     pytest.importorskip("torch")
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
     code = next(b for b in blocks if "sketchsim.sweep(plan" in b)
