@@ -889,6 +889,57 @@ entry(
 )
 
 
+# results.md: more of the OOD sweep (the same file)
+def _softmax_worst(scale):
+    def pick(runs):
+        accs = [
+            r["test_accuracy"]
+            for r in runs
+            if r["spec"]["model"] == "softmax" and r["spec"]["scale"] == scale
+        ]
+        return min(accs)
+
+    return ("runs", pick)
+
+
+entry(
+    R,
+    "Dense softmax: worst seed {}, {}, {} at the three scales",
+    OOD,
+    [_softmax_worst(s) for s in ("8:64:2000", "10:128:2000", "12:256:2000")],
+    ["{:.3f}", "{:.4f}", "{:.3f}"],
+)
+
+
+def _mean(scale, rank):
+    return (
+        "summary",
+        lambda rows: next(
+            a["mean"]
+            for a in rows
+            if a["scale"] == scale and a["rank"] == rank and a["model"] == "kernel"
+        ),
+    )
+
+
+entry(
+    R,
+    "(r = 32: {}, {}, {}; r = 64: {},\n  {}, {})",
+    OOD,
+    [_mean(s, r) for r in (32, 64) for s in ("8:64:2000", "10:128:2000", "12:256:2000")],
+    ["{:.3f}"] * 6,
+)
+
+# theory.md: the exact softmax temperature bracket (minrank's bisection, every m)
+entry(
+    T,
+    "`({}, {}]` with tolerance 1e-4)",
+    MR,
+    [("rows", 0, "softmax", "exact_fails"), ("rows", 0, "softmax", "exact")],
+    ["{:.5f}", "{:.5f}"],
+)
+
+
 # ---- the test --------------------------------------------------------------
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
