@@ -940,6 +940,101 @@ entry(
 )
 
 
+# results.md: the validation screens of the budget and the learning rate, and test-side probes
+def _screen(path, model, how):
+    def pick(rows):
+        accs = [r["validation_accuracy"] for r in rows if r["model"] == model]
+        return min(accs) if how == "min" else sum(accs) / len(accs)
+
+    return ("rows", pick)
+
+
+S2K = "docs/ood/screen_steps2000_validation.json"
+SLR = "docs/ood/screen_lr0.03_validation.json"
+entry(
+    R,
+    "softmax worst {} (better), but the `elu1` r = 16 heads overfit: mean\n  "
+    "validation accuracy {} against {} at 1,000 steps (worst {} against\n  {})",
+    S2K,
+    [
+        _screen(S2K, "softmax", "min"),
+        _screen(S2K, "kernel", "mean"),
+        ("rows", lambda rows: _screen(SS, "kernel", "mean")[1](load(SS)["rows"])),
+        _screen(S2K, "kernel", "min"),
+        ("rows", lambda rows: _screen(SS, "kernel", "min")[1](load(SS)["rows"])),
+    ],
+    ["{:.3f}"] * 5,
+)
+entry(
+    R,
+    "softmax worst {} (8:64 seed 2; against {} at 0.01) and `elu1` mean\n  {} (against {})",
+    SLR,
+    [
+        _screen(SLR, "softmax", "min"),
+        (
+            "rows",
+            lambda rows: _screen(SS, "softmax", "min")[1](
+                [r for r in load(SS)["rows"] if r["stop_below"] == 0.05]
+            ),
+        ),
+        _screen(SLR, "kernel", "mean"),
+        ("rows", lambda rows: _screen(SS, "kernel", "mean")[1](load(SS)["rows"])),
+    ],
+    ["{:.3f}"] * 4,
+)
+
+STEPS = "docs/ood/softmax_steps_screen.json"
+entry(
+    R,
+    "margin ({}-{} steps) and four seeds per scale score at least {}",
+    STEPS,
+    [
+        ("rows", lambda rows: min(r["steps"] for r in rows if r["steps_cap"] >= 2000)),
+        ("rows", lambda rows: max(r["steps"] for r in rows if r["steps_cap"] >= 2000)),
+        ("rows", lambda rows: min(r["test"] for r in rows if r["steps_cap"] >= 2000)),
+    ],
+    ["{:,}", "{:,}", "{:.4f}"],
+)
+
+
+def _summary_mean(scale, fmap, rank):
+    return (
+        "summary",
+        lambda rows: next(
+            a["mean"]
+            for a in rows
+            if a["scale"] == scale and a["feature_map"] == fmap and a["rank"] == rank
+        ),
+    )
+
+
+PROBE = "docs/ood/elu1_probe.json"
+entry(
+    R,
+    "m = 10 gives {} / {} at r = 16 / 64 and m = 12 {} / {}",
+    PROBE,
+    [
+        _summary_mean("10:128:2000", "elu1", 16),
+        _summary_mean("10:128:2000", "elu1", 64),
+        _summary_mean("12:256:2000", "elu1", 16),
+        _summary_mean("12:256:2000", "elu1", 64),
+    ],
+    ["{:.3f}"] * 4,
+)
+TM8 = "docs/ood/screen_test_m8.json"
+entry(
+    R,
+    "elu1\n{} / {}, hedgehog {} / {}, relu2 {} / {}, expmap {} /\n{};",
+    TM8,
+    [
+        _summary_mean("8:64:1000", f, r)
+        for f in ("elu1", "hedgehog", "relu2", "expmap")
+        for r in (16, 64)
+    ],
+    ["{:.3f}"] * 8,
+)
+
+
 # ---- the test --------------------------------------------------------------
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
