@@ -1035,6 +1035,78 @@ entry(
 )
 
 
+# results.md: earlier-code sweeps with 1,000 triples (their files)
+E1K = "docs/ood/elu1_1000_triples.json"
+
+
+def _cell(scale, fmap, rank):
+    def text(runs):
+        accs = [
+            r["test_accuracy"]
+            for r in sorted(runs, key=lambda r: r["spec"]["seed"])
+            if r["spec"]["scale"] == scale
+            and r["spec"]["feature_map"] == fmap
+            and r["spec"]["rank"] == rank
+        ]
+        return accs
+
+    return ("runs", text)
+
+
+def _mean3(accs):
+    return f"{sum(accs) / len(accs):.3f}"
+
+
+def _seeds3(accs):
+    return " / ".join(f"{a:.3f}" for a in accs)
+
+
+entry(
+    R,
+    "| 8:64:1000 | {} | {} | **{}** ({}) | {} | {} | {} | 16 |",
+    E1K,
+    [_cell("8:64:1000", "elu1", r) for r in (4, 8, 16, 16, 32, 64, 128)],
+    [_mean3, _mean3, _mean3, _seeds3, _mean3, _mean3, _mean3],
+)
+entry(
+    R,
+    "| 10:128:1000 | {} | {} | {} ({}) | {} | {} | **{}** ({}) | 128 |",
+    E1K,
+    [_cell("10:128:1000", "elu1", r) for r in (4, 8, 16, 16, 32, 64, 128, 128)],
+    [_mean3, _mean3, _mean3, _seeds3, _mean3, _mean3, _mean3, _seeds3],
+)
+entry(
+    R,
+    "| 12:256:1000 | {} | {} (1 seed) |",
+    E1K,
+    [_cell("12:256:1000", "elu1", 4), _cell("12:256:1000", "elu1", 8)],
+    [_mean3, _mean3],
+)
+entry(
+    R,
+    "| {} | {} | {} ({}) | {} ({}) | - | 0.984 |",
+    "docs/ood/favor_m8_2seeds.json",
+    [_cell("8:64:1000", "favor", r) for r in (16, 32)]
+    + [_cell("8:64:1000", "favor", 64)] * 2
+    + [_cell("8:64:1000", "favor", 128)] * 2,
+    [
+        _mean3,
+        _mean3,
+        _mean3,
+        lambda a: " / ".join(f"{x:.3f}" for x in a),
+        _mean3,
+        lambda a: " / ".join(f"{x:.3f}" for x in a),
+    ],
+)
+entry(
+    R,
+    "mean test accuracy\n  {}, {}, {}, {} with seeds",
+    "docs/ood/favor_m6_pool32.json",
+    [_cell("6:32:1000", "favor", r) for r in (4, 8, 16, 32)],
+    [_mean3] * 4,
+)
+
+
 # ---- the test --------------------------------------------------------------
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
