@@ -35,7 +35,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ratios import report  # noqa: E402
 
-from sketchsim.sketch.measure import EntryCounts, EntryTally  # noqa: E402
+from sketchsim.sketch.entry_counts import EntryCounts  # noqa: E402
+from sketchsim.sketch.entry_tally import EntryTally  # noqa: E402
 
 
 def best(fn, repeats):

@@ -87,14 +87,27 @@ def transcript(
             checkpoint=json_path,
             cluster=cluster,
             progress=bars.update,
-            log=None if quiet else _dim,
+            log=_dim,
             on_start=lambda r: render_header(r.family, r.mode, r.inputs, seed),
+            on_protocol=None if quiet else _done_line(json_path),
         )
     _render_transcript(result.family, result.mode, result.entries, verbose)
 
 
 def _dim(msg: str) -> None:
     render.err_console.print(f"[dim]{msg}[/dim]")
+
+
+def _done_line(json_path):
+    """One line per protocol, also when stderr is not a terminal."""
+
+    def line(spec: str, entry: dict, resumed: bool) -> None:
+        if resumed:
+            _dim(f"{spec}: resumed from {json_path}")
+        else:
+            _dim(f"{spec}: {entry['inputs']:,} inputs in {entry['seconds']:.1f} s")
+
+    return line
 
 
 class _Bars:
@@ -133,7 +146,11 @@ def _entropy_verdict(r, bound: float) -> str:
         return "-"
     ratio = f"{r['entry_entropy_bits'] / bound:.2f}x"
     # under 1 without the flag: an undersampled estimate, biased low (no verdict)
-    return f"[yellow]{ratio}[/yellow]" if r["entry_entropy_bits"] < bound else f"[green]{ratio}[/green]"
+    return (
+        f"[yellow]{ratio}[/yellow]"
+        if r["entry_entropy_bits"] < bound
+        else f"[green]{ratio}[/green]"
+    )
 
 
 def _decodable_cell(value: bool | None, reason: str) -> str:
@@ -156,14 +173,15 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
         box=box.SIMPLE_HEAD,
         collapse_padding=True,
         pad_edge=False,
-        title=f"bound {bound:,.2f} bits, {n:,} {'inputs (all)' if exhaustive else 'sampled inputs'}",
+        title=f"bound {bound:,.2f} bits, {n:,} "
+        + ("inputs (all)" if exhaustive else "sampled inputs"),
         caption=(
             "decodable: yes = proved on every input; no = refuted (why: below); entropy x "
             "bound: entry entropy / bound"
             if exhaustive
-            else f"entry entropy: Miller-Madow estimate ± half its {conf} interval; correct: fraction "
-            f"of the {n:,} sampled inputs; decodable: not refuted = no collision among them, "
-            "no = refuted (why: below); entropy x bound: entry entropy / bound"
+            else f"entry entropy: Miller-Madow estimate ± half its {conf} interval; correct: "
+            f"fraction of the {n:,} sampled inputs; decodable: not refuted = no collision "
+            "among them, no = refuted (why: below); entropy x bound: entry entropy / bound"
         ),
     )
     cols = ["protocol", "declared bits", "used bits", "entry entropy"]
@@ -219,9 +237,10 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
         power = collision_power(n)
         reach = "-" if power is None else f"{power:.2g}"
         render.console.print(
-            f"[dim]sampled: {n:,} inputs run, {family.size_text()} inputs exist. correct 1.0000 = correct "
-            f"on the {n:,} sampled inputs (the JSON has the 95% upper bound on the error rate), "
-            f"not on every input. decodable 'not refuted' = not refuted ({n:,} inputs, "
+            f"[dim]sampled: {n:,} inputs run, {family.size_text()} inputs exist. correct "
+            f"1.0000 = correct on the {n:,} sampled inputs (the JSON has the 95% upper "
+            "bound on the error rate), not on every input. decodable 'not refuted' = "
+            f"not refuted ({n:,} inputs, "
             f"collision check reach {reach}): no two sampled inputs with different answers "
             "share a transcript; merges of two draws at least that likely would show, rarer "
             "ones need not. 'no' = refuted, by a verified collision or by the entropy argument "

@@ -50,6 +50,7 @@ from sketchsim.cluster.shuffle import row_bytes
 from sketchsim.errors import FamilyError, PluginError, SketchsimError
 from sketchsim.futures import completed
 from sketchsim.sketch.fingerprint import answer_hashes
+from sketchsim.sketch.grouping import sort_groups
 
 __all__ = [
     "TranscriptJob",
@@ -455,19 +456,9 @@ def transcript_reduce(
             "sizes": np.ones(n, np.uint8) if ordered else None,
             "seconds": time.perf_counter() - t0,
         }
-    # Groups sorted by (fp0, fp1), the single process's order.  fp0 alone decides
-    # unless two different transcripts share fp0 (a 2^-64 event per pair): then
-    # the slower two-key sort.
-    order = None if presorted else np.argsort(fp0)
-    f0, f1 = (fp0, fp1) if order is None else (fp0[order], fp1[order])
-    same0 = f0[1:] == f0[:-1]
-    if (same0 & (f1[1:] != f1[:-1])).any():
-        order = np.lexsort((fp1, fp0))
-        f0, f1 = fp0[order], fp1[order]
-        same0 = (f0[1:] == f0[:-1]) & (f1[1:] == f1[:-1])
+    # groups in (fp0, fp1) order, the single process's (sketchsim.sketch.grouping)
+    order, new = sort_groups(fp0, fp1, presorted)
     ids = idx if order is None else idx[order]
-    new = np.ones(n, dtype=bool)
-    new[1:] = ~same0
     starts = np.flatnonzero(new)
     sizes = np.diff(np.append(starts, n))
     first = np.minimum.reduceat(ids, starts)  # the first input of each group
@@ -500,44 +491,6 @@ def transcript_reduce(
 # ---------------------------------------------------------------------------
 
 
-class _EntryMerge:
-    """Sums per-entry value counts from the map tasks (sorted, unique (entry, value) pairs)."""
-
-    def __init__(self):
-        self.n = 0
-        self.parts: list = []
-        self.pending = 0
-
-    def add(self, s: dict) -> None:
-        self.n += s["inputs"]
-        self.parts.append((s["entry"], s["value"], s["count"]))
-        self.pending += s["entry"].size
-        if len(self.parts) > 1 and self.pending > 1 << 22:
-            self.parts = [self._merged()]
-            self.pending = self.parts[0][0].size
-
-    def _merged(self):
-        entry = np.concatenate([p[0] for p in self.parts]).astype(np.int64)
-        value = np.concatenate([p[1] for p in self.parts]).astype(np.int64)
-        count = np.concatenate([p[2] for p in self.parts]).astype(np.int64)
-        if entry.size == 0:
-            return entry, value, count
-        order = np.lexsort((value, entry))
-        entry, value, count = entry[order], value[order], count[order]
-        new = np.ones(entry.size, dtype=bool)
-        new[1:] = (entry[1:] != entry[:-1]) | (value[1:] != value[:-1])
-        first = np.flatnonzero(new)
-        return entry[first], value[first], np.add.reduceat(count, first)
-
-    def counts(self, n_entries: int):
-        from sketchsim.sketch.measure import EntryCounts
-
-        out = EntryCounts(n_entries)
-        out.n = self.n
-        out.entry, out.value, out.count = self._merged()
-        return out
-
-
 def _entropy_from_histogram(values, counts, total: int, distinct: int) -> float:
     """``log2 N - (1/N) sum_groups c log2 c``, summed exactly over the size histogram."""
     if total == 0:
@@ -545,32 +498,6 @@ def _entropy_from_histogram(values, counts, total: int, distinct: int) -> float:
     s = math.fsum(float(k) * c * math.log2(c) for c, k in zip(values, counts, strict=True) if c)
     h = math.log2(total) - s / total
     return max(0.0, min(h, math.log2(distinct) if distinct else 0.0))
-
-
-def _certificate(family, plan, ctx, name, candidates, answers_of) -> dict | None:
-    """The first candidate whose exact transcripts agree (as ``_certify_collision``)."""
-    from sketchsim.sketch.engine import Engine
-
-    engine = None
-    for i, j in candidates[:CANDIDATES]:
-        Ta, Tb = answers_of(i), answers_of(j)
-        if np.array_equal(Ta, Tb):
-            continue  # an answer-hash collision: not a candidate
-        engine = engine or Engine(plan, ctx, name)
-        res = engine.run(family.tokens(np.stack([Ta, Tb])), store=True)
-        if not np.array_equal(res.transcripts[0], res.transcripts[1]):
-            continue  # a 128-bit fingerprint collision: not a certificate
-        pos = int(np.argmax(Ta != Tb))
-        return {
-            "inputs": [i, j],
-            "answers_a": Ta.tolist(),
-            "answers_b": Tb.tolist(),
-            "position": pos + 1,
-            "protocol_answer": int(res.answers[0, pos]),
-            "transcript_entries": int(res.transcripts.shape[1]),
-            "verified": True,
-        }
-    return None
 
 
 def _wrap_failure(exc: BaseException) -> SketchsimError:
@@ -623,6 +550,7 @@ def measure_on_cluster(
         cluster statistics (tasks, partitions, bytes shuffled, worker start-up).
     """
     from sketchsim.sketch.engine import Engine
+    from sketchsim.sketch.grouping import verified_collision
     from sketchsim.sketch.transcript import check_family, protocol_report
 
     if mode == "sampled" and (answers is None or answers.shape[0] != inputs):
@@ -640,7 +568,7 @@ def measure_on_cluster(
     total_tasks = cut.map_tasks + cut.partitions
     if progress is not None:
         progress(0, total_tasks)
-    got = _Gathered(cut.partitions, start)
+    got = _Gathered(cut.partitions, start, shape.total_len)
     futures = []
     try:
         summaries, reduces = _submit(client, job, cut, answers, ordered, retries)
@@ -660,10 +588,12 @@ def measure_on_cluster(
     def answers_of(i: int) -> np.ndarray:
         return answers[i] if answers is not None else answers_range(family, i, i + 1)[0]
 
-    collision = _certificate(family, plan, ctx, protocol.name, candidates, answers_of)
+    collision = verified_collision(
+        family, lambda: Engine(plan, ctx, protocol.name), candidates[:CANDIDATES], answers_of
+    )
     report = protocol_report(
         protocol.name, params, resolved.source, family, plan, shape.layers, plan.jitted,
-        counts=got.entries.counts(shape.total_len),
+        counts=got.entries.counts(),
         exact=family.log2_size <= 62 and B == family.size, distinct=distinct, entropy=ent,
         n_correct=got.n_correct, inputs=B, collision=collision,
         first_failure=min(got.failures, key=lambda f: f["input"]) if got.failures else None,
@@ -726,8 +656,10 @@ class _Gathered:
     """What the client keeps of a sharded run: merged entry counts, correct inputs,
     failures, per-worker start-up, task seconds, and each range's reduce output."""
 
-    def __init__(self, n_ranges: int, start: float):
-        self.entries = _EntryMerge()
+    def __init__(self, n_ranges: int, start: float, n_entries: int):
+        from sketchsim.sketch.entry_counts import CountMerge
+
+        self.entries = CountMerge(n_entries)
         self.n_correct, self.failures, self.startup = 0, [], {}
         self.map_seconds = self.reduce_seconds = 0.0
         self.maps_done_at = start
@@ -736,7 +668,7 @@ class _Gathered:
     def add_map(self, value: dict) -> None:
         if "error" in value:
             raise value["error"]
-        self.entries.add(value)
+        self.entries.add_triples(value["entry"], value["value"], value["count"], value["inputs"])
         self.n_correct += value["correct"]
         self.map_seconds += value["seconds"]
         self.maps_done_at = time.perf_counter()
@@ -789,7 +721,7 @@ def _groups(ranges: list, ordered: bool, B: int):
     fingerprint order and the entropy is the single process's very sum; above,
     from the merged histogram of group sizes (equal up to rounding).
     """
-    from sketchsim.sketch.measure import entropy_bits
+    from sketchsim.sketch.grouping import entropy_bits
 
     distinct = sum(r["distinct"] for r in ranges)
     if ordered:

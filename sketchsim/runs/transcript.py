@@ -134,6 +134,7 @@ def run(
     checkpoint=None,
     log: Callable[[str], None] | None = None,
     on_start: Callable[[TranscriptRun], None] | None = None,
+    on_protocol: Callable[[str, dict, bool], None] | None = None,
 ) -> TranscriptRun:
     """Measure every protocol of ``plan`` on its family.
 
@@ -150,9 +151,11 @@ def run(
     checkpoint : path-like, optional
         Rewrite this file after each protocol without resuming from it.
     log : callable, optional
-        Receives one line per protocol (and the cluster's plan).
+        Receives the cluster's connection and plan, one line each.
     on_start : callable, optional
         Called with the (empty) run once the family and the inputs are known.
+    on_protocol : callable, optional
+        ``on_protocol(spec, entry, resumed)`` after each protocol.
     """
     from sketchsim.sketch.family_plugins import family_identity
     from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
@@ -206,7 +209,8 @@ def run(
             if old is not None:
                 result.entries.append(old)
                 result.resumed.append(spec_text)
-                say(f"{spec_text}: resumed from {store.path}")
+                if on_protocol is not None:
+                    on_protocol(spec_text, old, True)
                 continue
             update = None
             if progress is not None:
@@ -217,7 +221,6 @@ def run(
 
             rep, stats = measure_one(spec_text, r, update)
             rep.spec = spec_text
-            say(f"{spec_text}: {n_inputs:,} inputs in {rep.seconds:.1f} s")
             # identities: the protocol's source and the family's (file hash, module
             # version, token digest), so that resume never reports other code's results
             entry = {**rep.to_dict(), "identity": r.identity, "family_identity": fam_id}
@@ -226,6 +229,8 @@ def run(
             result.entries.append(entry)
             result.reports.append(rep)
             store.save(result.entries, False, **header, **extra)
+            if on_protocol is not None:
+                on_protocol(spec_text, entry, False)
         store.save(result.entries, True, **header, **extra)
     return result
 

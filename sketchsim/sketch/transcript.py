@@ -5,7 +5,7 @@ distinct transcripts, their log2 and the transcript entropy; in every mode the
 *used bits* (sum over entries of log2 of the values each entry took) and the
 *entry entropy* (sum over entries of each entry's entropy, an upper bound on
 the transcript entropy, estimable from a sample; see
-:func:`sketchsim.sketch.measure.entry_bits`), per layer and in total; the
+:func:`sketchsim.sketch.estimators.entry_bits`), per layer and in total; the
 fraction of inputs answered correctly at every query, whether the declared
 size meets the bound, whether the entry entropy is below it ("cannot be
 correct on this distribution"), and a failure certificate (two inputs, same
@@ -28,15 +28,15 @@ from sketchsim import config
 from sketchsim.errors import FamilyError, PluginError, SketchsimError
 from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.entry_counts import entry_ranges
+from sketchsim.sketch.entry_tally import EntryTally
+from sketchsim.sketch.estimators import entry_bits, match_answers
 from sketchsim.sketch.family import Family, check_variable_tokens
-from sketchsim.sketch.measure import (
-    EntryTally,
+from sketchsim.sketch.grouping import (
     entropy_bits,
-    entry_bits,
-    entry_ranges,
     find_collision_candidates,
     group_transcripts,
-    match_answers,
+    verified_collision,
 )
 from sketchsim.sketch.protocol import Protocol
 
@@ -649,18 +649,5 @@ def _certify_collision(family, engine, T, inverse) -> tuple[dict | None, bool]:
     an exact transcript (equal transcripts have equal fingerprints).
     """
     candidates = find_collision_candidates(inverse, T)
-    for i, j in candidates:
-        res = engine.run(family.tokens(T[[i, j]]), store=True)
-        if not np.array_equal(res.transcripts[0], res.transcripts[1]):
-            continue  # a 128-bit fingerprint collision: not a certificate
-        pos = int(np.argmax(T[i] != T[j]))
-        return {
-            "inputs": [i, j],
-            "answers_a": T[i].tolist(),
-            "answers_b": T[j].tolist(),
-            "position": pos + 1,
-            "protocol_answer": int(res.answers[0, pos]),
-            "transcript_entries": int(res.transcripts.shape[1]),
-            "verified": True,
-        }, False
-    return None, bool(candidates)
+    found = verified_collision(family, lambda: engine, candidates, T.__getitem__)
+    return found, found is None and bool(candidates)

@@ -20,7 +20,7 @@ from sketchsim.cluster.transcript import (
 )
 from sketchsim.errors import SketchsimError
 from sketchsim.sketch.family import HardFamily
-from sketchsim.sketch.measure import entropy_bits, find_collision_candidates, group_transcripts
+from sketchsim.sketch.grouping import entropy_bits, find_collision_candidates, group_transcripts
 from sketchsim.sketch.plugins import resolve
 from sketchsim.sketch.transcript import InputLimitError, measure
 

@@ -14,20 +14,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nojit import run_without_jit
 
-from sketchsim.sketch.measure import (
-    DENSE_VALUES,
+from sketchsim.sketch.entry_counts import (
     EntryCounts,
+    _merge_parts,
+    _merge_two,
+    _runs_of_keys,
+    merge_sorted_parts,
+    merge_triples,
+)
+from sketchsim.sketch.entry_tally import (
+    DENSE_VALUES,
     EntryTally,
     _drop_varying,
     _gather_varying,
-    _merge_parts,
-    _merge_two,
     _run_end,
-    _runs_of_keys,
     _small_runs,
     _sorted_runs,
-    merge_sorted_parts,
-    merge_triples,
 )
 
 WIDE = 1 << 24  # a declared range counted sparsely
@@ -534,7 +536,8 @@ def test_tally_without_jit_matches_entry_counts():
     """The whole tally as plain Python (NUMBA_DISABLE_JIT=1): flushes, merges, three-way merges."""
     code = """
 import numpy as np
-from sketchsim.sketch.measure import EntryCounts, EntryTally
+from sketchsim.sketch.entry_counts import EntryCounts
+from sketchsim.sketch.entry_tally import EntryTally
 rng = np.random.default_rng(9)
 tr = rng.integers(0, 5, (60, 9))
 tr[:, 0] = 4

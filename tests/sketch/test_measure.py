@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sketchsim.sketch.measure import entropy_bits, find_collision_candidates, group_transcripts
+from sketchsim.sketch.grouping import entropy_bits, find_collision_candidates, group_transcripts
 
 
 @settings(max_examples=50, deadline=None)

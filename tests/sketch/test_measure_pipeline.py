@@ -13,15 +13,11 @@ from hypothesis import strategies as st
 
 from sketchsim.sketch import HardFamily
 from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.entry_counts import EntryCounts, entry_ranges
+from sketchsim.sketch.entry_tally import EntryTally
+from sketchsim.sketch.estimators import entry_bits, match_answers
 from sketchsim.sketch.family_plugins import resolve_family
-from sketchsim.sketch.measure import (
-    EntryCounts,
-    EntryTally,
-    entropy_bits,
-    entry_bits,
-    entry_ranges,
-    match_answers,
-)
+from sketchsim.sketch.grouping import entropy_bits
 from sketchsim.sketch.plugins import resolve_spec
 from sketchsim.sketch.transcript import measure
 
@@ -195,7 +191,7 @@ def test_entry_bits_helpers_equal_scipy_bit_for_bit():
     from scipy.special import entr
     from scipy.stats import norm
 
-    from sketchsim.sketch.measure import NORMAL_QUANTILES, _entr, normal_quantile
+    from sketchsim.sketch.estimators import NORMAL_QUANTILES, _entr, normal_quantile
 
     for c, z in NORMAL_QUANTILES.items():
         assert z == norm.ppf(0.5 + c / 2)
