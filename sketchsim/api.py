@@ -27,6 +27,7 @@ __all__ = [
     "sweep",
     "audit",
     "reproduce",
+    "capacity",
 ]
 
 
@@ -288,3 +289,16 @@ def reproduce(
     from sketchsim.experiments.reproduce import reproduce as run
 
     return run(Path(out), quick, log=log, device=device, settings=settings, client=client)
+
+
+def capacity(folder, samples: int = 20_000, references: bool = True, progress=None) -> dict:
+    """Saved models (``sweep --suite capacity --save-weights``) run as sketches: per file the
+    smallest bits per state register decoding every input, its transcript bits and
+    ``ratio = transcript_bits / q log2(s+1)``.
+
+    See :mod:`sketchsim.experiments.capacity` (no torch needed); returns
+    ``{"rows", "summary", "references"}``, ``progress(done, total)`` after each file.
+    """
+    from sketchsim.experiments.capacity import capacity_dir
+
+    return capacity_dir(folder, samples, references, progress)

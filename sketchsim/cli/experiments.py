@@ -44,12 +44,22 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 
 @main.command()
 @click.option(
-    "--suite", type=click.Choice(["witness", "ood"]), default="witness", show_default=True
+    "--suite", type=click.Choice(["witness", "ood", "capacity"]), default="witness",
+    show_default=True,
 )
 @click.option(
     "--family",
     type=click.Path(dir_okay=False),
-    help="Witness family .npz (default: `sketchsim witness` defaults).",
+    help="Witness family .npz (default: `sketchsim witness` defaults); capacity: comma list "
+    "of families (hard, mqar).",
+)
+@click.option("--q", "qs", default=None, help="capacity: comma list of q. " + PLAN_DEFAULT)
+@click.option("--s", "ss", default=None, help="capacity: comma list of s. " + PLAN_DEFAULT)
+@click.option("--layers", default=None, help="capacity: comma list of layer counts (1, 2).")
+@click.option("--value-widths", default=None, help="capacity: comma list of value widths d.")
+@click.option(
+    "--model-plugin", "model_plugins", multiple=True,
+    help="capacity: a user layer, entry point NAME or file.py:NAME (repeatable).",
 )
 @click.option("--ranks", default=None, help="Comma list of feature ranks. " + PLAN_DEFAULT)
 @click.option(
@@ -102,7 +112,9 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
     "Default: 0.5 (witness), 0.05 (ood: a margin for unseen tokens, chosen on a "
     "validation split).",
 )
-@click.option("--heads", type=int, default=None, help="Heads whose outputs add (default 1).")
+@click.option(
+    "--heads", default=None, help="Heads whose outputs add (default 1); capacity: a comma list."
+)
 @click.option("--eps", type=float, default=None, help="Kernel normalizer epsilon (default 1e-6).")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default=None)
 @click.option(
@@ -145,6 +157,11 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 def sweep(
     suite,
     family,
+    qs,
+    ss,
+    layers,
+    value_widths,
+    model_plugins,
     ranks,
     seeds,
     feature_map,
@@ -186,7 +203,18 @@ def sweep(
     if weights_dir and cluster is not None:
         raise click.UsageError("--save-weights keeps heads trained in this process, not --cluster")
     _one_thread_on_cluster(cluster, threads)
+    heads = _ints(heads, "--heads") if heads else None
+    if heads and len(heads) > 1 and suite != "capacity":
+        raise SketchsimError("--heads takes one number outside the capacity suite")
+    capacity = suite == "capacity"
     plan = default_plan(suite).with_(
+        qs=tuple(_ints(qs, "--q")) if qs else None,
+        ss=tuple(_ints(ss, "--s")) if ss else None,
+        layer_counts=tuple(_ints(layers, "--layers")) if layers else None,
+        value_widths=tuple(_ints(value_widths, "--value-widths")) if value_widths else None,
+        head_counts=tuple(heads) if heads and capacity else None,
+        families=_names(family) if family and capacity else None,
+        model_plugins=tuple(model_plugins) or None,
         ranks=tuple(_ints(ranks, "--ranks")) if ranks else None,
         seeds=seeds,
         softmax_seeds=seeds,
@@ -199,13 +227,13 @@ def sweep(
         lrs=tuple(_floats(lr, "--lr")) if lr else None,
         loss=loss,
         stop_below=stop_below,
-        heads=heads,
+        heads=heads[0] if heads and not capacity else None,
         eps=eps,
         dtype=dtype,
         encoding=encoding,
         train_on=train_on,
         triples=triples,
-        family_path=family,
+        family_path=None if capacity else family,
         threads=threads,
         allow_large=allow_large or None,
     )
@@ -260,9 +288,22 @@ def _names(text):
     return tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip())) or ("",)
 
 
+def _render_capacity(result):
+    table = Table(title="capacity suite: exact-sequence accuracy (all q answers right)")
+    for col in ("family", "q", "s", "architecture", "seeds", "mean", "95% interval", "min"):
+        table.add_column(col, justify="left" if col in ("family", "architecture") else "right")
+    for r in result.summary:
+        ci = "-" if r["ci_low"] is None else f"{r['ci_low']:.3f}-{r['ci_high']:.3f}"
+        table.add_row(r["family"], str(r["q"]), str(r["s"]), r["architecture"], str(r["seeds"]),
+                      f"{r['mean']:.3f}", ci, f"{r['min']:.3f}")  # fmt: skip
+    render.console.print(table)
+
+
 def _render(result, json_path, plot_path):
     from sketchsim.experiments.sweep import plot_sweep
 
+    if result.plan.suite == "capacity":
+        return _render_capacity(result)
     plan, suite, bound = result.plan, result.plan.suite, result.bound
     trained_on = result.header.get("train_on", {})
     title = (

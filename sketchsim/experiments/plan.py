@@ -36,7 +36,7 @@ __all__ = [
     "SweepResult",
 ]
 
-SUITES = ("witness", "ood")
+SUITES = ("witness", "ood", "capacity")
 MODELS = ("kernel", "signed", "softmax")
 
 
@@ -46,7 +46,7 @@ class Plan:
 
     Attributes
     ----------
-    suite : {"witness", "ood"}
+    suite : {"witness", "ood", "capacity"}
     models : tuple of str
         ``kernel``, ``signed``, ``softmax``.
     ranks : tuple of int
@@ -84,6 +84,11 @@ class Plan:
         tasks always use one).
     allow_large : bool
         Go past the size limits of :mod:`sketchsim.config`.
+    qs, ss, layer_counts, head_counts, value_widths, families, model_plugins
+        Capacity: the family sizes ``(q, s)`` (every pair), the architecture grid
+        (layers, heads per layer, value width ``d``; ``ranks`` is the feature
+        rank), the families (``hard``, ``mqar``) and user layers
+        (:mod:`sketchsim.experiments.model_plugins`) trained beside the built-in maps.
     """
 
     suite: str
@@ -108,6 +113,13 @@ class Plan:
     encoding: str = "pm1"
     threads: int = 1
     allow_large: bool = False
+    qs: tuple[int, ...] = ()
+    ss: tuple[int, ...] = ()
+    layer_counts: tuple[int, ...] = (1,)
+    head_counts: tuple[int, ...] = (1,)
+    value_widths: tuple[int, ...] = (16,)
+    families: tuple[str, ...] = ("hard",)
+    model_plugins: tuple[str, ...] = ()
 
     def with_(self, **overrides) -> Plan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -153,6 +165,8 @@ class Plan:
                 f"accuracy must be in (0, 1], got {self.accuracy}", param="accuracy"
             )
         _check_maps(self.feature_maps, self.suite)
+        if self.suite == "capacity":
+            _check_capacity(self)
 
     def header(self) -> dict:
         """The plan as the sweep file's header (what a resumed file must match)."""
@@ -175,12 +189,26 @@ class Plan:
             "accuracy": self.accuracy if self.suite == "ood" else None,
             "threads": self.threads,
             "train_on": {m: self.source(m) for m in self.models},
+            **(self._capacity_header() if self.suite == "capacity" else {}),
+        }
+
+    def _capacity_header(self) -> dict:
+        return {
+            "q": list(self.qs),
+            "s": list(self.ss),
+            "layers": list(self.layer_counts),
+            "heads_grid": list(self.head_counts),
+            "value_widths": list(self.value_widths),
+            "families": list(self.families),
+            "model_plugins": list(self.model_plugins),
         }
 
     def source(self, model: str) -> str:
         """Where ``model`` trains: ``family``, ``random`` or ``pool``."""
         if self.suite == "ood":
             return "pool"
+        if self.suite == "capacity":
+            return "family"
         if self.train_on != "auto":
             return self.train_on
         return "random" if model == "softmax" else "family"
@@ -196,10 +224,23 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> N
         )
 
 
+def _check_capacity(plan: Plan) -> None:
+    for name, values, top in (
+        ("q", plan.qs, 4096), ("s", plan.ss, 1 << 20), ("layers", plan.layer_counts, 8),
+        ("heads", plan.head_counts, 64), ("value_widths", plan.value_widths, 4096),
+    ):  # fmt: skip
+        if not values or not all(1 <= v <= top for v in values):
+            raise SketchsimError(f"{name} must list integers in 1..{top}", param=name)
+    if not plan.families:
+        raise SketchsimError("families is empty", param="family")
+
+
 def _check_maps(names, suite: str) -> None:
     from sketchsim.experiments.feature_maps import REGISTRY
 
     allowed = [name for name, cls in REGISTRY.items() if cls.nonnegative]
+    if suite == "capacity":  # the maps the sketch engine computes
+        allowed = ["elu1", "relu"]
     if not names:
         raise SketchsimError("feature_map is empty", param="feature_map")
     for name in names:
@@ -240,6 +281,23 @@ _FULL = {
         stop_below=OOD_STOP_BELOW,
         scales="8:64:2000,10:128:2000,12:256:2000",
     ),
+    # measured at 10 min or less on 2 cores (docs/capacity.md); one torch thread
+    "capacity": Plan(
+        suite="capacity",
+        models=("kernel", "signed", "softmax"),
+        ranks=(1,),
+        seeds=3,
+        softmax_seeds=3,
+        feature_maps=("elu1",),
+        steps=1000,
+        lrs=(0.03,),
+        stop_below=0.25,
+        qs=(4, 8, 16),
+        ss=(1, 3),
+        layer_counts=(1, 2),
+        head_counts=(1,),
+        value_widths=(16,),
+    ),
 }
 
 #: ``reproduce --quick``: one seed, fewer ranks.  Too small for any verdict that
@@ -249,6 +307,7 @@ _QUICK = {
     "ood": _FULL["ood"].with_(
         ranks=(4, 16, 64), seeds=1, softmax_seeds=1, scales="8:64:1000,10:128:1000,12:256:1000"
     ),
+    "capacity": _FULL["capacity"].with_(seeds=1, softmax_seeds=1, qs=(4, 8), layer_counts=(1,)),
 }
 
 
@@ -349,6 +408,8 @@ def build_runs(plan: Plan, family=None):
     from sketchsim.experiments.sweep import RunSpec
 
     plan.validate()
+    if plan.suite == "capacity":
+        return capacity_specs(plan), None, plan.header(), None, {}
     if plan.suite == "witness":
         data, header, bound, context, sizes, scales = _witness_data(plan, family)
     else:
@@ -395,6 +456,46 @@ def build_runs(plan: Plan, family=None):
     return specs, data, header, bound, context
 
 
+def capacity_specs(plan: Plan) -> list:
+    """The capacity suite's runs: every family size, architecture and seed of the plan.
+
+    Kernel models (``kernel`` with each map, ``signed``, each user layer) span
+    layers x heads x ranks x value widths; the ``softmax`` reference spans layers
+    x heads x value widths.
+    """
+    from sketchsim.experiments.capacity_suite import CapacitySpec
+
+    kinds = []
+    for model in plan.models:
+        if model == "kernel":
+            kinds += [("kernel", f, "") for f in plan.feature_maps]
+        elif model == "signed":
+            kinds.append(("signed", "signed", ""))
+        else:
+            kinds.append(("softmax", "-", ""))
+    kinds += [("kernel", "elu1", spec) for spec in plan.model_plugins]
+    specs = []
+    for fam in plan.families:
+        for q in plan.qs:
+            for s in plan.ss:
+                for model, fmap, plugin in kinds:
+                    ranks = (0,) if model == "softmax" else plan.ranks
+                    seeds = plan.softmax_seeds if model == "softmax" else plan.seeds
+                    steps = (plan.softmax_steps or plan.steps) if model == "softmax" else plan.steps
+                    for L in plan.layer_counts:
+                        for H in plan.head_counts:
+                            for r in ranks:
+                                for d in plan.value_widths:
+                                    for lr in plan.lrs:
+                                        for seed in range(seeds):
+                                            specs.append(CapacitySpec(
+                                                fam, q, s, model, L, H, r, d, fmap, seed,
+                                                steps=steps, lr=lr, stop_below=plan.stop_below,
+                                                model_plugin=plugin,
+                                            ))  # fmt: skip
+    return specs
+
+
 @dataclass
 class SweepResult:
     """A trained sweep: its plan, every run, and the per-cell summary it reports.
@@ -417,7 +518,9 @@ class SweepResult:
 
     @property
     def metric(self) -> str:
-        """``sequence_error`` (witness) or ``test_accuracy`` (OOD)."""
+        """``sequence_error`` (witness), ``test_accuracy`` (OOD) or ``accuracy`` (capacity)."""
+        if self.plan.suite == "capacity":
+            return "accuracy"
         return "sequence_error" if self.plan.suite == "witness" else "test_accuracy"
 
     def to_dict(self) -> dict:
@@ -450,6 +553,8 @@ def run_plan(
 
     if client is None:
         torch.set_num_threads(plan.threads)
+    if plan.suite == "capacity":
+        return _run_capacity(plan, path, resume, device, client, progress, weights_dir)
     specs, data, header, bound, context = build_runs(plan, family)
     runs = run_sweep(
         specs,
@@ -476,4 +581,22 @@ def run_plan(
         from sketchsim.results import read_json, write_json_atomic
 
         write_json_atomic(path, {**read_json(path), **result.to_dict()})
+    return result
+
+
+def _run_capacity(plan, path, resume, device, client, progress, weights_dir) -> SweepResult:
+    from sketchsim.experiments.capacity_suite import run_capacity, summarize_capacity
+    from sketchsim.experiments.train import pick_device
+
+    if client is not None:
+        raise SketchsimError("the capacity suite trains in this process; run without a cluster")
+    specs = capacity_specs(plan)
+    header = plan.header()
+    dev = str(pick_device(device))
+    runs = run_capacity(specs, path, header, resume, dev, progress, weights_dir)
+    result = SweepResult(plan, header, runs, summarize_capacity(runs))
+    if path:
+        from sketchsim.results import read_json, write_json_atomic
+
+        write_json_atomic(path, {**read_json(path), "summary": result.summary})
     return result

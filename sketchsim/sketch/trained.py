@@ -162,8 +162,9 @@ def load_weights(path) -> Weights:
     """
     p = Path(str(path))
     if not str(path):
-        raise PluginError("trained needs weights=PATH (a file `sweep --save-weights` wrote)",
-                          param="weights")  # fmt: skip
+        raise PluginError(
+            "trained needs weights=PATH (a file `sweep --save-weights` wrote)", param="weights"
+        )
     if not p.is_file():
         _fail(path, "no such file")
     try:
@@ -238,16 +239,39 @@ def _aux(w: Weights, bits: int) -> np.ndarray:
     L, H, r, d, m = a["layers"], a["heads"], a["rank"], a["value_width"], a["m"]
     E = w.entries()
     top = float(2**bits - 1)
-    hdr = [L, H, r, d, m, FEATURE_MAPS.index(a["feature_map"]), E,
-           _block_size(r, d, m, E), a["eps"], top, 0.0, 0.0]  # fmt: skip
+    hdr = [
+        L,
+        H,
+        r,
+        d,
+        m,
+        FEATURE_MAPS.index(a["feature_map"]),
+        E,
+        _block_size(r, d, m, E),
+        a["eps"],
+        top,
+        0.0,
+        0.0,
+    ]
     parts = [np.array(hdr, dtype=np.float64)]
     for l in range(L):
         for h in range(H):
             g = {k: w.arrays[f"L{l}.H{h}.{k}"] for k in HEAD_ARRAYS}
             span = g["span"]
             step = np.where(span > 0, span / top, 1.0)
-            parts += [g["wq"].ravel(), g["wk"].ravel(), g["bq"], g["bk"], g["wv"].ravel(),
-                      g["wa"].ravel(), g["bv"], g["ba"], g["wu"].ravel(), g["lo"], step]  # fmt: skip
+            parts += [
+                g["wq"].ravel(),
+                g["wk"].ravel(),
+                g["bq"],
+                g["bk"],
+                g["wv"].ravel(),
+                g["wa"].ravel(),
+                g["bv"],
+                g["ba"],
+                g["wu"].ravel(),
+                g["lo"],
+                step,
+            ]
     parts += [w.arrays["wb"], w.arrays["bb"]]
     return np.concatenate(parts)
 
@@ -263,8 +287,16 @@ def _act(z, act):
 
 @njit(inline="always")
 def _dims(aux):
-    return (int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3]), int(aux[4]), int(aux[5]),
-            int(aux[6]), int(aux[7]))  # fmt: skip
+    return (
+        int(aux[0]),
+        int(aux[1]),
+        int(aux[2]),
+        int(aux[3]),
+        int(aux[4]),
+        int(aux[5]),
+        int(aux[6]),
+        int(aux[7]),
+    )
 
 
 @njit(inline="always")

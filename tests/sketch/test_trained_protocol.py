@@ -42,10 +42,16 @@ def random_weights(path, family, layers, heads, r, d, fmap, seed=0, calibrate_on
                 arrays[f"L{lay}.H{h}.{name}"] = rng.normal(0, 0.5, shape)
     arrays["wb"], arrays["bb"] = rng.normal(0, 0.3, m), rng.normal(0, 1, 1)
     header = {
-        "architecture": dict(layers=layers, heads=heads, rank=r, value_width=d,
-                             feature_map=fmap, m=m, eps=1e-6),  # fmt: skip
-        "family": {"name": family.name, "q": family.q, "s": family.s, "seed": family.seed,
-                   "options": family.options()},  # fmt: skip
+        "architecture": dict(
+            layers=layers, heads=heads, rank=r, value_width=d, feature_map=fmap, m=m, eps=1e-6
+        ),
+        "family": {
+            "name": family.name,
+            "q": family.q,
+            "s": family.s,
+            "seed": family.seed,
+            "options": family.options(),
+        },
     }
     # calibrate with the exact model: lo = smallest contribution, span = largest register
     for lay in range(layers):
@@ -64,8 +70,11 @@ def _calibrate_numpy(w, X, arrays):
     """lo and span from per-token contributions, layer by layer (exact forward)."""
     a = w.arch
     u = 2.0 * X - 1.0
-    act = {"elu1": lambda z: np.where(z > 0, z + 1, np.exp(np.minimum(z, 0))),
-           "relu": lambda z: np.maximum(z, 0) + 1e-3, "signed": lambda z: z}[a["feature_map"]]  # fmt: skip
+    act = {
+        "elu1": lambda z: np.where(z > 0, z + 1, np.exp(np.minimum(z, 0))),
+        "relu": lambda z: np.maximum(z, 0) + 1e-3,
+        "signed": lambda z: z,
+    }[a["feature_map"]]
     N = u.shape[1]
     for lay in range(a["layers"]):
         delta = np.zeros_like(u)
@@ -201,8 +210,16 @@ def _corrupt(tmp_path, how):
 )
 def test_malformed_weights_are_one_line_exit_2(tmp_path, how, needle):
     path = _corrupt(tmp_path, how)
-    argv = ["transcript", "--q", "2", "--s", "1", "--quiet", "--protocol",
-            f"trained:weights={path}"]  # fmt: skip
+    argv = [
+        "transcript",
+        "--q",
+        "2",
+        "--s",
+        "1",
+        "--quiet",
+        "--protocol",
+        f"trained:weights={path}",
+    ]
     assert_error_line(CliRunner().invoke(main, argv), needle, only_line=False)
 
 
@@ -219,8 +236,10 @@ def test_malformed_weights_are_one_line_exit_2(tmp_path, how, needle):
 def test_hostile_specs_are_one_line_exit_2(tmp_path, spec, needle):
     random_weights(tmp_path / "good.npz", HardFamily(2, 1), 1, 1, 1, 2, "elu1")
     (tmp_path / "garbage.npz").write_bytes(b"PK\x03\x04 not a zip")
-    spec = (spec.replace("MISSING", str(tmp_path / "none.npz"))
-            .replace("GARBAGE", str(tmp_path / "garbage.npz"))
-            .replace("GOOD", str(tmp_path / "good.npz")))  # fmt: skip
+    spec = (
+        spec.replace("MISSING", str(tmp_path / "none.npz"))
+        .replace("GARBAGE", str(tmp_path / "garbage.npz"))
+        .replace("GOOD", str(tmp_path / "good.npz"))
+    )
     argv = ["transcript", "--q", "2", "--s", "1", "--quiet", "--protocol", spec]
     assert_error_line(CliRunner().invoke(main, argv), needle, only_line=False)

@@ -1,0 +1,90 @@
+"""The ``capacity`` command: saved models' transcript bits against q*log2(s+1)."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from sketchsim.cli import render
+from sketchsim.cli.app import main
+from sketchsim.cli.paths import OutputPath
+
+
+def _num(v, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+@main.command()
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option(
+    "--samples",
+    type=click.IntRange(1),
+    default=20_000,
+    show_default=True,
+    help="Inputs drawn when a family has more than 2^20.",
+)
+@click.option("--json", "json_path", type=OutputPath(), help="Write rows and summary here.")
+@click.option("--plot", "plot_path", type=OutputPath((".png",)), help="Accuracy vs bits.")
+def capacity(folder, samples, json_path, plot_path):
+    """Smallest bits per state coordinate at which each saved model decodes every input.
+
+    FOLDER holds weights files of `sketchsim sweep --suite capacity --save-weights`.
+    Each runs in the sketch engine (protocol `trained`) at K = 1..32 bits per
+    register; at the smallest K right on every input (all of them up to 2^20,
+    else a sample) its transcript bits are set against the bound q*log2(s+1).
+    """
+    from sketchsim.api import capacity as run
+
+    with render.progress_bar("capacity", 1) as update:
+        result = run(folder, samples=samples, progress=update)
+    table = Table(title="trained models as sketches: smallest K decoding every input")
+    cols = (
+        "architecture",
+        "seed",
+        "q",
+        "s",
+        "float acc",
+        "K",
+        "transcript bits",
+        "used bits",
+        "entry entropy",
+        "bound",
+        "ratio",
+        "mode",
+        "correct",
+    )
+    for col in cols:
+        table.add_column(col, justify="left" if col == "architecture" else "right")
+    for r in result["rows"]:
+        table.add_row(
+            r["architecture"],
+            str(r["seed"]),
+            str(r["q"]),
+            str(r["s"]),
+            _num(r["float_accuracy"], ".3f"),
+            _num(r["bits_per_coordinate"], "d"),
+            _num(r["transcript_bits"], ",.0f"),
+            f"{r['used_bits']:,.1f}",
+            f"{r['entry_entropy_bits']:,.1f}",
+            f"{r['bound_bits']:.1f}",
+            _num(r["ratio"], ".2f") + ("x" if r["ratio"] else ""),
+            r["mode"],
+            f"{r['correct_fraction']:.4f}",
+        )
+    render.console.print(table)
+    for ref in result["references"]:
+        render.console.print(
+            f"{ref['protocol']} on {ref['family']} q={ref['q']} s={ref['s']}: "
+            f"{ref['transcript_bits']:,.0f} bits = {ref['ratio']:.2f}x the bound, "
+            f"correct {ref['correct_fraction']:.4f}"
+        )
+    if json_path:
+        from sketchsim.results import result_payload, write_json_atomic
+
+        params = {"folder": str(folder), "samples": samples}
+        write_json_atomic(json_path, result_payload("capacity", params, result))
+    if plot_path:
+        from sketchsim.experiments.capacity import plot_capacity
+
+        plot_capacity(result, plot_path)
+        render.console.print(f"plot written to {plot_path}")

@@ -1,0 +1,356 @@
+"""How many bits a trained model's state needs: saved models run as sketch protocols.
+
+For every weights file (:mod:`sketchsim.sketch.trained`, written by ``sweep
+--suite capacity --save-weights``) :func:`measure_weights` finds the smallest
+register width ``K`` in ``1..32`` at which the engine's readout is right on
+every input of the model's family: every input when the family has at most
+2^20 (exhaustive), else every input of a seeded sample, with the one-sided 95%
+Clopper-Pearson upper bound on the error rate.  Correctness need not be
+monotone in ``K`` (rounding, saturation), so ``K`` is *scanned* upwards; a
+``K`` is run on all inputs only after it is right on a screening subset, which
+cannot change the answer (a subset's failure is the whole set's).  At that
+``K`` the transcript is measured (:func:`sketchsim.sketch.transcript.measure`):
+declared transcript bits ``L H E K``, used bits, entry entropy, and
+``ratio = transcript_bits / bound_bits`` with ``bound_bits = q log2(s+1)``.
+
+**The theorem as a guard** (THEORY section 5): a model decoded on every input of
+an exhaustive family shows at least ``(s+1)^q`` distinct transcripts, so its used
+bits are at least the bound.  A measurement that says otherwise is a bug in
+sketchsim (a quantizer leaking past the channel, a wrong count), never a finding:
+:func:`theorem_guard` raises.
+
+No torch here: the engine runs the weights file alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from sketchsim.config import BITS_TOLERANCE
+from sketchsim.errors import SketchsimError
+
+__all__ = [
+    "BITS",
+    "SCREEN_INPUTS",
+    "CURVE_INPUTS",
+    "make_family",
+    "weights_family",
+    "theorem_guard",
+    "measure_weights",
+    "reference_points",
+    "capacity_dir",
+    "summarize_rows",
+    "plot_capacity",
+]
+
+#: Register widths searched.
+BITS = tuple(range(1, 33))
+#: Inputs every K must get right before it is run on all of them.
+SCREEN_INPUTS = 256
+#: Inputs the accuracy curve (accuracy against transcript bits) is measured on.
+CURVE_INPUTS = 4096
+
+
+def make_family(name: str, q: int, s: int, seed: int = 0, options: dict | None = None):
+    """The family ``name`` (``hard``, ``mqar``, a plug-in) of size ``(q, s)``."""
+    from sketchsim.sketch.family_plugins import resolve_family
+
+    ftype, params, _ = resolve_family(name)
+    return ftype.make(q, s, seed, {**params, **(options or {})})
+
+
+def weights_family(weights):
+    """The family a weights file was trained on (name, size, seed and options from its header)."""
+    fam = weights.family
+    return make_family(
+        fam.get("spec", fam["name"]).split(":")[0],
+        fam["q"],
+        fam["s"],
+        fam["seed"],
+        fam.get("options") or {},
+    )
+
+
+def theorem_guard(row: dict, where: str = "") -> None:
+    """Raise when an exhaustive, decoded measurement uses fewer bits than the bound.
+
+    ``row`` needs ``mode``, ``decoded``, ``used_bits``, ``log2_distinct`` and
+    ``bound_bits``.  THEORY section 5 makes this impossible for any deterministic
+    model whose answers are functions of their own input and the transcript.
+
+    Raises
+    ------
+    SketchsimError
+        Naming the file and saying it is a bug.
+    """
+    if row["mode"] != "exhaustive" or not row["decoded"]:
+        return
+    bound = row["bound_bits"] - BITS_TOLERANCE
+    for what in ("used_bits", "log2_distinct"):
+        if row[what] < bound:
+            raise SketchsimError(
+                f"{where or 'a model'} is decoded on every input with {what.replace('_', ' ')} "
+                f"{row[what]:.2f} < the bound {row['bound_bits']:.2f} (THEORY 5 forbids it): "
+                "this is a bug in sketchsim, please report it"
+            )
+
+
+def _engine_answers(protocol, params, family, tokens, fixed):
+    from sketchsim.sketch.engine import Engine
+
+    ctx = family.context()
+    engine = Engine(protocol.plan(ctx, params), ctx, protocol.name)
+    return engine.run(tokens, fixed=fixed).answers
+
+
+def measure_weights(
+    path,
+    samples: int = 20_000,
+    seed: int = 0,
+    protocol=None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """The smallest ``K`` decoding every input, and the transcript there (module docstring).
+
+    Parameters
+    ----------
+    path : path-like
+        A weights file.
+    samples : int
+        Inputs drawn when the family has more than 2^20.
+    seed : int
+        Seed of the sample.
+    protocol : Protocol, optional
+        Runs the file (default: the built-in ``trained``); tests pass broken ones.
+
+    Returns
+    -------
+    dict
+        A JSON row: ``weights``, ``architecture``, ``family``, ``q``, ``s``,
+        ``bits_per_coordinate`` (None when no K <= 32 decodes), ``transcript_bits``,
+        ``used_bits``, ``entry_entropy_bits``, ``log2_distinct``, ``bound_bits``,
+        ``ratio``, ``mode``, ``inputs``, ``correct_fraction``, ``error_rate_upper95``,
+        ``state_elements`` and ``float_state_bits`` (zoology's count: elements x 32),
+        and ``curve`` (accuracy per K on up to :data:`CURVE_INPUTS` inputs).
+    """
+    from sketchsim.sketch.plugins import resolve
+    from sketchsim.sketch.trained import load_weights
+    from sketchsim.sketch.transcript import choose_answers, measure
+
+    w = load_weights(path)
+    family = weights_family(w)
+    if protocol is None:
+        protocol = resolve("trained").protocol
+    mode, T = choose_answers(family, None, samples)
+    if mode == "sampled" and seed:
+        T = np.random.default_rng([seed, 5]).integers(0, family.s + 1, T.shape).astype(T.dtype)
+    fixed = family.fixed_tokens()
+    a = w.arch
+    elements = a["layers"] * a["heads"] * w.entries()
+    n_curve = min(CURVE_INPUTS, T.shape[0])
+    curve_tokens = family.variable_tokens(T[:n_curve])
+    all_tokens = None
+    curve, best = [], None
+    for K in BITS:
+        params = {"weights": str(path), "bits": K}
+        ans = _engine_answers(protocol, params, family, curve_tokens, fixed)
+        right = (ans == T[:n_curve]).all(1)
+        curve.append({"bits": K, "transcript_bits": elements * K, "accuracy": float(right.mean())})
+        if best is None and right.all():
+            if progress:
+                progress(f"{Path(path).name}: K = {K} on all {T.shape[0]:,} inputs")
+            if n_curve == T.shape[0]:
+                best = K
+            else:
+                if all_tokens is None:
+                    all_tokens = family.variable_tokens(T)
+                ans = _engine_answers(protocol, params, family, all_tokens, fixed)
+                best = K if (ans == T).all() else None
+    K = best if best is not None else BITS[-1]
+    report = measure(family, T, protocol, {"weights": str(path), "bits": K})
+    bound = family.bound_bits
+    row = {
+        "weights": Path(path).name,
+        "architecture": w.header.get("label") or _label(a),
+        "family": family.name,
+        "q": family.q,
+        "s": family.s,
+        "seed": w.header.get("seed"),
+        "layers": a["layers"],
+        "heads": a["heads"],
+        "rank": a["rank"],
+        "value_width": a["value_width"],
+        "feature_map": a["feature_map"],
+        "float_accuracy": w.header.get("accuracy"),
+        "state_elements": elements,
+        "float_state_bits": elements * 32,
+        "bits_per_coordinate": best,
+        "measured_at_bits": K,
+        "transcript_bits": report.declared_bits if best is not None else None,
+        "used_bits": report.used_bits,
+        "entry_entropy_bits": report.entry_entropy_bits,
+        "log2_distinct": report.log2_distinct,
+        "bound_bits": bound,
+        "ratio": report.declared_bits / bound if best is not None else None,
+        "used_ratio": report.used_bits / bound,
+        "mode": mode,
+        "inputs": int(T.shape[0]),
+        "correct_fraction": report.correct_fraction,
+        "decoded": report.decoded,
+        "error_rate_upper95": report.error_rate_upper95,
+        "curve": curve,
+    }
+    theorem_guard(row, str(path))
+    return row
+
+
+def _label(a: dict) -> str:
+    return f"{a['feature_map']} L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
+
+
+#: Hand-written protocols drawn beside the models, per family.
+REFERENCES = {"hard": ("block-counts", "kernel:values=blocks,bits=7"), "mqar": ("kv-sum",)}
+
+
+def reference_points(family, samples: int = 20_000) -> list[dict]:
+    """The hand-written protocols of :data:`REFERENCES` measured on ``family``."""
+    from sketchsim.sketch.plugins import discover, resolve
+    from sketchsim.sketch.transcript import choose_answers, measure
+
+    mode, T = choose_answers(family, None, samples)
+    found, out = discover(), []
+    for spec in REFERENCES.get(family.name, ()):
+        r = resolve(spec, found)
+        rep = measure(family, T, r.protocol, r.params)
+        out.append(
+            {
+                "protocol": spec,
+                "family": family.name,
+                "q": family.q,
+                "s": family.s,
+                "transcript_bits": rep.declared_bits,
+                "ratio": rep.declared_bits / family.bound_bits,
+                "correct_fraction": rep.correct_fraction,
+                "mode": mode,
+            }
+        )
+    return out
+
+
+def summarize_rows(rows: list[dict]) -> list[dict]:
+    """Per (family, q, s, architecture) over seeds: how many decode, and their bits and ratios."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["family"], r["q"], r["s"], r["architecture"]), []).append(r)
+    out = []
+    for (fam, q, s, arch), rs in sorted(groups.items()):
+        ok = [r for r in rs if r["bits_per_coordinate"] is not None]
+        ks = [r["bits_per_coordinate"] for r in ok]
+        ratios = [r["ratio"] for r in ok]
+        out.append(
+            {
+                "family": fam,
+                "q": q,
+                "s": s,
+                "architecture": arch,
+                "seeds": len(rs),
+                "decoded_seeds": len(ok),
+                "float_accuracy_mean": _mean([r["float_accuracy"] for r in rs]),
+                "bits_per_coordinate_min": min(ks) if ks else None,
+                "transcript_bits_min": min((r["transcript_bits"] for r in ok), default=None),
+                "ratio_min": min(ratios) if ratios else None,
+                "ratio_mean": _mean(ratios),
+                "used_ratio_mean": _mean([r["used_ratio"] for r in ok]),
+                "bound_bits": rs[0]["bound_bits"],
+            }
+        )
+    return out
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def capacity_dir(folder, samples: int = 20_000, references: bool = True, progress=None) -> dict:
+    """Measure every ``*.npz`` weights file in ``folder`` (sorted by name).
+
+    Returns ``{"rows", "summary", "references"}``.
+
+    Raises
+    ------
+    SketchsimError
+        No weights file in ``folder``, a malformed one, or a guard failure.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SketchsimError(f"{folder} is not a folder", param="folder")
+    files = sorted(folder.glob("*.npz"))
+    if not files:
+        raise SketchsimError(f"{folder} holds no weights files (*.npz)", param="folder")
+    rows = []
+    for k, path in enumerate(files):
+        rows.append(measure_weights(path, samples))
+        if progress:
+            progress(k + 1, len(files))
+    refs = []
+    if references:
+        seen = sorted({(r["family"], r["q"], r["s"]) for r in rows})
+        for fam, q, s in seen:
+            refs += reference_points(make_family(fam, q, s), samples)
+    return {"rows": rows, "summary": summarize_rows(rows), "references": refs}
+
+
+def plot_capacity(result: dict, path) -> Path:
+    """Accuracy against transcript bits (log x), one curve per architecture (mean over seeds),
+    one panel per family size, the bound ``q log2(s+1)`` as a vertical line and the
+    hand-written protocols as points."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SketchsimError("plots need matplotlib: pip install 'sketchsim[plot]'") from None
+    sizes = sorted({(r["family"], r["q"], r["s"]) for r in result["rows"]})
+    cols = min(3, len(sizes))
+    nrows = math.ceil(len(sizes) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.6 * nrows), squeeze=False)
+    for ax, (fam, q, s) in zip(axes.flat, sizes, strict=False):
+        rows = [r for r in result["rows"] if (r["family"], r["q"], r["s"]) == (fam, q, s)]
+        by_arch: dict[str, list] = {}
+        for r in rows:
+            by_arch.setdefault(r["architecture"], []).append(r["curve"])
+        for arch, curves in sorted(by_arch.items()):
+            x = [p["transcript_bits"] for p in curves[0]]
+            y = np.mean([[p["accuracy"] for p in c] for c in curves], axis=0)
+            ax.plot(x, y, marker=".", ms=3, label=f"{arch} ({len(curves)} seeds)")
+        bound = rows[0]["bound_bits"]
+        ax.axvline(bound, color="red", ls=":", label=f"bound {bound:.0f} bits")
+        for ref in result.get("references", []):
+            if (ref["family"], ref["q"], ref["s"]) == (fam, q, s):
+                ax.plot(ref["transcript_bits"], ref["correct_fraction"], "k*", ms=8)
+                ax.annotate(
+                    f"{ref['protocol']} {ref['ratio']:.2f}x",
+                    (ref["transcript_bits"], ref["correct_fraction"]),
+                    fontsize=6,
+                    xytext=(3, -10),
+                    textcoords="offset points",
+                )
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{fam} q={q} s={s}", fontsize=9)
+        ax.set_xlabel("transcript bits (L H E K)")
+        ax.set_ylabel("exact-sequence accuracy")
+        ax.legend(fontsize=5)
+    for ax in list(axes.flat)[len(sizes) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,234 @@
+"""Kernel-attention models of the ``capacity`` suite, in torch, and their weights files.
+
+:class:`KernelLayer` is one layer of ``H`` heads that exposes its state: per
+token the contributions ``c_j`` of every state entry (``phi_K(u_j)_k v(u_j)_c``
+and, for the nonnegative maps, ``phi_K(u_j)_k``), whose sum over tokens is the
+layer's sketch, and :meth:`KernelLayer.read`, which turns a state back into
+outputs.  :class:`CapacityModel` stacks ``L`` layers on a residual stream; it is
+the model :mod:`sketchsim.sketch.trained` runs in the engine (same formulas;
+:func:`export` writes the weights file), and ``SoftmaxModel`` is the dense
+softmax reference (no fixed-size state, not exported).
+
+A user's layer plugs in through :mod:`sketchsim.experiments.model_plugins`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from sketchsim.sketch.trained import FEATURE_MAPS, HEAD_ARRAYS, head_entries
+
+__all__ = [
+    "HEADROOM",
+    "KernelLayer",
+    "CapacityModel",
+    "SoftmaxModel",
+    "calibrate",
+    "export_arrays",
+    "model_from_weights",
+]
+
+#: Registers reach this fraction of the contributions' range below the smallest one
+#: seen in calibration and span this much more than the largest sum seen, so that
+#: inputs not calibrated on rarely clip or saturate.
+HEADROOM = 1 / 16
+
+
+def _activation(name: str):
+    if name == "elu1":
+        return lambda z: F.elu(z) + 1.0
+    if name == "relu":
+        return lambda z: F.relu(z) + 1e-3
+    if name == "signed":
+        return lambda z: z
+    raise ValueError(f"unknown feature map {name!r}; choose one of {FEATURE_MAPS}")
+
+
+class KernelLayer(nn.Module):
+    """``H`` kernel heads over width-``m`` tokens; the state is ``[B, H, E]``.
+
+    Parameters
+    ----------
+    m, heads, r, d : int
+        Token width, heads, feature rank, value width.
+    feature_map : {"elu1", "relu", "signed"}
+    eps : float
+        The normalizer's epsilon (nonnegative maps).
+    """
+
+    def __init__(self, m: int, heads: int, r: int, d: int, feature_map: str, eps: float = 1e-6):
+        super().__init__()
+        self.act = _activation(feature_map)
+        self.m, self.heads, self.r, self.d = m, heads, r, d
+        self.feature_map, self.eps = feature_map, eps
+        self.normalize = feature_map != "signed"
+        self.wq, self.wk = nn.Linear(m, heads * r), nn.Linear(m, heads * r)
+        self.wv, self.wa = nn.Linear(m, heads * d), nn.Linear(m, heads * d)
+        self.wu = nn.Parameter(torch.randn(heads, m, d) / (d**0.5 * 4))
+
+    @property
+    def entries(self) -> int:
+        """State entries per head (``E``)."""
+        return head_entries(self.r, self.d, self.feature_map)
+
+    def contributions(self, u: torch.Tensor) -> torch.Tensor:
+        """Per-token state contributions ``[B, N, H, E]`` (their sum over tokens is the state)."""
+        B, N, _ = u.shape
+        fk = self.act(self.wk(u)).view(B, N, self.heads, self.r, 1)
+        v = self.wv(u).view(B, N, self.heads, 1, self.d)
+        parts = [fk * v]
+        if self.normalize:
+            parts.append(fk)
+        return torch.cat(parts, -1).reshape(B, N, self.heads, self.entries)
+
+    def read(self, u: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(y, delta)``: the layer's readout ``[B, N]`` and residual update ``[B, N, m]``."""
+        B, N, _ = u.shape
+        H, r, d = self.heads, self.r, self.d
+        fq = self.act(self.wq(u)).view(B, N, H, r)
+        av = self.wa(u).view(B, N, H, d)
+        st = state.view(B, H, r, -1)
+        o = torch.einsum("bnhr,bhrc->bnhc", fq, st[..., :d])
+        if self.normalize:
+            o = o / (torch.einsum("bnhr,bhr->bnh", fq, st[..., d]) + self.eps).unsqueeze(-1)
+        else:
+            o = o / N
+        y = (av * o).sum((-1, -2))
+        delta = torch.einsum("hmc,bnhc->bnm", self.wu, o)
+        return y, delta
+
+    def head_arrays(self, h: int) -> dict:
+        """Head ``h``'s weights as the float64 arrays of the weights file (no calibration)."""
+        r, d = self.r, self.d
+
+        def rows(lin, k, n):
+            return lin.weight[k * n : (k + 1) * n], lin.bias[k * n : (k + 1) * n]
+
+        wq, bq = rows(self.wq, h, r)
+        wk, bk = rows(self.wk, h, r)
+        wv, bv = rows(self.wv, h, d)
+        wa, ba = rows(self.wa, h, d)
+        out = dict(wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wa=wa, ba=ba, wu=self.wu[h])
+        return {k: v.detach().double().cpu().numpy() for k, v in out.items()}
+
+
+class CapacityModel(nn.Module):
+    """``L`` :class:`KernelLayer` s on a residual stream ``u^0 = 2x - 1``; outputs ``[B, N]``.
+
+    ``quantize``, when given to :meth:`forward`, maps ``(layer, contributions)``
+    to the state a layer reads (default: the exact sum over tokens).
+    """
+
+    def __init__(
+        self,
+        m: int,
+        layers: int,
+        heads: int,
+        r: int,
+        d: int,
+        feature_map: str,
+        eps: float = 1e-6,
+        layer_type=None,
+    ):
+        super().__init__()
+        make = layer_type or KernelLayer
+        self.layers = nn.ModuleList([make(m, heads, r, d, feature_map, eps) for _ in range(layers)])
+        self.out = nn.Linear(m, 1)
+        self.arch = dict(
+            layers=layers, heads=heads, rank=r, value_width=d, feature_map=feature_map, m=m, eps=eps
+        )
+
+    def forward(self, x: torch.Tensor, quantize=None, states: list | None = None):
+        u = 2 * x - 1
+        y = self.out(u).squeeze(-1)
+        for k, layer in enumerate(self.layers):
+            c = layer.contributions(u)
+            state = c.sum(1) if quantize is None else quantize(k, c)
+            if states is not None:
+                states.append((c.detach(), state.detach()))
+            dy, delta = layer.read(u, state)
+            y = y + dy
+            u = u + delta
+        return y
+
+
+class SoftmaxModel(nn.Module):
+    """The reference: ``L`` layers of ``H`` dense softmax heads (no fixed-size state)."""
+
+    def __init__(self, m: int, layers: int, heads: int, d: int):
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.qkv = nn.ModuleList([nn.Linear(m, 3 * heads * d) for _ in range(layers)])
+        self.wa = nn.ModuleList([nn.Linear(m, heads * d) for _ in range(layers)])
+        self.wu = nn.ModuleList([nn.Linear(heads * d, m, bias=False) for _ in range(layers)])
+        self.out = nn.Linear(m, 1)
+
+    def forward(self, x: torch.Tensor, quantize=None, states=None):
+        B, N, _ = x.shape
+        u = 2 * x - 1
+        y = self.out(u).squeeze(-1)
+        for qkv, wa, wu in zip(self.qkv, self.wa, self.wu, strict=True):
+            q, k, v = qkv(u).view(B, N, 3, self.heads, self.d).unbind(2)
+            w = torch.softmax(torch.einsum("bihc,bjhc->bhij", q, k) / self.d**0.5, -1)
+            o = torch.einsum("bhij,bjhc->bihc", w, v)
+            y = y + (wa(u).view(B, N, self.heads, self.d) * o).sum((-1, -2))
+            u = u + wu(o.reshape(B, N, -1))
+        return y
+
+
+def calibrate(model: CapacityModel, x: torch.Tensor) -> list[tuple]:
+    """Per layer ``(lo, span)`` ``[H, E]`` float64 from the inputs ``x`` (the training set).
+
+    ``lo_e``: the smallest contribution ``c_j`` of any token, less :data:`HEADROOM`
+    times the contributions' range; ``span_e``: the largest ``sum_j (c_j - lo_e)``
+    of any input, times ``1 +`` :data:`HEADROOM` (docs/theory.md, "Trained models").
+    """
+    states: list = []
+    with torch.no_grad():
+        model.double()(x.double(), states=states)
+    out = []
+    for c, _ in states:
+        low, high = c.amin((0, 1)), c.amax((0, 1))
+        lo = low - HEADROOM * (high - low)
+        span = (c - lo).sum(1).amax(0) * (1 + HEADROOM)
+        out.append((lo.cpu().numpy(), span.cpu().numpy()))
+    return out
+
+
+def export_arrays(model: CapacityModel, calibration: list[tuple]) -> dict:
+    """The arrays of the weights file (:mod:`sketchsim.sketch.trained`)."""
+    arrays = {}
+    for lay, layer in enumerate(model.layers):
+        lo, span = calibration[lay]
+        for h in range(layer.heads):
+            head = layer.head_arrays(h)
+            head.update(lo=lo[h], span=span[h])
+            assert set(head) == set(HEAD_ARRAYS), sorted(head)
+            arrays.update({f"L{lay}.H{h}.{k}": v for k, v in head.items()})
+    arrays["wb"] = model.out.weight.detach().double().cpu().numpy()[0]
+    arrays["bb"] = model.out.bias.detach().double().cpu().numpy()
+    return arrays
+
+
+def model_from_weights(weights) -> CapacityModel:
+    """The torch model (float64) of a loaded weights file (``load_weights``)."""
+    a = weights.arch
+    model = CapacityModel(
+        a["m"], a["layers"], a["heads"], a["rank"], a["value_width"], a["feature_map"], a["eps"]
+    ).double()
+    arr = {k: torch.from_numpy(v) for k, v in weights.arrays.items()}
+    r, d = a["rank"], a["value_width"]
+    with torch.no_grad():
+        for lay, layer in enumerate(model.layers):
+            for h in range(a["heads"]):
+                g = {k: arr[f"L{lay}.H{h}.{k}"] for k in HEAD_ARRAYS}
+                for name, n in (("wq", r), ("wk", r), ("wv", d), ("wa", d)):
+                    lin = getattr(layer, name)
+                    lin.weight[h * n : (h + 1) * n] = g[name]
+                    lin.bias[h * n : (h + 1) * n] = g["b" + name[1]]
+                layer.wu[h] = g["wu"]
+        model.out.weight[0] = arr["wb"]
+        model.out.bias[:] = arr["bb"]
+    return model

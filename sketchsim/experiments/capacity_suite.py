@@ -1,0 +1,296 @@
+"""The ``capacity`` suite: kernel-attention models trained on F(q, s) (and MQAR), kept as
+weights files the sketch engine runs (``trained`` protocol, ``sketchsim capacity``).
+
+One :class:`CapacitySpec` per run: a family and its size, an architecture
+(layers, heads, feature rank ``r``, value width ``d``, feature map ``elu1``,
+``relu`` or ``signed``; or the dense ``softmax`` reference) and a seed.
+:func:`train_capacity` trains it full-batch (Adam with a one-cycle schedule,
+one torch thread) on every input of the family when it has at most
+:data:`TRAIN_INPUTS`, else on that many seeded draws, until every training
+output is within ``stop_below`` of its target; the accuracy reported is the
+fraction of inputs whose ``q`` answers all round right, on every input when the
+family has at most :data:`EVAL_EXHAUSTIVE` of them, else on :data:`EVAL_INPUTS`
+fresh draws.  :func:`run_capacity` runs a plan's specs (resumable), summarizes
+seeds with 95% intervals (:mod:`sketchsim.experiments.stats`) and, with
+``weights_dir``, writes every kernel model as a weights file
+(:mod:`sketchsim.sketch.trained`) calibrated on its training inputs plus
+:data:`CALIBRATION_EXTRA` more draws from the same distribution.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sketchsim.errors import SketchsimError
+from sketchsim.experiments.capacity import make_family
+from sketchsim.experiments.capacity_models import (
+    CapacityModel,
+    SoftmaxModel,
+    calibrate,
+    export_arrays,
+)
+from sketchsim.experiments.stats import mean_interval
+from sketchsim.minip.bits import unpack_bits
+
+__all__ = [
+    "TRAIN_INPUTS",
+    "EVAL_INPUTS",
+    "EVAL_EXHAUSTIVE",
+    "CALIBRATION_EXTRA",
+    "CapacitySpec",
+    "train_capacity",
+    "run_capacity",
+    "summarize_capacity",
+]
+
+TRAIN_INPUTS = 512
+EVAL_INPUTS = 4096
+EVAL_EXHAUSTIVE = 1 << 16
+CALIBRATION_EXTRA = 1 << 14
+
+
+@dataclass(frozen=True)
+class CapacitySpec:
+    """One training run of the capacity suite (``model``: ``kernel``, ``signed`` or ``softmax``;
+    ``model_plugin``: a user layer spec, see :mod:`sketchsim.experiments.model_plugins`)."""
+
+    family: str
+    q: int
+    s: int
+    model: str
+    layers: int
+    heads: int
+    rank: int
+    value_width: int
+    feature_map: str
+    seed: int
+    steps: int = 1000
+    lr: float = 0.03
+    stop_below: float = 0.25
+    train_inputs: int = TRAIN_INPUTS
+    model_plugin: str = ""
+
+    @property
+    def label(self) -> str:
+        """The architecture in words: ``elu1 L1 H2 r2 d8``, ``softmax L1 H1 d16``."""
+        if self.model == "softmax":
+            return f"softmax L{self.layers} H{self.heads} d{self.value_width}"
+        name = self.model_plugin.rsplit(":", 1)[-1] or self.feature_map
+        return f"{name} L{self.layers} H{self.heads} r{self.rank} d{self.value_width}"
+
+    def key(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def _answers(family, n: int, seed: int, stream: int) -> np.ndarray:
+    if family.size <= n:
+        return family.all_answers()
+    rng = np.random.default_rng([seed, stream])
+    return rng.integers(0, family.s + 1, size=(n, family.q)).astype(family.answer_dtype)
+
+
+def _tensor(family, T: np.ndarray, dtype=torch.float32) -> torch.Tensor:
+    return torch.tensor(unpack_bits(family.tokens(T), family.m), dtype=dtype)
+
+
+def _build(spec: CapacitySpec, m: int):
+    torch.manual_seed(spec.seed)
+    if spec.model == "softmax":
+        return SoftmaxModel(m, spec.layers, spec.heads, spec.value_width)
+    layer_type = None
+    if spec.model_plugin:
+        from sketchsim.experiments.model_plugins import resolve_model
+
+        layer_type = resolve_model(spec.model_plugin)
+    fmap = "signed" if spec.model == "signed" else spec.feature_map
+    return CapacityModel(
+        m, spec.layers, spec.heads, spec.rank, spec.value_width, fmap, layer_type=layer_type
+    )
+
+
+def _accuracy(model, fam, T: np.ndarray, chunk: int = 4096) -> float:
+    """Fraction of the inputs ``T`` whose ``q`` outputs all round to their answers."""
+    right = 0
+    with torch.no_grad():
+        for lo in range(0, T.shape[0], chunk):
+            part = T[lo : lo + chunk]
+            y = model(_tensor(fam, part))[:, : fam.q]
+            err = (y - torch.as_tensor(part.astype(np.float32))).abs()
+            right += int((err < 0.5).all(1).sum())
+    return right / T.shape[0]
+
+
+def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dict:
+    """Train one spec; returns its row (and writes its weights file into ``save_to``).
+
+    Returns
+    -------
+    dict
+        ``spec``, ``architecture`` (label), ``accuracy`` and ``eval_inputs`` /
+        ``eval_mode`` (all inputs, or a seeded sample), ``train_accuracy``,
+        ``max_abs_error`` (training set), ``steps``, ``seconds``, ``weights`` (path or None).
+    """
+    fam = make_family(spec.family, spec.q, spec.s)
+    T = _answers(fam, spec.train_inputs, spec.seed, 11)
+    X = _tensor(fam, T).to(device)
+    t = torch.as_tensor(T.astype(np.float32), device=device)
+    model = _build(spec, fam.m).to(device)
+    opt = torch.optim.Adam(model.parameters(), spec.lr)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, spec.lr, total_steps=spec.steps + 1)
+    start, step, err = time.perf_counter(), 0, math.inf
+    for step in range(spec.steps + 1):  # noqa: B007 - step is reported
+        y = model(X)[:, : spec.q]
+        err = float((y.detach() - t).abs().max())
+        if err < spec.stop_below or step == spec.steps or not math.isfinite(err):
+            break
+        loss = ((y - t) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    seconds = time.perf_counter() - start
+    model = model.cpu()
+    train_acc = _accuracy(model, fam, T)
+    exhaustive = fam.size <= EVAL_EXHAUSTIVE
+    Te = fam.all_answers() if exhaustive else _answers(fam, EVAL_INPUTS, spec.seed, 12)
+    acc = _accuracy(model, fam, Te)
+    row = {
+        "spec": asdict(spec),
+        "architecture": spec.label,
+        "family": spec.family,
+        "q": spec.q,
+        "s": spec.s,
+        "seed": spec.seed,
+        "accuracy": acc,
+        "eval_mode": "exhaustive" if exhaustive else "sampled",
+        "eval_inputs": int(Te.shape[0]),
+        "train_accuracy": train_acc,
+        "max_abs_error": err if math.isfinite(err) else None,
+        "steps": step,
+        "seconds": seconds,
+        "weights": None,
+    }
+    if save_to is not None and _exportable(model):
+        row["weights"] = str(_save(spec, fam, model, T, acc, save_to))
+    return row
+
+
+def _exportable(model) -> bool:
+    """Whether the engine can run ``model``: kernel layers that export their heads."""
+    from sketchsim.sketch.trained import FEATURE_MAPS
+
+    return isinstance(model, CapacityModel) and all(
+        callable(getattr(layer, "head_arrays", None))
+        and getattr(layer, "feature_map", None) in FEATURE_MAPS
+        for layer in model.layers
+    )
+
+
+def _save(spec: CapacitySpec, fam, model, T, accuracy: float, folder) -> Path:
+    from sketchsim.machine import versions
+    from sketchsim.sketch.trained import save_weights_file
+
+    extra = _answers(fam, CALIBRATION_EXTRA, spec.seed, 13)
+    calib = np.concatenate([T, extra]) if fam.size > spec.train_inputs else T
+    cal = calibrate(model, _tensor(fam, calib, torch.float64))
+    model.float()
+    header = {
+        "architecture": dict(model.arch),
+        "label": spec.label,
+        "family": {
+            "name": fam.name,
+            "spec": spec.family,
+            "q": fam.q,
+            "s": fam.s,
+            "seed": fam.seed,
+            "options": fam.options(),
+        },
+        "seed": spec.seed,
+        "spec": asdict(spec),
+        "accuracy": accuracy,
+        "calibration_inputs": int(calib.shape[0]),
+        "versions": versions(),
+    }
+    name = spec.label.replace(" ", "-")
+    path = Path(folder) / f"{spec.family}-q{spec.q}-s{spec.s}-{name}-seed{spec.seed}.npz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return save_weights_file(path, header, export_arrays(model, cal))
+
+
+def summarize_capacity(rows: list[dict]) -> list[dict]:
+    """Per (family, q, s, architecture): seeds, mean accuracy and its 95% interval."""
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["family"], r["q"], r["s"], r["architecture"]), []).append(
+            r["accuracy"]
+        )
+    out = []
+    for (fam, q, s, arch), vals in groups.items():
+        ci = mean_interval(vals)
+        out.append(
+            {
+                "family": fam,
+                "q": q,
+                "s": s,
+                "architecture": arch,
+                "seeds": len(vals),
+                "mean": float(np.mean(vals)),
+                "min": float(np.min(vals)),
+                "max": float(np.max(vals)),
+                "ci_low": ci and ci[0],
+                "ci_high": ci and ci[1],
+            }
+        )
+    return out
+
+
+def run_capacity(
+    specs: list[CapacitySpec],
+    path=None,
+    header: dict | None = None,
+    resume: bool = False,
+    device: str = "cpu",
+    progress: Callable[[int, int], None] | None = None,
+    weights_dir=None,
+) -> list[dict]:
+    """Train every spec in order, writing ``path`` after each run; resumed runs are reused.
+
+    A resumed run keeps its row (and the weights file it wrote then).
+    """
+    from sketchsim.results import read_json, result_payload, write_json_atomic
+
+    done: dict[str, dict] = {}
+    if resume and path and Path(path).exists():
+        old = read_json(path)
+        if not isinstance(old, dict) or not isinstance(old.get("runs"), list):
+            raise SketchsimError(f"cannot resume from {path}: not a capacity sweep file")
+        for r in old["runs"]:
+            try:
+                done[CapacitySpec(**r["spec"]).key()] = r
+            except (TypeError, KeyError):
+                raise SketchsimError(f"cannot resume from {path}: a run is malformed") from None
+    rows: list[dict] = []
+    for k, spec in enumerate(specs):
+        row = done.get(spec.key())
+        if row is None:
+            row = train_capacity(spec, device, weights_dir)
+        rows.append(row)
+        if path:
+            payload = {
+                "suite": "capacity",
+                "header": header or {},
+                "runs": rows,
+                "complete": k + 1 == len(specs),
+            }
+            write_json_atomic(path, result_payload("sweep", header or {}, payload))
+        if progress:
+            progress(k + 1, len(specs))
+    return rows

@@ -1,0 +1,96 @@
+"""User layers for the capacity suite: entry points ``sketchsim.models`` and ``file.py:NAME``.
+
+A plug-in is a :class:`ModelType` naming a torch layer class built as
+``layer(m, heads, r, d, feature_map, eps)`` (the signature of
+:class:`~sketchsim.experiments.capacity_models.KernelLayer`) that exposes its
+per-layer state:
+
+- ``entries``: state entries per head (``E``);
+- ``contributions(u) -> [B, N, H, E]``: each token's share of the state, whose
+  sum over tokens is the layer's state (what crosses the channel);
+- ``read(u, state) -> (y [B, N], delta [B, N, m])``: the layer's readout and
+  residual update from a state ``[B, H, E]``;
+- ``head_arrays(h)`` (to be measured by ``sketchsim capacity``): head ``h`` as
+  the arrays of the weights file (:data:`sketchsim.sketch.trained.HEAD_ARRAYS`
+  less ``lo`` and ``span``): the engine computes ``act(W u + b)`` features with
+  ``act`` in ``elu1``, ``relu``, ``signed``.
+
+The suite trains any such layer (``sweep --suite capacity --model-plugin
+SPEC``); it writes a weights file when the layer's ``feature_map`` is one the
+engine computes and it has ``head_arrays`` (a layer that computes something
+else trains and reports its accuracy, without a weights file).  Subclassing
+``KernelLayer`` gives all of it: docs/capacity.md has an example (query and
+key features tied).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from sketchsim.errors import PluginError
+from sketchsim.sketch import specs
+
+__all__ = ["ENTRY_POINT_GROUP", "ModelType", "discover_models", "resolve_model"]
+
+ENTRY_POINT_GROUP = "sketchsim.models"
+_METHODS = ("contributions", "read")
+
+
+@dataclass(frozen=True)
+class ModelType:
+    """A user layer: ``name``, a one-line ``description`` and the ``layer`` class."""
+
+    name: str
+    description: str
+    layer: type
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise PluginError(f"a model's name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.layer, type):
+            raise PluginError(f"model {self.name}: layer must be a class")
+        missing = [m for m in _METHODS if not callable(getattr(self.layer, m, None))]
+        if missing:
+            raise PluginError(f"model {self.name}: its layer lacks {', '.join(missing)}")
+
+
+def discover_models() -> list:
+    """Installed entry points of :data:`ENTRY_POINT_GROUP` (a bad one is listed with its error)."""
+    return specs.discover_entry_points(ENTRY_POINT_GROUP, ModelType, "ModelType", {})
+
+
+def resolve_model(spec: str) -> type:
+    """The layer class of ``NAME`` (an entry point), ``path/file.py:NAME`` or ``pkg.mod:NAME``.
+
+    Raises
+    ------
+    PluginError
+        Unknown, broken or ambiguous models.
+    """
+    head, _, name = spec.partition(":")
+    if head.endswith(".py"):
+        module = specs.load_file(Path(head), "model", "sketchsim_model", PluginError)
+    elif name:
+        try:
+            module = importlib.import_module(head)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise PluginError(
+                f"model module {head} failed to import: {specs.import_failure(exc)}"
+            ) from None
+    else:
+        found = [d for d in discover_models() if d.name == head]
+        ok = [d for d in found if d.value is not None]
+        if ok:
+            return ok[0].value.layer
+        if found:
+            raise PluginError(f"model {head} ({found[0].source}): {found[0].error}")
+        raise PluginError(
+            f"unknown model {head!r}: no entry point in {ENTRY_POINT_GROUP}", param="model_plugin"
+        )
+    if not name:
+        raise PluginError(f"model spec {spec!r} needs a name: path/to/file.py:NAME")
+    return specs.pick(specs.instances_in(module, ModelType), name, head, "model", PluginError).layer

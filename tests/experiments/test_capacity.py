@@ -1,0 +1,251 @@
+"""The capacity suite and ``sketchsim capacity``: trained models run as sketches.
+
+- at 32 bits per register the engine answers what the torch model rounds to, on
+  every input tried (exhaustive and sampled families, trained and untrained models);
+- the smallest K is the smallest: the engine is wrong below it and right at it;
+- the theorem guard rejects a broken quantizer that leaks past the channel.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+from cliutil import assert_error_line
+
+from sketchsim.cli import main
+from sketchsim.errors import SketchsimError
+from sketchsim.experiments.capacity import measure_weights, theorem_guard, weights_family
+from sketchsim.experiments.capacity_models import (
+    CapacityModel,
+    calibrate,
+    export_arrays,
+    model_from_weights,
+)
+from sketchsim.experiments.capacity_suite import CapacitySpec, train_capacity
+from sketchsim.experiments.plan import capacity_specs, default_plan
+from sketchsim.minip.bits import unpack_bits
+from sketchsim.sketch import Protocol
+from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.family import HardFamily
+from sketchsim.sketch.plugins import resolve
+from sketchsim.sketch.trained import load_weights, save_weights_file, trained_plan
+
+torch.set_num_threads(1)
+
+
+def engine_answers(w, fam, T, bits):
+    ctx = fam.context()
+    eng = Engine(trained_plan(ctx, w, bits), ctx, "trained")
+    return eng.run(fam.variable_tokens(T), fixed=fam.fixed_tokens()).answers
+
+
+def torch_rounded(model, fam, T):
+    x = torch.tensor(unpack_bits(fam.tokens(T), fam.m), dtype=torch.float64)
+    with torch.no_grad():
+        y = model.double()(x)[:, : fam.q].numpy()
+    return np.clip(np.floor(y + 0.5), -1, fam.s + 1).astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Two trained models of F(4, 1) and one of MQAR, saved by the suite."""
+    folder = tmp_path_factory.mktemp("weights")
+    rows = [
+        train_capacity(
+            CapacitySpec("hard", 4, 1, "kernel", 1, 1, 1, 8, "elu1", 0, steps=300), save_to=folder
+        ),
+        train_capacity(
+            CapacitySpec("hard", 4, 1, "signed", 2, 2, 1, 4, "signed", 1, steps=300), save_to=folder
+        ),
+        train_capacity(
+            CapacitySpec("mqar", 2, 1, "kernel", 1, 1, 2, 4, "relu", 0, steps=300), save_to=folder
+        ),
+    ]
+    return folder, rows
+
+
+def test_engine_at_32_bits_equals_trained_torch_models_on_every_input(trained):
+    folder, rows = trained
+    for row in rows:
+        w = load_weights(row["weights"])
+        fam = weights_family(w)
+        T = fam.all_answers()
+        model = model_from_weights(w)
+        assert np.array_equal(engine_answers(w, fam, T, 32), torch_rounded(model, fam, T))
+    assert rows[0]["accuracy"] == 1.0 and rows[0]["eval_mode"] == "exhaustive"
+
+
+@pytest.mark.parametrize("fmap", ["elu1", "relu", "signed"])
+@pytest.mark.parametrize("layers, heads", [(1, 3), (2, 2)])
+def test_engine_at_32_bits_equals_torch_exhaustive_and_sampled(tmp_path, fmap, layers, heads):
+    for fam, n in ((HardFamily(3, 3, seed=2), None), (HardFamily(16, 3, seed=0), 2000)):
+        torch.manual_seed(layers * 10 + heads)
+        model = CapacityModel(fam.m, layers, heads, 2, 3, fmap).double()
+        # calibrated on other inputs of the family than the ones tried (sampled case)
+        calib = (
+            fam.all_answers()
+            if n is None
+            else np.random.default_rng(1).integers(0, fam.s + 1, (1 << 14, fam.q))
+        )
+        x = torch.tensor(unpack_bits(fam.tokens(calib), fam.m), dtype=torch.float64)
+        arrays = export_arrays(model, calibrate(model, x))
+        header = {
+            "architecture": model.arch,
+            "family": {"name": "hard", "q": fam.q, "s": fam.s, "seed": fam.seed},
+        }
+        w = load_weights(save_weights_file(tmp_path / "w.npz", header, arrays))
+        T = fam.all_answers() if n is None else fam.sample_answers(n)
+        assert np.array_equal(engine_answers(w, fam, T, 32), torch_rounded(model, fam, T))
+
+
+def test_smallest_bits_is_the_smallest_and_the_ratio_its_transcript(trained):
+    folder, rows = trained
+    row = measure_weights(rows[0]["weights"])
+    w = load_weights(rows[0]["weights"])
+    fam = weights_family(w)
+    T = fam.all_answers()
+    K = row["bits_per_coordinate"]
+    assert K is not None and row["mode"] == "exhaustive" and row["inputs"] == 16
+    assert (engine_answers(w, fam, T, K) == T).all()
+    for below in range(1, K):
+        assert not (engine_answers(w, fam, T, below) == T).all()
+    E = w.entries()
+    assert row["transcript_bits"] == w.arch["layers"] * w.arch["heads"] * E * K
+    assert row["ratio"] == pytest.approx(row["transcript_bits"] / 4.0)
+    # the theorem, measured: decoded on every input, so its transcripts carry the bound
+    assert row["decoded"] is True and row["log2_distinct"] >= 4.0 - 1e-9
+    assert row["used_bits"] >= row["entry_entropy_bits"] >= 4.0 - 1e-9
+    assert [p["bits"] for p in row["curve"]] == list(range(1, 33))
+    assert row["curve"][K - 1]["accuracy"] == 1.0
+
+
+def _leaky_protocol(path):
+    """A broken quantizer: every register reads 0 on the channel, the exact sums leak
+    to the readers through a Python buffer beside it."""
+    w = load_weights(path)
+    leak = {}
+
+    def setup(ctx, params):
+        real = trained_plan(ctx, w, 32)
+        emit, update, answer = (f.py_func for f in (real.emit, real.update, real.answer))
+        k = real.layers[0].symbols
+
+        def leaky_emit(layer, pos, bits, c, state, aux, out):
+            buf = np.zeros(k, dtype=np.int64)
+            emit(layer, pos, bits, c, state, aux, buf)
+            if pos == 0:
+                leak[layer] = np.zeros(k, dtype=np.int64)
+            leak[layer] += buf  # the exact register, never on the channel
+
+        def leaky_update(layer, pos, bits, c, state, sketch, aux):
+            update(layer, pos, bits, c, state, np.minimum(leak[layer], 2**32 - 1), aux)
+
+        real.emit, real.update, real.answer = leaky_emit, leaky_update, answer
+        return real
+
+    return Protocol("leaky", "a broken quantizer", setup, params=resolve("trained").protocol.params)
+
+
+def test_theorem_guard_rejects_a_broken_quantizer(trained):
+    folder, rows = trained
+    with pytest.raises(SketchsimError, match="bug in sketchsim"):
+        measure_weights(rows[0]["weights"], protocol=_leaky_protocol(rows[0]["weights"]))
+    row = {
+        "mode": "exhaustive",
+        "decoded": True,
+        "used_bits": 3.0,
+        "log2_distinct": 4.0,
+        "bound_bits": 4.0,
+    }
+    with pytest.raises(SketchsimError, match="used bits 3.00 < the bound 4.00"):
+        theorem_guard(row)
+    theorem_guard({**row, "mode": "sampled"})  # a sample proves nothing: no guard
+    theorem_guard({**row, "decoded": False})
+
+
+def test_capacity_command_json_and_plot(trained, tmp_path):
+    folder, rows = trained
+    out, png = tmp_path / "cap.json", tmp_path / "cap.png"
+    res = CliRunner().invoke(
+        main, ["capacity", str(folder), "--json", str(out), "--plot", str(png)]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    keys = {
+        "weights",
+        "architecture",
+        "q",
+        "s",
+        "bits_per_coordinate",
+        "transcript_bits",
+        "used_bits",
+        "bound_bits",
+        "ratio",
+        "mode",
+        "correct_fraction",
+    }
+    assert len(data["rows"]) == 3 and all(keys <= set(r) for r in data["rows"])
+    assert {s["architecture"] for s in data["summary"]} == {r["architecture"] for r in rows}
+    block = [r for r in data["references"] if r["protocol"] == "block-counts"]
+    assert block and block[0]["ratio"] == 1.0 and block[0]["correct_fraction"] == 1.0
+    assert png.stat().st_size > 0 and data["versions"]["sketchsim"]
+
+
+def test_capacity_command_hostile_folders(tmp_path):
+    runner = CliRunner()
+    assert_error_line(runner.invoke(main, ["capacity", str(tmp_path)]), "holds no weights files")
+    assert_error_line(runner.invoke(main, ["capacity", str(tmp_path / "no")]), "is not a folder")
+    (tmp_path / "bad.npz").write_bytes(b"not an npz")
+    assert_error_line(
+        runner.invoke(main, ["capacity", str(tmp_path)]), "not a readable .npz", only_line=False
+    )
+
+
+def test_default_plan_and_sweep_command(tmp_path):
+    plan = default_plan("capacity")
+    specs = capacity_specs(plan)
+    assert {(s.q, s.s) for s in specs} == {(q, s) for q in (4, 8, 16) for s in (1, 3)}
+    assert {s.model for s in specs} == {"kernel", "signed", "softmax"}
+    out, wdir = tmp_path / "sweep.json", tmp_path / "w"
+    argv = [
+        "sweep",
+        "--suite",
+        "capacity",
+        "--q",
+        "3",
+        "--s",
+        "1",
+        "--seeds",
+        "3",
+        "--steps",
+        "40",
+        "--layers",
+        "1",
+        "--heads",
+        "1,2",
+        "--model",
+        "kernel",
+        "--model",
+        "softmax",
+        "--json",
+        str(out),
+        "--save-weights",
+        str(wdir),
+    ]
+    res = CliRunner().invoke(main, argv)
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert len(data["runs"]) == 12 and data["complete"]
+    summary = {s["architecture"]: s for s in data["summary"]}
+    assert set(summary) == {
+        "elu1 L1 H1 r1 d16",
+        "elu1 L1 H2 r1 d16",
+        "softmax L1 H1 d16",
+        "softmax L1 H2 d16",
+    }
+    assert all(s["seeds"] == 3 and s["ci_low"] is not None for s in summary.values())
+    assert len(list(wdir.glob("*.npz"))) == 6  # kernel models only
+    res = CliRunner().invoke(main, [*argv, "--resume"])
+    assert res.exit_code == 0 and json.loads(out.read_text())["runs"] == data["runs"]
