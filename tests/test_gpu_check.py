@@ -44,7 +44,11 @@ def test_gpu_check_on_cpu_tiny(tmp_path):
         # the CPU as the device: the same deterministic runs, so no difference at all
         assert all(c["difference"] == 0.0 for c in s["comparisons"]), s["name"]
         assert s["seconds_per_step"]["device"] > 0 and s["seconds_per_step"]["cpu"] > 0
-        assert s["ran_on"] == {"device": ["cpu"], "cpu": ["cpu"]}
+        if s["name"] in ("witness-sweep", "ood-scale"):
+            assert s["ran_on"] == {"device": ["cpu"], "cpu": ["cpu"]}
+        else:  # a suite whose runs do not record their device says so
+            assert set(s["ran_on"]["device"]) <= {"cpu", "unrecorded"}
+            assert "unrecorded" not in s["ran_on"]["device"] or "device" in s["note"]
     assert data["command"] == "gpu_check" and "versions" in data
 
 
