@@ -233,6 +233,11 @@ def _check_capacity(plan: Plan) -> None:
             raise SketchsimError(f"{name} must list integers in 1..{top}", param=name)
     if not plan.families:
         raise SketchsimError("families is empty", param="family")
+    if plan.model_plugins:  # found and checked before anything trains
+        from sketchsim.experiments.model_plugins import resolve_model
+
+        for spec in plan.model_plugins:
+            resolve_model(spec)
 
 
 def _check_maps(names, suite: str) -> None:
@@ -460,8 +465,9 @@ def capacity_specs(plan: Plan) -> list:
     """The capacity suite's runs: every family size, architecture and seed of the plan.
 
     Kernel models (``kernel`` with each map, ``signed``, each user layer) span
-    layers x heads x ranks x value widths; the ``softmax`` reference spans layers
-    x heads x value widths.
+    layers x heads x ranks x value widths; the ``softmax`` reference (accuracy
+    only: it has no fixed-size state) spans heads x value widths at the smallest
+    layer count.
     """
     from sketchsim.experiments.capacity_suite import CapacitySpec
 
@@ -482,7 +488,9 @@ def capacity_specs(plan: Plan) -> list:
                     ranks = (0,) if model == "softmax" else plan.ranks
                     seeds = plan.softmax_seeds if model == "softmax" else plan.seeds
                     steps = (plan.softmax_steps or plan.steps) if model == "softmax" else plan.steps
-                    for L in plan.layer_counts:
+                    # the softmax reference at the smallest depth only (it is not measured)
+                    depths = plan.layer_counts[:1] if model == "softmax" else plan.layer_counts
+                    for L in depths:
                         for H in plan.head_counts:
                             for r in ranks:
                                 for d in plan.value_widths:
