@@ -13,6 +13,11 @@ callable is applied to the value reached so far (for numbers the doc derives,
 such as a minimum over seeds).  A format is a ``str.format`` pattern or a
 callable returning the text.
 
+After a rerun that changes result files, ``python tests/test_doc_numbers.py --write``
+puts the new values into the docs (each quoted text, its ``{}`` read as wildcards,
+must match one place in its doc; entries it cannot place are printed), and without
+``--write`` it lists the stale entries.
+
 Numbers in docs/ that are *not* checked here, and why:
 
 - times (seconds, minutes): they are labelled with their machine and load, and
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -1112,18 +1118,26 @@ def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 
 
-@pytest.mark.parametrize("doc_file, text, json_file, paths, formats", NUMBERS, ids=_ids())
-def test_documented_number_equals_its_result_file(doc_file, text, json_file, paths, formats):
+def filled_text(text: str, json_file: str, paths: tuple, formats: tuple) -> str:
+    """``text`` with each ``{}`` replaced by its value from ``json_file``, formatted."""
     data = load(json_file)
     values = [fmt(lookup(data, p), f) for p, f in zip(paths, formats, strict=True)]
-    expected = text.replace("{}", "\x00").split("\x00")
-    filled = "".join(a + b for a, b in zip(expected, values + [""], strict=True))
+    parts = text.split("{}")
+    return "".join(a + b for a, b in zip(parts, values + [""], strict=True))
+
+
+@pytest.mark.parametrize("doc_file, text, json_file, paths, formats", NUMBERS, ids=_ids())
+def test_documented_number_equals_its_result_file(doc_file, text, json_file, paths, formats):
+    filled = filled_text(text, json_file, paths, formats)
     page = doc(doc_file)
     if filled not in page:
         # name the line the doc has instead, so the stale number is easy to find
-        head = expected[0] if expected[0].strip() else text[:30]
-        near = [ln for ln in page.splitlines() if head.strip() and head.strip() in ln][:3]
-        pytest.fail(f"{doc_file} should contain {filled!r} (from {json_file}); near: {near}")
+        head = text.split("{}")[0].strip() or text[:30]
+        near = [ln for ln in page.splitlines() if head in ln][:3]
+        pytest.fail(
+            f"{doc_file} should contain {filled!r} (from {json_file}); near: {near}; "
+            "`python tests/test_doc_numbers.py --write` rewrites it from the file"
+        )
 
 
 def test_the_table_checks_something_in_every_doc():
@@ -1136,3 +1150,69 @@ def test_the_table_checks_something_in_every_doc():
         "docs/reproduce/report.md",
     ):
         assert page in docs, page
+
+
+def test_write_puts_stale_numbers_back(tmp_path, monkeypatch):
+    """``--write`` restores numbers changed in a copy of the docs (a table cell, a prose number)."""
+    import shutil
+
+    for rel in {d for d, *_ in NUMBERS} | {j for _, _, j, _, _ in NUMBERS}:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, tmp_path / rel)
+    theory = tmp_path / "docs" / "theory.md"
+    original = theory.read_text()
+    stale = original.replace(
+        "| 64 | random(w=32, d=4, seed=0, streamed) | 65,536 | 65,536 | 3470.25 | 3,471 |",
+        "| 64 | random(w=32, d=4, seed=0, streamed) | 65,536 | 65,536 | 3470.25 | 3,470 |",
+    )
+    stale = stale.replace("m = 64 it certifies `r >= 3,471`", "m = 64 it certifies `r >= 1,947`")
+    assert stale != original
+    theory.write_text(stale)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    load.cache_clear()
+    doc.cache_clear()
+    try:
+        assert regenerate(write=True) == 0
+        assert theory.read_text() == original
+    finally:
+        load.cache_clear()
+        doc.cache_clear()
+
+
+# ---- regenerating the docs from the files ------------------------------------
+def regenerate(write: bool) -> int:
+    """Put every entry's current value into its doc; print what is stale or cannot be placed.
+
+    The quoted text with its ``{}`` as wildcards (within one line each) must match
+    exactly one place in the doc; that place is replaced by the filled text.
+    Returns the number of entries still not in their docs.
+    """
+    import re
+
+    pages = {d: (ROOT / d).read_text() for d, *_ in NUMBERS}
+    left = 0
+    for doc_file, text, json_file, paths, formats in NUMBERS:
+        filled = filled_text(text, json_file, paths, formats)
+        page = pages[doc_file]
+        if filled in page:
+            continue
+        parts = [re.escape(p) for p in text.split("{}")]
+        last_cell = text.endswith("{} |") and text.count("{}") == 1
+        pattern = ("(?:.+)" if last_cell else "(?:[^\n]+?)").join(parts)
+        hits = list(re.finditer(pattern, page))
+        if len(hits) == 1 and write:
+            m = hits[0]
+            pages[doc_file] = page[: m.start()] + filled + page[m.end() :]
+            print(f"{doc_file}: {m.group(0)!r} -> {filled!r}")
+        else:
+            left += 1
+            print(f"{doc_file}: stale, {len(hits)} candidate places: {filled!r} (from {json_file})")
+    if write:
+        for d, text in pages.items():
+            if (ROOT / d).read_text() != text:
+                (ROOT / d).write_text(text)
+    return left
+
+
+if __name__ == "__main__":
+    sys.exit(1 if regenerate("--write" in sys.argv) else 0)
