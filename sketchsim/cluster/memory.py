@@ -1,6 +1,6 @@
 """Measured memory of a cluster ``transcript`` task, the basis of its sizing.
 
-:func:`sketchsim.cluster.transcript.layout` sizes map shards and fingerprint
+:func:`sketchsim.cluster.layout.layout` sizes map shards and fingerprint
 ranges from bytes per input (``MAP_BYTES_PER_INPUT``,
 ``REDUCE_BYTES_PER_INPUT``).  This module measures those figures: it runs one
 map task and one reduce task in this process under :mod:`tracemalloc` (NumPy
@@ -59,19 +59,14 @@ def measure_task_memory(
         shuffled), ``first_task_bytes`` (a worker's first task's peak on 64
         inputs: what it allocates once and later tasks reuse), plus the parameters.
     """
-    from sketchsim.cluster.transcript import (
-        TranscriptJob,
-        family_digest,
-        prepare_job,
-        reduce_partition,
-        transcript_map,
-    )
+    from sketchsim.cluster.jobs import TranscriptJob
+    from sketchsim.cluster.tasks import prepare_job, reduce_partition, transcript_map
     from sketchsim.sketch.family import HardFamily
     from sketchsim.sketch.plugins import resolve
 
     family = HardFamily(q, s, seed=seed)
     r = resolve(spec)
-    job = TranscriptJob("hard", q, s, seed, spec, r.identity, family_digest(family), mode, inputs)
+    job = TranscriptJob("hard", q, s, seed, spec, r.identity, family.digest(), mode, inputs)
     prepare_job(job)  # compile before measuring: the engine is built once per worker
     answers = family.sample_answers(inputs) if mode == "sampled" else None
     # a worker's first task also allocates what later tasks reuse: not per task

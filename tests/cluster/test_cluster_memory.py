@@ -3,7 +3,7 @@
 import pytest
 
 from sketchsim.cluster.memory import measure_task_memory
-from sketchsim.cluster.transcript import MAP_BYTES_PER_INPUT, REDUCE_BYTES_PER_INPUT
+from sketchsim.cluster.layout import MAP_BYTES_PER_INPUT, REDUCE_BYTES_PER_INPUT
 
 pytest.importorskip("pandas")  # the cluster extra is part of dev: CI runs these
 

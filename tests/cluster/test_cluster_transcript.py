@@ -152,7 +152,7 @@ def test_cluster_limits():
 
 @pytest.mark.parametrize("mode, q", [("exhaustive", 30), ("sampled", 64)])
 def test_layout_covers_every_input_once_within_the_memory_budget(mode, q):
-    from sketchsim.cluster.transcript import MAP_BYTES_PER_INPUT, REDUCE_BYTES_PER_INPUT
+    from sketchsim.cluster.layout import MAP_BYTES_PER_INPUT, REDUCE_BYTES_PER_INPUT
 
     budget = config.CLUSTER_TASK_BYTES
     for n, w in [(1, 1), (64, 2), (1000, 3), (1 << 24, 2), (1 << 32, 64)]:
