@@ -17,9 +17,13 @@ def duration_words(secs: float) -> str:
     return f"about {secs:.3g} s"
 
 
-def byte_size(n: float) -> str:
-    """``n`` bytes in binary units: "1.5 GiB", "312 bytes"."""
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+def byte_size(n: float, unit: str | None = None) -> str:
+    """``n`` bytes in binary units: "1.5 GiB", "312 bytes"; ``unit="GiB"`` fixes the unit
+    (three significant digits: "0.0001 GiB")."""
+    scales = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+    if unit is not None:
+        return f"{n / dict(scales)[unit]:.3g} {unit}"
+    for name, scale in scales:
         if n >= scale:
-            return f"{n / scale:,.1f} {unit}"
+            return f"{n / scale:,.1f} {name}"
     return f"{n:,.0f} bytes"

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
 from pathlib import Path
 
 from sketchsim.errors import FamilyError
 from sketchsim.sketch import specs
 from sketchsim.sketch.family import HARD, FamilyType
 from sketchsim.sketch.mqar import MQAR
+from sketchsim.sketch.specs import Found
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "FoundFamily",
     "discover_families",
     "resolve_family",
     "family_identity",
@@ -35,17 +34,6 @@ ENTRY_POINT_GROUP = "sketchsim.families"
 BUILTINS = (HARD, MQAR)
 
 
-@dataclass
-class FoundFamily:
-    """A family type and where it came from (or why it failed to load)."""
-
-    name: str
-    source: str
-    family: FamilyType | None = None
-    error: str | None = None
-    identity: str = ""
-
-
 def _load_file(path: Path):
     return specs.load_file(path, "family", "sketchsim_family", FamilyError)
 
@@ -54,16 +42,16 @@ def _families_in(module) -> dict[str, FamilyType]:
     return specs.instances_in(module, FamilyType)
 
 
-def discover_families() -> list[FoundFamily]:
+def discover_families() -> list[Found]:
     """Every family found: built-ins first, then installed entry points.
 
     An entry point that fails to load, is not a FamilyType or reuses a name
     already taken is listed with its error instead of stopping discovery.
     """
-    out = [FoundFamily(f.name, "built-in", f) for f in BUILTINS]
+    out = [Found(f.name, "built-in", f) for f in BUILTINS]
     taken = {f.name: "built-in" for f in BUILTINS}
     for d in specs.discover_entry_points(ENTRY_POINT_GROUP, FamilyType, "FamilyType", taken):
-        out.append(FoundFamily(d.name, d.source, d.value, d.error, d.identity))
+        out.append(d)
     return out
 
 

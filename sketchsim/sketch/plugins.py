@@ -28,6 +28,7 @@ from pathlib import Path
 from sketchsim.errors import PluginError
 from sketchsim.sketch import specs
 from sketchsim.sketch.protocol import Protocol
+from sketchsim.sketch.specs import Found
 
 __all__ = [
     "Found",
@@ -43,17 +44,6 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "sketchsim.protocols"
-
-
-@dataclass
-class Found:
-    """A protocol and where it came from (or why it failed to load)."""
-
-    name: str
-    source: str
-    protocol: Protocol | None = None
-    error: str | None = None
-    identity: str = ""
 
 
 @dataclass
@@ -128,7 +118,7 @@ def discover() -> list[Found]:
             taken[item.name] = item.source
         found.append(item)
     for d in specs.discover_entry_points(ENTRY_POINT_GROUP, Protocol, "Protocol", taken):
-        found.append(Found(d.name, d.source, d.value, d.error, d.identity))
+        found.append(d)
     return found
 
 

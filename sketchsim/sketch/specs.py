@@ -18,7 +18,7 @@ __all__ = [
     "load_file",
     "instances_in",
     "import_failure",
-    "Discovered",
+    "Found",
     "discover_entry_points",
 ]
 
@@ -108,14 +108,25 @@ def pick(found: dict, name: str, where: str, kind: str, error: type[SketchsimErr
 
 
 @dataclass
-class Discovered:
-    """One installed entry point: the object it names, or why it was skipped."""
+class Found:
+    """A plug-in found (a protocol, a family or a model): the object, where it came from
+    (for people), its source identity (for resume keys), or why it was skipped."""
 
     name: str
     source: str
     value: object | None = None
     error: str | None = None
     identity: str = ""
+
+    @property
+    def protocol(self):
+        """The protocol found (protocol plug-ins)."""
+        return self.value
+
+    @property
+    def family(self):
+        """The family type found (family plug-ins)."""
+        return self.value
 
 
 def _dist_identity(ep) -> str:
@@ -126,7 +137,7 @@ def _dist_identity(ep) -> str:
     return f"dist {dist.metadata['Name']} {dist.version} {ep.value}"
 
 
-def discover_entry_points(group: str, cls: type, kind: str, taken: dict) -> list[Discovered]:
+def discover_entry_points(group: str, cls: type, kind: str, taken: dict) -> list[Found]:
     """Load the entry points of ``group``; never raises for a bad one.
 
     An entry point that fails to import (whatever it raises, ``SystemExit``
@@ -155,16 +166,16 @@ def discover_entry_points(group: str, cls: type, kind: str, taken: dict) -> list
             raise
         except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
             out.append(
-                Discovered(ep.name, source, error=f"failed to import: {import_failure(exc)}")
+                Found(ep.name, source, error=f"failed to import: {import_failure(exc)}")
             )
             continue
         if not isinstance(obj, cls):
-            out.append(Discovered(ep.name, source, error=f"entry point is not a sketchsim {kind}"))
+            out.append(Found(ep.name, source, error=f"entry point is not a sketchsim {kind}"))
             continue
         name = getattr(obj, "name", ep.name)
         if name in taken:
             out.append(
-                Discovered(
+                Found(
                     name,
                     source,
                     error=f"ignored: the name {name!r} is already taken by {taken[name]}",
@@ -172,5 +183,5 @@ def discover_entry_points(group: str, cls: type, kind: str, taken: dict) -> list
             )
             continue
         taken[name] = source
-        out.append(Discovered(name, source, obj, identity=_dist_identity(ep)))
+        out.append(Found(name, source, obj, identity=_dist_identity(ep)))
     return out

@@ -26,12 +26,13 @@ import numpy as np
 
 from sketchsim import config
 from sketchsim.errors import FamilyError, PluginError, SketchsimError
+from sketchsim.estimates import byte_size
 from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.engine import Engine
 from sketchsim.sketch.entry_counts import entry_ranges
 from sketchsim.sketch.entry_tally import EntryTally
 from sketchsim.sketch.estimators import entry_bits, match_answers
-from sketchsim.sketch.family import Family, check_variable_tokens
+from sketchsim.sketch.family import HARD, Family, check_variable_tokens
 from sketchsim.sketch.grouping import (
     entropy_bits,
     find_collision_candidates,
@@ -61,16 +62,8 @@ __all__ = [
     "plan_inputs",
 ]
 
-#: Protocols run on F(q, s) when no ``--protocol`` is given.
-DEFAULT_SPECS = (
-    "raw",
-    "block-counts",
-    "clipped-counts",
-    "kernel",
-    "kernel:bits=6",
-    "kernel:values=blocks,bits=7",
-    "multihead:heads=4",
-)
+#: Protocols run on F(q, s) when no ``--protocol`` is given (the hard family's own list).
+DEFAULT_SPECS = HARD.default_protocols
 
 EXHAUSTIVE_AUTO = config.TRANSCRIPT_EXHAUSTIVE_AUTO
 EXHAUSTIVE_MAX = config.TRANSCRIPT_EXHAUSTIVE_MAX
@@ -108,10 +101,6 @@ def max_bytes() -> int:
     if not math.isfinite(value) or value <= 0:
         raise SketchsimError(f"SKETCHSIM_MAX_MEMORY_GB must be positive, got {text!r}")
     return int(value * 2**30)
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.3g} GiB"
 
 
 def exhaustive_mode(family: Family, exhaustive: bool | None, limit: int, name: str) -> bool:
@@ -159,8 +148,8 @@ def plan_inputs(family: Family, exhaustive: bool | None, samples: int) -> tuple[
     need, limit = float(n) * per, max_bytes()
     if need > limit:
         raise InputLimitError(
-            f"{n:,} {mode} inputs of {family.describe()} need about {_gib(need)} "
-            f"({per} bytes each), above the memory limit {_gib(limit)}",
+            f"{n:,} {mode} inputs of {family.describe()} need about {byte_size(need, 'GiB')} "
+            f"({per} bytes each), above the memory limit {byte_size(limit, 'GiB')}",
             "memory",
             need,
             limit,
