@@ -269,7 +269,8 @@ def choose_pairs(P: np.ndarray) -> np.ndarray:
     greedily drops single pairs while that raises the bound.  Row and column
     sums are updated in O(n) per drop (no copies of the matrix), so families
     with thousands of pairs are chosen in seconds; the choices are those of
-    :func:`choose_pairs_reference`, the plain version with full recomputation.
+    ``choose_pairs`` in ``tests/naive.py``, the plain version with full recomputation
+    (``tests/certify/test_certify.py::test_choose_pairs_matches_naive``).
     """
     n0 = P.shape[0]
     alive = np.ones(n0, dtype=bool)

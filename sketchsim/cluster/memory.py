@@ -5,7 +5,7 @@ ranges from bytes per input (``MAP_BYTES_PER_INPUT``,
 ``REDUCE_BYTES_PER_INPUT``).  This module measures those figures: it runs one
 map task and one reduce task in this process under :mod:`tracemalloc` (NumPy
 and pandas report their buffers to it) and returns the peak bytes per input.
-``benchmarks/cluster_memory.py`` prints them; the tests check that the sizing
+``benchmarks/bench_cluster_memory.py`` prints them; the tests check that the sizing
 constants stay above what the tasks really hold.
 """
 

@@ -19,8 +19,9 @@ __all__ = ["CANDIDATES", "prepare_job", "transcript_map", "reduce_partition", "t
 CANDIDATES = 8
 
 
-#: Per worker process: job key -> (family, protocol, plan, engine).  The engine
-#: compiles (or loads from numba's cache) once per process, not once per task.
+#: Per worker process: ``TranscriptJob.cache_key()`` -> ``(family, engine)``, filled by
+#: :func:`prepare_job`.  The engine compiles (or loads from numba's cache) once per
+#: process and job, not once per task.
 _PREPARED: dict = {}
 
 

@@ -33,9 +33,12 @@ def test_collision_candidates():
     assert find_collision_candidates(inverse, np.array([[1], [2], [1], [2], [1]])) == []
 
 
-def test_collision_candidates_across_chunks():
+def test_collision_candidates_match_numpy_on_a_large_input():
+    # find_collision_candidates is one jitted pass (grouping._collision_pairs) over all B
+    # inputs, as transcript.py calls it; B is above any batch size (family.chunk_size() is at
+    # most 16,384, run_all's progress steps at most 2^17), so nothing may be lost between them
     rng = np.random.default_rng(1)
-    B = (1 << 18) + 1000  # crosses the chunk boundary
+    B = (1 << 18) + 1000
     inverse = rng.integers(0, B // 3, B)
     answers = rng.integers(0, 2, (B, 3))
     first = np.full(inverse.max() + 1, B)
@@ -45,5 +48,5 @@ def test_collision_candidates_across_chunks():
     expected = [(int(rep[j]), int(j)) for j in differ[:8]]
     assert find_collision_candidates(inverse, answers) == expected
     late = np.zeros((B, 2), dtype=np.int64)
-    late[-1] = 1  # the only difference is in the last chunk
+    late[-1] = 1  # the only difference is in the very last input
     assert find_collision_candidates(np.zeros(B, dtype=np.int64), late) == [(0, B - 1)]
