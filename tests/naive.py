@@ -301,3 +301,12 @@ def transcript_measures(family, engine, T):
             }
             break
     return inverse.reshape(-1), group_counts, entry_value_counts(res.transcripts), correct, first
+
+
+def gap_histogram(code: np.ndarray) -> np.ndarray:
+    """``certify.streamed.gap_histogram`` as a dense ``n x n`` product: entry ``g`` counts
+    the ordered pairs ``c != c'`` with ``|c' \\ c| = g``."""
+    code = np.asarray(code, dtype=np.int64)
+    gaps = (1 - code) @ code.T  # gaps[c, c'] = |c' \ c|
+    off = ~np.eye(code.shape[0], dtype=bool)
+    return np.bincount(gaps[off], minlength=code.shape[1] + 1).astype(np.int64)

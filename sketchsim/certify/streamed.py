@@ -39,7 +39,6 @@ from sketchsim.minip.bits import pack_bits, popcount64
 __all__ = [
     "StreamedBound",
     "gap_histogram",
-    "gap_histogram_reference",
     "greedy_gap_code",
     "random_weight_words",
     "histogram_bound",
@@ -165,14 +164,6 @@ def gap_histogram(code: np.ndarray) -> np.ndarray:
     if w is not None and packed.shape[1] == 1:
         return _from_common(_common_histogram64(packed[:, 0], size), w, size)
     return _gap_histogram(packed, weights, size)
-
-
-def gap_histogram_reference(code: np.ndarray) -> np.ndarray:
-    """Plain NumPy version of :func:`gap_histogram` (a dense ``n x n`` product; for tests)."""
-    code = np.asarray(code, dtype=np.int64)
-    gaps = (1 - code) @ code.T  # gaps[c, c'] = |c' \ c|
-    off = ~np.eye(code.shape[0], dtype=bool)
-    return np.bincount(gaps[off], minlength=code.shape[1] + 1).astype(np.int64)
 
 
 @njit(cache=True)
