@@ -92,3 +92,66 @@ def test_no_import_cycles():
     for m in graph:
         if m not in state:
             visit(m, [m])
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def _paragraphs() -> dict:
+    """The text describing each package (``**`pkg/`**`` paragraphs) and the top level."""
+    import re
+
+    text = DOC.read_text()
+    out = {}
+    for match in re.finditer(r"\*\*`(\w+)/`\*\*(.*?)(?=\n\n)", text, re.S):
+        out[match.group(1)] = match.group(2)
+    top = text[text.index("The top-level modules:") :]
+    out["top"] = top[: top.index("\n\n")] if "\n\n" in top else top
+    return out
+
+
+def test_every_module_is_named_in_the_architecture_doc():
+    paragraphs = _paragraphs()
+    missing = []
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT).parts
+        if len(parts) == 1:
+            where = "top"
+        elif parts[-1] == "__init__.py":
+            continue
+        else:
+            where = parts[0]
+        if f"`{parts[-1]}`" not in paragraphs.get(where, ""):
+            missing.append(f"{'/'.join(parts)} (in the {where} paragraph)")
+    assert not missing, "docs/architecture.md does not name: " + ", ".join(missing)
+
+
+def _drawn_edges() -> set:
+    import re
+
+    block = re.search(r"```imports\n(.*?)```", DOC.read_text(), re.S).group(1)
+    edges = set()
+    for line in block.strip().splitlines():
+        src, _, targets = line.partition("->")
+        edges |= {(src.strip(), t.strip()) for t in targets.split(",") if t.strip()}
+    return edges
+
+
+def _package_edges() -> set:
+    modules = _modules()
+    edges = set()
+    for module, path in modules.items():
+        src = _layer(module)
+        for target, _ in _imports(path, modules):
+            dst = _layer(target) if target != "sketchsim" else -1
+            if src >= 0 and dst >= 0 and dst != src:
+                edges.add((LAYERS[src], LAYERS[dst]))
+    return edges
+
+
+def test_the_drawn_imports_are_the_real_ones():
+    drawn, real = _drawn_edges(), _package_edges()
+    assert not drawn - real, f"drawn in docs/architecture.md but not in the code: {drawn - real}"
+    assert not real - drawn, f"in the code but not drawn in docs/architecture.md: {real - drawn}"
+    for src, dst in drawn:
+        assert LAYERS.index(dst) < LAYERS.index(src), f"{src} -> {dst} points up"
