@@ -1,14 +1,17 @@
 """The public Python API: what each command measures, without the terminal.
 
-Every function here is what the CLI command of the same name calls; the CLI
-adds parsing, progress bars, resume files and rendering.  Imported lazily
-from :mod:`sketchsim` (``import sketchsim; sketchsim.verify(4, 3)``)::
+Every function here runs the command of the same name through the same
+library run the CLI calls (:mod:`sketchsim.runs`: a plan, ``resume=``,
+``cluster=``, ``progress=``), so both give the same results; the CLI adds
+parsing, progress bars and rendering.  :func:`run` takes any plan.  Imported
+lazily from :mod:`sketchsim` (``import sketchsim; sketchsim.verify(4, 3)``)::
 
     import sketchsim
 
     res = sketchsim.verify(4, 3, "rank1")          # THEORY section 3, all 2^12 inputs
     run = sketchsim.transcript(q=4, s=3)          # protocols on F(4, 3), exhaustively
     cert = sketchsim.certify("w.npz")             # certified feature-rank bound
+    cells = sketchsim.run(FrontierPlan(vary="bits=1..8"), cluster="local:2")
 """
 
 from __future__ import annotations
