@@ -199,10 +199,7 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     )
     _check_budget(SimpleNamespace(seeds=seeds, steps=steps, lr=lr, triples=triples))
     torch = require_torch()
-    from sketchsim.certify import build_witness
-    from sketchsim.certify.codes import hadamard_code
-    from sketchsim.experiments.ablation import VARIANTS, per_query_baseline, run_variant
-    from sketchsim.experiments.suites import witness_split
+    from sketchsim.experiments.ablation import run_ablation
 
     args = SimpleNamespace(
         seeds=seeds,
@@ -219,19 +216,20 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     if args.screen_maps or args.screen_stop:
         (_screen_main if args.screen_maps else _screen_stop_main)(args)
         return
-    family = build_witness(hadamard_code(24), "hadamard", 12)
-    base = per_query_baseline(witness_split(family))
-    rows = []
-    print(f"witness family: {len(family.tokens)} inputs; const-per-query MSE {base:.2f}")
-    print("| training | seeds | family sequence error | family max error | family MSE |")
-    print("|---|---|---|---|---|")
-    for v in VARIANTS:
-        got = [run_variant(v, family, s, args.steps, args.triples) for s in range(args.seeds)]
-        rows += got
+
+    def start(inputs: int, base: float) -> None:
+        print(f"witness family: {inputs} inputs; const-per-query MSE {base:.2f}")
+        print("| training | seeds | family sequence error | family max error | family MSE |")
+        print("|---|---|---|---|---|")
+
+    def variant(v, got) -> None:
         seq = ", ".join(f"{g['family_sequence_error']:.3f}" for g in got)
         mx = ", ".join(f"{g['family_max_abs_error']:.2f}" for g in got)
         mse = ", ".join(f"{g['family_mse']:.2f}" for g in got)
         print(f"| {v.name} | {args.seeds} | {seq} | {mx} | {mse} |", flush=True)
+
+    result = run_ablation(args.seeds, args.steps, args.triples, start, variant)
+    base, rows = result["baseline_mse"], result["rows"]
     if args.json:
         params = {"seeds": args.seeds, "steps": args.steps, "triples": args.triples}
         _save(args.json, "ablation", params, {"baseline_mse": base, "rows": rows})

@@ -27,6 +27,7 @@ from sketchsim.experiments.suites import Split, random_triples, witness_split
 from sketchsim.experiments.train import fit, loss_fn, metrics
 
 __all__ = [
+    "run_ablation",
     "Variant",
     "VARIANTS",
     "run_variant",
@@ -209,3 +210,26 @@ def pick_margin(rows: list[dict]) -> float:
             s = row["stop_below"]
             worst[s] = min(worst.get(s, 1.0), row["validation_accuracy"])
     return max(worst, key=lambda s: (worst[s], s))
+
+
+def run_ablation(seeds: int, steps: int, triples: int, on_start=None, on_variant=None) -> dict:
+    """Every training variant of :data:`VARIANTS` over ``seeds`` seeds on the witness family.
+
+    ``on_start(inputs, baseline_mse)`` is called before training, and
+    ``on_variant(variant, rows)`` after each variant's seeds.  Returns the
+    family's size, the constant-per-query baseline MSE and one row per run.
+    """
+    from sketchsim.certify import build_witness
+    from sketchsim.certify.codes import hadamard_code
+
+    family = build_witness(hadamard_code(24), "hadamard", 12)
+    base = per_query_baseline(witness_split(family))
+    if on_start is not None:
+        on_start(len(family.tokens), base)
+    rows: list[dict] = []
+    for v in VARIANTS:
+        got = [run_variant(v, family, s, steps, triples) for s in range(seeds)]
+        rows += got
+        if on_variant is not None:
+            on_variant(v, got)
+    return {"inputs": len(family.tokens), "baseline_mse": base, "rows": rows}
