@@ -16,6 +16,15 @@ def test_the_documented_example_runs(capsys):
     assert "block-counts: correct 1.000" in out and "kernel: bits >= " in out
 
 
+def test_the_documented_runs_example_runs(capsys):
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    code = next(b for b in blocks if "sketchsim.run(" in b)
+    exec(compile(code, str(DOC), "exec"), {})
+    out = capsys.readouterr().out
+    assert "measured: ['block-counts', 'raw'] resumed: ['block-counts', 'raw']" in out
+    assert "q = 2: smallest bits decoded = " in out and "q = 4:" in out
+
+
 def test_the_package_reexports_the_api_lazily():
     assert sketchsim.verify is api.verify and sketchsim.transcript is api.transcript
     assert set(sketchsim.__all__) >= {"verify", "transcript", "frontier", "reproduce"}
