@@ -310,3 +310,25 @@ def gap_histogram(code: np.ndarray) -> np.ndarray:
     gaps = (1 - code) @ code.T  # gaps[c, c'] = |c' \ c|
     off = ~np.eye(code.shape[0], dtype=bool)
     return np.bincount(gaps[off], minlength=code.shape[1] + 1).astype(np.int64)
+
+
+def greedy_gap_code(code: np.ndarray, min_gap: int, limit: int):
+    """``certify.streamed.greedy_gap_code`` word by word: keep row ``j`` when every kept row
+    ``c`` has ``|j \\ c| >= min_gap`` and ``|c \\ j| >= min_gap``, up to ``limit`` rows;
+    returns the kept indices and :func:`gap_histogram` of the kept rows."""
+    rows = [[int(v) for v in row] for row in np.asarray(code)]
+    kept: list[int] = []
+    for j, row in enumerate(rows):
+        if len(kept) >= limit:
+            break
+        ok = True
+        for i in kept:
+            ij = sum(1 for a, b in zip(rows[i], row, strict=True) if b and not a)
+            ji = sum(1 for a, b in zip(rows[i], row, strict=True) if a and not b)
+            if ij < min_gap or ji < min_gap:
+                ok = False
+                break
+        if ok:
+            kept.append(j)
+    sub = np.asarray(code)[kept].reshape(len(kept), np.asarray(code).shape[1])
+    return np.array(kept, dtype=np.int64), gap_histogram(sub)

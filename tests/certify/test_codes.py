@@ -130,3 +130,14 @@ def test_random_code_is_a_seeded_constant_weight_code():
     assert stats["weights"] == [32] and stats["min_distance"] >= 20 and 2 <= stats["size"] <= 200
     with pytest.raises(SketchsimError, match="1 <= m <= 64"):
         random_code(65, 3, 2)
+
+
+def test_ctz_matches_the_lowest_set_bit():
+    from sketchsim.certify.codes import _ctz
+
+    rng = np.random.default_rng(0)
+    words = [0, 1, 2, 3, 1 << 62, 1 << 63, 2**64 - 1, *rng.integers(0, 2**63, 200).tolist()]
+    words += [int(w) << s for s, w in enumerate(rng.integers(1, 2**20, 44))]  # every low bit
+    for v in words:
+        want = 64 if v == 0 else (v & -v).bit_length() - 1  # trailing zeros; 64 for the zero word
+        assert _ctz(np.uint64(v)) == want, v

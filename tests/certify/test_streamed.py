@@ -88,6 +88,33 @@ def test_greedy_gap_code_reproduces_random_code(m, w, min_gap):
     np.testing.assert_array_equal(hist, naive.gap_histogram(want))
 
 
+
+def greedy_cases(m, rng):
+    """Codes for the greedy kernels at width ``m``: random mixed weights (the general kernel),
+    random constant weight (the one-word kernel when m <= 64), all zeros, all ones."""
+    cw = np.zeros((60, m), np.uint8)
+    for row in cw:
+        row[rng.permutation(m)[: max(1, m // 3)]] = 1
+    return {
+        "mixed": random_rows(rng, 60, m, p=0.4),
+        "constant weight": cw,
+        "zeros": np.zeros((5, m), np.uint8),
+        "ones": np.ones((5, m), np.uint8),
+    }
+
+
+@pytest.mark.parametrize("m", [1, 63, 64, 65, 128])
+def test_greedy_gap_code_matches_naive(m):
+    rng = np.random.default_rng(m)
+    for name, code in greedy_cases(m, rng).items():
+        for min_gap in sorted({0, 1, max(1, m // 8), m}):
+            for limit in (1, 7, 1000):
+                kept, hist = greedy_gap_code(code, min_gap, limit)
+                want_kept, want_hist = naive.greedy_gap_code(code, min_gap, limit)
+                assert kept.tolist() == want_kept.tolist(), (name, min_gap, limit)
+                assert hist.tolist() == want_hist.tolist(), (name, min_gap, limit)
+
+
 def test_greedy_gap_code_mixed_weights_keeps_gaps():
     rng = np.random.default_rng(2)
     code = random_rows(rng, 200, 70)  # mixed weights, two words per row: the general kernel

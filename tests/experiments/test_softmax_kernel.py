@@ -80,3 +80,24 @@ def test_dtypes_without_a_kernel_use_the_torch_formula():
     got = softmax_readout(*half)
     assert got.dtype == torch.float16
     torch.testing.assert_close(got, softmax_readout_reference(*half))
+
+
+def test_softmax_in_place_matches_numpy():
+    import numpy as np
+
+    from sketchsim.experiments.softmax_kernel import softmax_in_place
+
+    rng = np.random.default_rng(0)
+    rows = [rng.normal(0, 3, (4, 2, 7)), rng.normal(0, 1, (1, 1, 1)), np.zeros((2, 3, 5))]
+    rows.append(np.array([[[800.0, 799.0, -800.0, 0.0]]]))  # exp overflows without the shift
+    rows.append(np.array([[[0.0, -np.inf, 2.0, -np.inf]]]))  # weight 0 where the score is -inf
+    for w in rows:
+        for n in range(1, w.shape[2] + 1):
+            got = w.copy()
+            for b in range(w.shape[0]):
+                for i in range(w.shape[1]):
+                    softmax_in_place(got, b, i, n)
+            head = w[..., :n] - w[..., :n].max(axis=-1, keepdims=True)
+            want = np.exp(head) / np.exp(head).sum(axis=-1, keepdims=True)
+            np.testing.assert_allclose(got[..., :n], want, rtol=1e-14, atol=0)
+            np.testing.assert_array_equal(got[..., n:], w[..., n:])  # the rest untouched
