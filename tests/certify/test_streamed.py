@@ -88,7 +88,6 @@ def test_greedy_gap_code_reproduces_random_code(m, w, min_gap):
     np.testing.assert_array_equal(hist, naive.gap_histogram(want))
 
 
-
 def greedy_cases(m, rng):
     """Codes for the greedy kernels at width ``m``: random mixed weights (the general kernel),
     random constant weight (the one-word kernel when m <= 64), all zeros, all ones."""

@@ -1,0 +1,159 @@
+"""Small jitted kernels of sketchsim.sketch against plain NumPy / Python references.
+
+Random and edge inputs: token widths m = 63, 64, 65, 128 (and blocks straddling
+words), all-zero and all-one tokens, int64 and uint64 extremes.
+"""
+
+import naive
+import numpy as np
+import pytest
+
+from sketchsim.minip.bits import pack_bits
+from sketchsim.sketch import block_counts
+from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.entry_tally import _count_dense
+from sketchsim.sketch.estimators import match_answers
+from sketchsim.sketch.family import HardFamily
+from sketchsim.sketch.fingerprint import fold, fold_py
+from sketchsim.sketch.kernel_head import _dim, _lowest, _offset, head_dims
+from sketchsim.sketch.plugins import resolve_spec
+
+# (q, s) with token width m = (q + 1) s + 1 of 3, 63, 64, 65, 128 and 145 (blocks of 18
+# bits straddle the 64-bit words)
+SIZES = [(1, 1), (1, 31), (6, 9), (3, 16), (126, 1), (7, 18)]
+
+
+def family_tokens_reference(fam, T):
+    """F(q, s) as 0/1 bytes (B, q + 1, m): query ``i`` is block ``i`` and the last ``s + 1``
+    elements; the data token has ``T[b, i]`` ones at ``perm[i, :T[b, i]]``."""
+    q, s, m = fam.q, fam.s, fam.m
+    query = np.zeros((q, m), dtype=np.uint8)
+    for i in range(q):
+        query[i, i * s : (i + 1) * s] = 1
+        query[i, q * s :] = 1
+    X = np.zeros((T.shape[0], q + 1, m), dtype=np.uint8)
+    X[:, :q] = query
+    X[:, q] = naive.hard_data_token(T, fam.perm, m)
+    return X
+
+
+def answer_vectors(fam, rng, n=40):
+    T = rng.integers(0, fam.s + 1, (n, fam.q))
+    return np.vstack([T, np.zeros(fam.q, int), np.full(fam.q, fam.s)])  # all zero, all s
+
+
+@pytest.mark.parametrize("q,s", [*SIZES, (2, 300)])
+def test_hard_family_tokens_match_naive(q, s):
+    fam = HardFamily(q, s, seed=q + s)
+    T = answer_vectors(fam, np.random.default_rng(s))
+    want = naive.pack_bits(family_tokens_reference(fam, T))
+    np.testing.assert_array_equal(fam.tokens(T), want)  # _build_tokens
+    masked = fam._masks is not None
+    np.testing.assert_array_equal(fam.variable_tokens(T), want[:, q:])  # _build_data_masked
+    fam._masks = None  # the bit-by-bit builder that families too large for the tables use
+    np.testing.assert_array_equal(fam.variable_tokens(T), want[:, q:])  # _build_data_tokens
+    assert masked or s == 300
+
+
+def block_counts_reference(X, q, s, levels):
+    """Transcript: the data token's (the last) q block counts, each clipped to levels - 1;
+    query ``i`` answers slot ``i``."""
+    data = X[:, -1, : q * s].reshape(len(X), q, s).sum(axis=2)
+    transcripts = np.minimum(data, levels - 1)
+    return transcripts, transcripts.copy()
+
+
+@pytest.mark.parametrize("q,s", SIZES)
+def test_block_counts_match_dense_reference(q, s):
+    fam = HardFamily(q, s, seed=1)
+    ctx = fam.context()
+    rng = np.random.default_rng(q * s)
+    X = rng.integers(0, 2, (50, q + 1, fam.m), dtype=np.uint8)  # any tokens, not only F(q, s)
+    X = np.concatenate([X, np.zeros_like(X[:1]), np.ones_like(X[:1])])
+    X = np.concatenate([X, family_tokens_reference(fam, answer_vectors(fam, rng, 10))])
+    # both protocols are block_counts_plan: block-counts with s + 1 levels, clipped-counts fewer
+    cases = [("block-counts", s + 1), ("clipped-counts", s), ("clipped-counts:levels=2", 2)]
+    for spec, levels in cases:
+        if levels < 2:
+            continue
+        proto, params, _ = resolve_spec(spec)
+        plan = proto.plan(ctx, params)
+        assert plan.emit is block_counts.emit and plan.layers[0].alphabet == plan.aux[0] == levels
+        res = Engine(plan, ctx, proto.name).run(pack_bits(X), store=True)
+        transcripts, answers = block_counts_reference(X, q, s, levels)
+        np.testing.assert_array_equal(res.transcripts, transcripts)
+        np.testing.assert_array_equal(res.answers, answers)
+
+
+@pytest.mark.parametrize("width", [1, 3, 64, 65])
+def test_count_dense_matches_a_histogram(width):
+    rng = np.random.default_rng(width)
+    sizes = rng.integers(1, 6, width)  # values of column c: 0 .. sizes[c] - 1
+    for rows in (0, 1, 63, 64, 65, 128):
+        tr = (rng.random((rows + 2, width)) * sizes).astype(np.int64)
+        tr[rows:] = -5  # rows past `rows` are never read
+        cols = rng.permutation(width).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes[cols])[:-1]]).astype(np.int64)
+        hist = rng.integers(0, 3, int(sizes.sum())).astype(np.int64)
+        want = hist.copy()
+        for r in range(rows):
+            for j, c in enumerate(cols):
+                want[offsets[j] + tr[r, c]] += 1
+        assert _count_dense(tr, rows, cols, sizes[cols], offsets, hist)
+        np.testing.assert_array_equal(hist, want)
+        if rows:  # one value out of range anywhere: False and the histogram as it was
+            for bad in (-1, -(1 << 63), 10**9):
+                r, j = int(rng.integers(0, rows)), int(rng.integers(0, width))
+                broken = tr.copy()
+                broken[r, cols[j]] = bad if bad != 10**9 else sizes[cols[j]]
+                before = hist.copy()
+                assert not _count_dense(broken, rows, cols, sizes[cols], offsets, hist)
+                np.testing.assert_array_equal(hist, before)
+
+
+@pytest.mark.parametrize("q", [1, 3, 64, 65])
+def test_match_answers_matches_numpy(q):
+    rng = np.random.default_rng(q)
+    T = rng.integers(0, 3, (200, q)).astype(np.uint8)
+    for lo, rows in [(0, 0), (0, 1), (0, 200), (17, 63), (100, 100), (199, 1)]:
+        answers = T[lo : lo + rows].astype(np.int64)
+        wrong = rng.random(rows) < 0.1
+        answers[wrong, rng.integers(0, q, int(wrong.sum()))] += 1
+        answers = np.vstack([answers, np.full((3, q), 99)])  # rows past `rows` unread
+        correct = np.ones(200, dtype=bool)
+        correct[:lo] = False
+        first = match_answers(answers, T, lo, rows, correct)
+        want = (answers[:rows] == T[lo : lo + rows]).all(axis=1)
+        np.testing.assert_array_equal(correct[lo : lo + rows], want)
+        assert not correct[:lo].any() and correct[lo + rows :].all()
+        assert first == (int(np.flatnonzero(~want)[0]) if (~want).any() else -1)
+
+
+def test_fold_matches_fold_py():
+    rng = np.random.default_rng(0)
+    values = [0, 1, -1, 2**63 - 1, -(2**63), *rng.integers(-(2**63), 2**63 - 1, 100).tolist()]
+    entries = [0, 1, 63, 64, 65, 2**31, 2**40, *rng.integers(0, 2**20, 20).tolist()]
+    lanes = [(0, 0), (2**64 - 1, 2**64 - 1), *rng.integers(0, 2**64 - 1, (5, 2), np.uint64)]
+    for h1, h2 in lanes:
+        for e in entries:
+            for v in values:
+                got = fold(np.uint64(h1), np.uint64(h2), e, np.int64(v))
+                assert tuple(int(x) for x in got) == fold_py(int(h1), int(h2), e, v)
+
+
+@pytest.mark.parametrize("d", [1, 2, 7, 63, 64, 65, 128])
+@pytest.mark.parametrize("H", [1, 2, 3, 40])
+def test_kernel_head_layout_helpers_match_head_dims(d, H):
+    dims = head_dims(d, H)
+    for r in (1, 3):
+        for h in range(H):
+            assert _dim(d, H, h) == dims[h]
+            assert _offset(d, H, r, h) == r * sum(dh + 1 for dh in dims[:h])
+
+
+def test_lowest_set_bit():
+    rng = np.random.default_rng(1)
+    words = [1, 2, 3, 1 << 63, 2**64 - 1, *rng.integers(1, 2**63, 100).tolist()]
+    words += [int(w) << s for s, w in enumerate(rng.integers(1, 2**16, 48))]
+    for x in words:
+        assert _lowest(np.uint64(x)) == (x & -x).bit_length() - 1, x
