@@ -32,6 +32,15 @@ def test_popcount_edges(value):
     assert popcount64(np.uint64(value)) == bin(value).count("1")
 
 
+def test_popcount_random_words():
+    rng = np.random.default_rng(0)
+    words = rng.integers(0, 2**64 - 1, 500, dtype=np.uint64, endpoint=True)
+    for w in words:
+        assert popcount64(w) == int(w).bit_count()
+    for k in range(65):  # the k lowest bits set: 0 .. all ones
+        assert popcount64(np.uint64((1 << k) - 1)) == int((1 << k) - 1).bit_count() == k
+
+
 @pytest.mark.parametrize("m", EDGE_M)
 @pytest.mark.parametrize("n", [1, 2, 3, 7])
 def test_minip_matches_naive_random(m, n):
