@@ -67,7 +67,9 @@ def test_a_scale_without_a_transition_shows_its_best_mean_and_the_row_says_no():
 def test_too_few_seeds_give_no_transition():
     acc = _summary({("8:64:100", "elu1"): {4: 0.99, 16: 1.0}})
     acc[0]["ci_low"] = acc[0]["ci_high"] = None  # one seed at r = 4
-    assert interval_transition(acc, 0.95) == {"8:64:100": {"rank": None, "supported": False}}
+    assert interval_transition(acc, 0.95) == {
+        "8:64:100": {"rank": None, "low": None, "supported": False}
+    }
 
 
 def test_the_softmax_ood_verdict_names_the_scales_below_the_bar():
