@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields, replace
 from sketchsim import config
 from sketchsim.config import OOD_STOP_BELOW
 from sketchsim.errors import SketchsimError
-from sketchsim.experiments.stats import interval_transition, with_intervals
+from sketchsim.experiments.stats import interval_transition, scale_trend, with_intervals
 
 __all__ = [
     "Plan",
@@ -529,7 +529,10 @@ class SweepResult:
     max over seeds of the suite's metric (witness: sequence error; OOD: test
     accuracy) and its 95% interval (``ci_low``, ``ci_high``; None below three
     seeds).  For OOD, ``transition`` maps each scale to the smallest rank whose
-    interval's lower end reaches ``plan.accuracy``.
+    interval's lower end reaches ``plan.accuracy`` (and the bracket's lower end,
+    :func:`~sketchsim.experiments.stats.interval_transition`), and ``trend``
+    holds, per kernel rank, the slope of test accuracy per bit of ``m`` with its
+    95% interval (:func:`~sketchsim.experiments.stats.scale_trend`; no threshold).
     """
 
     plan: Plan
@@ -540,6 +543,7 @@ class SweepResult:
     max_abs_error: list | None = None
     transition: dict | None = None
     lr_grid: list | None = None
+    trend: list | None = None
 
     @property
     def metric(self) -> str:
@@ -553,6 +557,8 @@ class SweepResult:
         out = {"summary": self.summary, "certified_rank": self.bound}
         if self.transition is not None:
             out["transition"] = self.transition
+        if self.trend is not None:
+            out["trend"] = self.trend
         if self.lr_grid is not None:
             out["lr_grid"] = self.lr_grid
         return out
@@ -600,6 +606,7 @@ def run_plan(
         result.max_abs_error = summarize(runs, "max_abs_error")
     else:
         result.transition = interval_transition(summary, plan.accuracy)
+        result.trend = scale_trend(runs)
     if len(plan.lrs) > 1:  # best over the grid, and mean and spread over seeds
         result.lr_grid = spread(runs, metric, lower=plan.suite == "witness")
     if path:  # the summary beside the runs: the file says what the terminal said

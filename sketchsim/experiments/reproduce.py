@@ -275,7 +275,7 @@ def _ood_rows(out, plan, log, device, client):
     write_json_atomic(out / "summary_ood.json", res.to_dict())
     soft = [a for a in res.summary if a["model"] == "softmax"]
     return [
-        _ood_transition_row(res.summary, plan, res.transition),
+        _ood_transition_row(res.summary, plan, res.transition, res.trend),
         Row(
             *claims[1],
             ", ".join(f"{a['scale']}: {a['min']:.4f}" for a in soft)
@@ -295,9 +295,19 @@ def _softmax_ood_verdict(soft_acc: list[dict]) -> str:
     return f"NO: below {SOFTMAX_OOD_ACCURACY} at {where or 'no scale run'}; see docs/results.md"
 
 
-def _ood_transition_row(summary: list[dict], plan, transition: dict) -> Row:
-    """The OOD transition per map and scale: the smallest rank whose 95% interval of test
-    accuracy clears ``plan.accuracy``, with that interval (or the best mean when none does)."""
+def _ood_transition_row(summary: list[dict], plan, transition: dict, trend: list[dict]) -> Row:
+    """The OOD transition per map and scale, and the threshold-free trend with scale.
+
+    Per scale: the smallest rank whose 95% interval of test accuracy clears
+    ``plan.accuracy``, with that interval, and the bracket's lower end (the
+    smallest rank whose interval reaches it); or the best mean when no rank
+    clears it.  Per rank: the slope of test accuracy per bit of ``m`` with its
+    95% interval (``trend``, :func:`~sketchsim.experiments.stats.scale_trend`).
+    ``yes`` for a map when its transition grows with the scale *and* its
+    accuracy falls with ``m`` at every rank (every slope's interval below 0),
+    otherwise ``NO`` with the reason.
+    """
+    from sketchsim.experiments.stats import falls_with_scale
     from sketchsim.experiments.suites import parse_scales
 
     parts = []
@@ -315,19 +325,22 @@ def _ood_transition_row(summary: list[dict], plan, transition: dict) -> Row:
             found.setdefault(fmap, []).append(rank)
             hit = next((a for a in curve if a["rank"] == rank), None)
             if hit is not None:
+                low = transition[key]["low"]
                 cells.append(
                     f"{scale}: r = {rank} ({hit['mean']:.3f}, {hit['ci_low']:.3f}-"
-                    f"{hit['ci_high']:.3f})"
+                    f"{hit['ci_high']:.3f}), bracket r = {low}-{rank}"
                 )
             elif curve:
                 top = max(curve, key=lambda a: a["mean"])
                 cells.append(f"{scale}: none (best mean {top['mean']:.3f} at r = {top['rank']})")
         ranks = f"{min(plan.ranks)}-{max(plan.ranks)}"
+        slopes = [c for c in trend if c["feature_map"] == fmap]
         parts.append(
             f"{fmap} (mean and 95% interval of {plan.seeds} seeds, r = {ranks}): "
             + "; ".join(cells)
+            + "; accuracy per bit of m at fixed r (95% interval): "
+            + ", ".join(f"r = {c['rank']}: {_slope(c)}" for c in slopes)
         )
-    grows = [f for f, ranks in found.items() if _grows(ranks)]
     from sketchsim.experiments.sweep import transition
 
     means = transition(summary, plan.accuracy)  # where the seed means alone cross
@@ -335,13 +348,35 @@ def _ood_transition_row(summary: list[dict], plan, transition: dict) -> Row:
         "seed means cross it at r = "
         + ", ".join(f"{r if r is not None else 'none'}" for r in means.values())
     )
+    grows = [f for f, ranks in found.items() if _grows(ranks)]
+    falls = [f for f in found if falls_with_scale(trend, f)]
+    both = [f for f in grows if f in falls]
+    if both:
+        agrees = (
+            f"yes ({', '.join(both)}): the transition grows with the scale and accuracy at "
+            "every fixed rank falls with m"
+        )
+    else:
+        why = []
+        if not grows:
+            why.append("the interval transition does not grow with the scale")
+        if not falls:
+            why.append("accuracy does not fall with m at every rank")
+        agrees = f"NO: {'; '.join(why) or 'no map does both'} (see docs/results.md)"
     return Row(
         f"OOD transition point (smallest r whose 95% interval of test accuracy clears "
         f"{plan.accuracy:g})",
         "r = " + " -> ".join(map(str, PAPER["ood_transition_ranks"])) + " as scale grows",
         " / ".join(parts),
-        f"yes ({', '.join(grows)}): grows with the scale" if grows else "NO (see docs/results.md)",
+        agrees,
     )
+
+
+def _slope(cell: dict) -> str:
+    """``-0.010 (-0.017 to -0.003)``: a slope and its 95% interval, or why it has none."""
+    if cell["ci_low"] is None:
+        return "no interval"
+    return f"{cell['slope']:+.4f} ({cell['ci_low']:+.4f} to {cell['ci_high']:+.4f})"
 
 
 def _grows(ranks: list) -> bool:

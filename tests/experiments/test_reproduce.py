@@ -47,6 +47,11 @@ def test_reproduce_tiny_settings(tmp_path):
     witness = json.loads((tmp_path / "sweep_witness.json").read_text())
     assert {r["trained_on"] for r in witness["runs"]} == {"family", "random"}
     assert "family_sha256" in witness["context"]
+    ood = json.loads((tmp_path / "sweep_ood.json").read_text())
+    # one scale: the slope against m has no interval, and the row says why it is no
+    assert ood["trend"][0]["rank"] == 1 and ood["trend"][0]["ci_low"] is None
+    ood_row = next(r for r in rows if r.claim.startswith("OOD transition"))
+    assert "r = 1: no interval" in ood_row.measured and ood_row.agrees.startswith("NO")
     # a second run resumes both sweeps from their files
     before = json.loads((tmp_path / "sweep_witness.json").read_text())["runs"]
     reproduce(tmp_path, quick=True, log=lambda msg: None, device="cpu", settings=tiny)
