@@ -1,8 +1,9 @@
 """Every numba-jitted function of sketchsim has a reference test, or a reasoned exemption.
 
 The project's rule (every jitted kernel has a plain, obviously-correct reference,
-compared on random and edge inputs) as a test.  The package is read as source
-(its AST): nothing is imported or compiled.  A function is jitted when one of its
+compared on random and edge inputs) as a test.  The package and its built-in
+protocol files (``protocols/``, installed as ``sketchsim/builtin_protocols``) are
+read as source (their AST): nothing is imported or compiled.  A function is jitted when one of its
 decorators mentions ``njit``, ``jit``, ``vectorize``, ``guvectorize`` or ``cfunc``
 (``numba.njit(...)`` included, and functions defined inside a factory).
 
@@ -37,6 +38,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "sketchsim"
+#: Where jitted functions are looked for: the package and the built-in protocol files.
+SOURCES = (PACKAGE, ROOT / "protocols")
 JIT_DECORATORS = frozenset({"njit", "jit", "vectorize", "guvectorize", "cfunc"})
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 TEST_ID = re.compile(r"tests/[\w/]+\.py::\w+(?:::\w+)?")
@@ -87,6 +90,8 @@ _TRAINED_REF = "sketchsim.sketch.trained.reference_outputs"
 _TRAINED_PLAN = "sketchsim.sketch.trained.trained_plan"
 _TRAINED_ANSWER = "sketchsim.sketch.trained.answer"
 _MINIP_BYTES = f"{_BITS}::test_minip_bytes_and_packed_match_naive"
+_RAW = "tests/sketch/test_builtin_protocols.py::test_raw_matches_dense_min_ip"
+_KV = f"{_KREF}::test_kv_sum_matches_dense_reference"
 
 REFERENCES: dict[str, Ref] = {
     # certify
@@ -358,6 +363,25 @@ REFERENCES: dict[str, Ref] = {
         _PACKED, "inline: sum(int(v) << t for t, v in enumerate(x[lo : lo + width]))"
     ),
     "sketchsim.sketch.packed_tokens.inner_product": Ref(_PACKED, "inline: int(x @ y)"),
+    # built-in protocol files
+    "protocols.raw.emit": Ref(
+        _RAW, "inline: ip.min(axis=2)", via=("protocols.raw.setup",), hook='"raw"'
+    ),
+    "protocols.raw.update": Ref(
+        _RAW, "inline: ip.min(axis=2)", via=("protocols.raw.setup",), hook='"raw"'
+    ),
+    "protocols.raw.answer": Ref(
+        _RAW, "inline: ip.min(axis=2)", via=("protocols.raw.setup",), hook='"raw"'
+    ),
+    "protocols.kv_sum.emit": Ref(
+        _KV, "kv_sum_reference", via=("protocols.kv_sum.setup",), hook="kv-sum"
+    ),
+    "protocols.kv_sum.update": Ref(
+        _KV, "kv_sum_reference", via=("protocols.kv_sum.setup",), hook="kv-sum"
+    ),
+    "protocols.kv_sum.answer": Ref(
+        _KV, "kv_sum_reference", via=("protocols.kv_sum.setup",), hook="kv-sum"
+    ),
 }
 
 EXEMPT: dict[str, str] = {
@@ -518,8 +542,8 @@ def table_problems(jitted: dict, references: dict, exempt: dict) -> list[str]:
     stale = sorted((set(references) | set(exempt)) - set(jitted))
     if stale:
         problems.append(
-            "entries name functions that are not jitted functions of sketchsim (renamed, moved or "
-            "removed? update or delete them): " + ", ".join(stale)
+            "entries name functions that are not jitted functions of sketchsim or protocols/ "
+            "(renamed, moved or removed? update or delete them): " + ", ".join(stale)
         )
     both = sorted(set(references) & set(exempt))
     if both:
@@ -579,11 +603,14 @@ def exemption_problems(kernel: str, why: str, root: Path = ROOT) -> list[str]:
 
 @cache
 def _jitted() -> dict:
-    return jitted_functions()
+    found: dict = {}
+    for source in SOURCES:
+        found |= jitted_functions(source)
+    return found
 
 
 def test_every_jitted_function_has_an_entry_and_every_entry_a_function():
-    assert "sketchsim.minip.kernel._row_minima" in _jitted()  # the walk finds kernels at all
+    assert {"sketchsim.minip.kernel._row_minima", "protocols.raw.emit"} <= set(_jitted())
     problems = table_problems(_jitted(), REFERENCES, EXEMPT)
     assert not problems, "\n\n".join(problems)
 

@@ -16,6 +16,7 @@ from sketchsim.sketch.estimators import match_answers
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.fingerprint import fold, fold_py
 from sketchsim.sketch.kernel_head import _dim, _lowest, _offset, head_dims
+from sketchsim.sketch.mqar import MQARFamily
 from sketchsim.sketch.plugins import resolve_spec
 
 # (q, s) with token width m = (q + 1) s + 1 of 3, 63, 64, 65, 128 and 145 (blocks of 18
@@ -83,6 +84,42 @@ def test_block_counts_match_dense_reference(q, s):
         transcripts, answers = block_counts_reference(X, q, s, levels)
         np.testing.assert_array_equal(res.transcripts, transcripts)
         np.testing.assert_array_equal(res.answers, answers)
+
+
+def kv_sum_reference(words, q, key_bits, keys, drop, levels):
+    """Register ``k``: the sum of ``value >> drop`` over the data tokens (positions ``q..``)
+    with key ``k``, saturated at ``levels - 1``; query ``i`` answers its key's register
+    ``<< drop``.  A token is one word: the key in its low ``key_bits`` bits, the value above."""
+    words = words.astype(np.int64)
+    key, value = words & ((1 << key_bits) - 1), words >> key_bits
+    registers = np.zeros((len(words), keys), dtype=np.int64)
+    for b in range(len(words)):
+        for j in range(q, words.shape[1]):
+            registers[b, key[b, j]] += value[b, j] >> drop
+    registers = np.minimum(registers, levels - 1)
+    return registers, np.take_along_axis(registers, key[:, :q], axis=1) << drop
+
+
+@pytest.mark.parametrize(
+    "q,s,keys,pairs,shuffle",
+    [(1, 1, 0, 0, True), (3, 3, 8, 5, True), (2, 7, 6, 6, False), (4, 200, 0, 0, True)],
+)
+@pytest.mark.parametrize("drop", [0, 1, 2])
+def test_kv_sum_matches_dense_reference(q, s, keys, pairs, shuffle, drop):
+    fam = MQARFamily(q, s, seed=3, keys=keys, pairs=pairs, shuffle=shuffle)
+    ctx = fam.context()
+    proto, params, _ = resolve_spec(f"kv-sum:drop={drop}")
+    plan = proto.plan(ctx, params)
+    T = fam.all_answers() if (s + 1) ** q <= 4096 else fam.sample_answers(500)
+    T = np.vstack([T, np.zeros(q, T.dtype), np.full(q, s, T.dtype)])  # all zero, all s
+    tokens = fam.tokens(T)
+    res = Engine(plan, ctx, proto.name).run(tokens, store=True)
+    levels = (s >> drop) + 1
+    registers, answers = kv_sum_reference(tokens[:, :, 0], q, fam.key_bits, fam.keys, drop, levels)
+    np.testing.assert_array_equal(res.transcripts, registers)
+    np.testing.assert_array_equal(res.answers, answers)
+    if drop == 0:
+        np.testing.assert_array_equal(answers, T)  # the reference is the family's answer
 
 
 @pytest.mark.parametrize("width", [1, 3, 64, 65])
