@@ -15,6 +15,11 @@ from sketchsim.cli.app import main
 from sketchsim.cli.paths import OutputPath
 from sketchsim.config import OOD_STOP_BELOW
 
+#: Largest seeds, steps and triples an ablation run accepts (each trains seeds x variants heads).
+ABLATION_MAX_SEEDS = 1_000
+ABLATION_MAX_STEPS = 10_000_000
+ABLATION_MAX_TRIPLES = 10_000_000
+
 
 def _parse_list(text: str, convert, flag: str, what: str) -> tuple:
     """``text`` split at commas and converted, or a one-line error naming ``flag``."""
@@ -34,6 +39,13 @@ def _check_budget(args) -> None:
 
     if args.seeds < 1 or args.steps < 1:
         raise SketchsimError("--seeds and --steps must be >= 1")
+    for flag, value, limit in (
+        ("--seeds", args.seeds, ABLATION_MAX_SEEDS),
+        ("--steps", args.steps, ABLATION_MAX_STEPS),
+        ("--triples", args.triples, ABLATION_MAX_TRIPLES),
+    ):
+        if value > limit:
+            raise SketchsimError(f"{flag} = {value:,} is above the limit {limit:,}")
     if args.triples < 1:
         raise SketchsimError(f"--triples must be >= 1, got {args.triples}")
     if not (math.isfinite(args.lr) and 0 < args.lr <= 1e6):
@@ -180,6 +192,9 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     from sketchsim.errors import SketchsimError
     from sketchsim.experiments import require_torch
 
+    for flag, text in (("--screen-maps", screen_maps), ("--screen-stop", screen_stop)):
+        if text is not None and not text.strip():
+            raise SketchsimError(f"{flag} is empty")
     if screen_maps and screen_stop:
         raise SketchsimError("--screen-maps and --screen-stop are two runs; give one")
     used = {"seeds", "steps", "json_path"}

@@ -39,8 +39,8 @@ def codes(m, kind, d, w, seed, out):
 
     if m < 1:
         raise SketchsimError(f"--m must be >= 1, got {m}")
-    if seed < 0:
-        raise SketchsimError(f"--seed must be >= 0, got {seed}")
+    if not 0 <= seed < 2**63:
+        raise SketchsimError(f"--seed must be in 0..2^63-1, got {seed}")
     source = click.get_current_context().get_parameter_source("seed")
     if kind != "random" and source is click.core.ParameterSource.COMMANDLINE:
         raise SketchsimError(f"--seed applies to random codes; a {kind} code has no randomness")
@@ -117,8 +117,8 @@ def witness(
 
     if codewords < 0:
         raise SketchsimError(f"--codewords must be >= 0, got {codewords}")
-    if seed < 0:
-        raise SketchsimError(f"--seed must be >= 0, got {seed}")
+    if not 0 <= seed < 2**63:
+        raise SketchsimError(f"--seed must be in 0..2^63-1, got {seed}")
     check_code_options(kind, d, w)  # every option changes the family or is refused
     if complements and kind != "hadamard":
         raise SketchsimError(f"--complements applies to hadamard codes, not {kind}")

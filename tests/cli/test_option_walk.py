@@ -1,0 +1,359 @@
+"""Every option of every command changes the result or is refused (issue #33).
+
+The walk reads the commands and their options from click's own metadata
+(``sketchsim.cli.app:main``), so an option added later is walked too:
+
+- every option that takes a value gets hostile values chosen by its type
+  (negative, zero-less, huge, NaN, text, a path that cannot be one), added to a
+  tiny valid command line: each must be refused in one line, exit 2, no
+  traceback (:data:`ACCEPTED` lists the few hostile-looking values that are
+  valid, each with its reason);
+- for the commands that measure something quickly, every option is classified
+  (:data:`EFFECT`: a value that changes the result file, checked against the
+  baseline; :data:`IGNORED`: a combination where the option would not be read,
+  which must be refused; :data:`OUTPUT`: options that choose where or how a
+  result is written or run, not what it is), and an unclassified option fails.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from sketchsim.cli.app import COMMANDS, load_all_commands, main
+
+load_all_commands()
+
+#: A tiny valid command line per command (hostile values are appended to it).
+BASE = {
+    "ablation": ["--seeds", "1", "--steps", "1", "--triples", "8"],
+    "audit": ["{tmp}/no-such-folder"],
+    "bound": ["--m", "4"],
+    "capacity": [],
+    "certify": ["{tmp}/fam.npz"],
+    "check-certificate": ["{tmp}/cert.json"],
+    "codes": ["--m", "12"],
+    "families": [],
+    "frontier": ["--vary", "bits=1..2", "--q", "2", "--s", "1", "--quiet"],
+    "info": [],
+    "minrank": ["--m", "2", "--seeds", "1", "--steps", "1"],
+    "protocols": [],
+    "reproduce": ["--quick"],
+    "sweep": ["--ranks", "1", "--seeds", "1", "--steps", "1", "--triples", "8"],
+    "transcript": ["--q", "2", "--s", "1", "--quiet", "--protocol", "block-counts"],
+    "verify": ["--m", "2", "--n", "2", "--quiet"],
+    "witness": ["--m", "12", "--codewords", "3", "--out", "{tmp}/w.npz"],
+}
+
+INT = ["-1", "abc", "1.5", str(2**70)]
+FLOAT = ["nan", "inf", "-1", "abc"]
+TEXT = ["", "@@"]
+CHOICE = ["no-such-choice"]
+IN_PATH = ["{tmp}/missing.file", "{tmp}"]
+OUT_PATH = ["{tmp}/fam.npz/inside", ""]
+
+#: Hostile-looking values that are valid, with the reason.
+ACCEPTED = {
+    ("bound", "--step", str(2**70)): "one width (--m 4): any step >= 1 gives it",
+    ("witness", "--codewords", str(2**70)): "more than the code has means all (0 too)",
+    ("frontier", "--samples", str(2**70)): "every cell is exhaustive at q = 2",
+    ("transcript", "--samples", str(2**70)): "exhaustive at q = 2 (auto mode)",
+    ("bound", "--export", "{tmp}/fam.npz/inside"): "covered by the file check",
+}
+
+
+def _kind(param: click.Parameter) -> list[str]:
+    t = param.type
+    if isinstance(t, click.Choice):
+        return CHOICE
+    if isinstance(t, click.types.IntParamType | click.IntRange):
+        return INT
+    if isinstance(t, click.types.FloatParamType):
+        return FLOAT
+    if isinstance(param, click.Argument):
+        return IN_PATH
+    if isinstance(t, click.Path) or type(t).__name__ == "OutputPath":
+        return OUT_PATH
+    return TEXT
+
+
+def _walk():
+    for name in sorted(COMMANDS):
+        cmd = main.commands[name]
+        for param in cmd.params:
+            if isinstance(param, click.Option) and (param.is_flag or param.count):
+                continue  # no value to make hostile; classified below
+            if isinstance(param, click.Argument):
+                continue  # the baseline's argument; IN_PATH values replace it
+            for value in _kind(param):
+                yield name, param.opts[0], value
+        for param in cmd.params:
+            if isinstance(param, click.Argument):
+                for value in IN_PATH:
+                    yield name, "<" + param.name + ">", value
+
+
+#: Hostile values still accepted, in files this change did not own (issue #33's walk
+#: found them); strict, so each entry fails once fixed and must then be removed.
+KNOWN_GAPS = {
+    ("bound", "--seed", str(2**70)): "runs/bound.py BoundPlan.validate: no upper seed limit",
+    ("minrank", "--train-max-m", "-1"): "cli/minrank.py: --train-max-m is not range-checked",
+    ("minrank", "--train-max-m", str(2**70)): "cli/minrank.py: --train-max-m unchecked",
+    **{
+        ("sweep", flag, value): "cli/experiments.py: an empty or suite-foreign value is ignored"
+        for flag, value in [
+            ("--family", ""), ("--q", ""), ("--s", ""), ("--layers", ""),
+            ("--value-widths", ""), ("--model-plugin", ""), ("--model-plugin", "@@"),
+            ("--ranks", ""), ("--scales", ""), ("--scales", "@@"), ("--lr", ""),
+            ("--heads", ""),
+        ]
+    },
+}  # fmt: skip
+
+WALK = [
+    pytest.param(*w, marks=pytest.mark.xfail(reason=KNOWN_GAPS[w], strict=True))
+    if w in KNOWN_GAPS
+    else w
+    for w in _walk()
+    if w[0] in BASE and w not in ACCEPTED
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A tiny family file and its certificate, for certify and check-certificate."""
+    from sketchsim.certify import build_witness, save_family
+    from sketchsim.certify.codes import hadamard_code
+    from sketchsim.certify.proof import certificate_proof
+
+    folder = tmp_path_factory.mktemp("walk")
+    fam = build_witness(hadamard_code(12), "hadamard", 4)
+    save_family(fam, folder / "fam.npz")
+    (folder / "cert.json").write_text(json.dumps(certificate_proof(fam)))
+    return folder
+
+
+def _args(parts, folder: Path) -> list[str]:
+    return [p.replace("{tmp}", str(folder)) for p in parts]
+
+
+#: Seconds one walked command may take: a refusal comes before any work, so a
+#: hostile value that starts a run fails here instead of hanging the suite.
+DRAW_LIMIT_S = 20
+
+
+class _TooLong(Exception):
+    pass
+
+
+def _invoke(args):
+    import signal
+
+    def alarm(signum, frame):
+        raise _TooLong(f"{args} ran past {DRAW_LIMIT_S} s: the value was not refused")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(DRAW_LIMIT_S)
+    try:
+        return CliRunner().invoke(main, args)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _assert_refused(res, args) -> None:
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    crashed = res.exception is not None and not isinstance(res.exception, SystemExit)
+    assert not crashed, f"{args}: {res.exception!r}"
+    assert res.exit_code == 2 and len(lines) == 1, f"{args} -> {res.exit_code}: {res.output}"
+    assert lines[0].startswith("error:"), res.output
+
+
+def test_every_command_has_a_baseline():
+    assert set(COMMANDS) <= set(BASE), sorted(set(COMMANDS) - set(BASE))
+
+
+@pytest.mark.parametrize(("command", "option", "value"), WALK, ids=lambda x: str(x)[:40])
+def test_a_hostile_value_is_refused_in_one_line(files, command, option, value):
+    if command in ("ablation", "sweep", "minrank", "audit", "reproduce", "capacity"):
+        pytest.importorskip("torch", reason="the torch extra is not installed")
+    base = BASE[command]
+    if option.startswith("<"):  # the positional argument itself
+        args = [command, *base[1:], value]
+    else:
+        args = [command, *base, option, value]
+    args = _args(args, files)
+    _assert_refused(_invoke(args), args)
+
+
+# ---------------------------------------------------------------------------
+# No option silently ignored, for the commands that measure quickly.
+# ---------------------------------------------------------------------------
+
+#: Options that choose where or how a result is written or run, not what it is.
+OUTPUT = {
+    "json_path", "plot_path", "out", "proof_path", "export_dir", "quiet", "verbose",
+    "resume", "cluster", "cluster_timeout", "state_dir",
+}  # fmt: skip
+
+BC = ["--protocol", "block-counts"]
+
+#: (command, parameter) -> (baseline args, args with the option): the JSON differs.
+EFFECT = {
+    ("transcript", "q"): ([*BC, "--q", "2"], [*BC, "--q", "3"]),
+    ("transcript", "s"): ([*BC, "--s", "1"], [*BC, "--s", "2"]),
+    ("transcript", "specs"): (BC, ["--protocol", "clipped-counts"]),
+    ("transcript", "samples"): (
+        [*BC, "--sampled", "--samples", "5"],
+        [*BC, "--sampled", "--samples", "6"],
+    ),
+    ("transcript", "exhaustive"): ([*BC, "--exhaustive"], [*BC, "--sampled", "--samples", "5"]),
+    ("transcript", "seed"): (
+        [*BC, "--sampled", "--samples", "9"],
+        [*BC, "--sampled", "--samples", "9", "--seed", "3"],
+    ),
+    ("transcript", "family_spec"): (
+        ["--family", "mqar", "--protocol", "kv-sum"],
+        ["--family", "mqar:keys=3", "--protocol", "kv-sum"],
+    ),
+    ("frontier", "specs"): ([], ["--protocol", "multihead"]),
+    ("frontier", "vary_text"): ([], ["--vary", "bits=2..3"]),
+    ("frontier", "q_text"): ([], ["--q", "3"]),
+    ("frontier", "s_text"): ([], ["--s", "2"]),
+    ("frontier", "family_spec"): (
+        ["--protocol", "kv-sum", "--vary", "drop=0..1", "--family", "mqar"],
+        ["--protocol", "kv-sum", "--vary", "drop=0..1", "--family", "mqar:keys=3"],
+    ),
+    ("frontier", "samples"): (
+        ["--q", "8", "--s", "7", "--samples", "50"],
+        ["--q", "8", "--s", "7", "--samples", "60"],
+    ),
+    ("frontier", "search"): (
+        ["--search", "bisect", "--vary", "bits=1..4"],
+        ["--search", "scan", "--vary", "bits=1..4"],
+    ),
+    ("frontier", "seed"): (
+        ["--q", "8", "--s", "7", "--samples", "50"],
+        ["--q", "8", "--s", "7", "--samples", "50", "--seed", "1"],
+    ),
+    ("witness", "m"): ([], ["--m", "20"]),
+    ("witness", "kind"): ([], ["--code", "greedy"]),
+    ("witness", "codewords"): ([], ["--codewords", "4"]),
+    ("witness", "d"): (["--code", "greedy"], ["--code", "greedy", "--d", "4"]),
+    ("witness", "w"): (["--code", "greedy"], ["--code", "greedy", "--w", "5"]),
+    ("witness", "complements"): ([], ["--complements"]),
+    ("witness", "chains"): ([], ["--chains"]),
+    ("witness", "both_orders"): ([], ["--no-both-orders"]),
+    ("witness", "seed"): ([], ["--seed", "1"]),
+    ("witness", "packed"): ([], ["--packed"]),
+    ("bound", "m"): ([], ["--m", "5"]),
+    ("bound", "m2"): ([], ["--to", "5"]),
+    ("bound", "step"): (["--to", "6"], ["--to", "6", "--step", "2"]),
+    ("bound", "certificates"): (
+        ["--export", "{tmp}/b1"],
+        ["--export", "{tmp}/b2", "--certificates"],
+    ),
+    ("bound", "seed"): (["--m", "14"], ["--m", "14", "--seed", "1"]),  # a random code
+    ("certify", "eps_list"): ([], ["--eps", "0.3"]),
+    ("certify", "position_independent"): ([], ["--position-independent"]),
+    ("verify", "m"): ([], ["--m", "3"]),
+    ("verify", "n"): ([], ["--n", "3"]),
+    ("verify", "construction"): ([], ["--construction", "rank1"]),
+    ("verify", "beta"): ([], ["--beta", "0.5"]),
+    ("verify", "causal"): (["--n", "3"], ["--n", "3", "--causal"]),
+}
+
+#: Combinations where an option would not be read: each is refused in one line.
+IGNORED = [
+    (["witness", "--d", "4", "--out", "{tmp}/x.npz"], "--d: a hadamard code has its own"),
+    (["witness", "--w", "4", "--out", "{tmp}/x.npz"], "--w: a hadamard code has its own"),
+    (["witness", "--code", "golay-octads", "--d", "8", "--out", "{tmp}/x.npz"], "--d"),
+    (["witness", "--code", "greedy", "--m", "12", "--complements", "--out", "{tmp}/x.npz"],
+     "--complements applies to hadamard"),
+    (["witness", "--d", "-1", "--out", "{tmp}/x.npz"], "--d"),  # the issue's example
+    (["codes", "--m", "12", "--d", "4"], "--d: a hadamard code"),
+    (["codes", "--m", "12", "--kind", "greedy", "--seed", "3"], "--seed applies to random"),
+    (["codes", "--m", "12", "--kind", "greedy", "--d", "13"], "allows only one word"),
+    (["frontier", "--protocol", "kernel", "--vary", "nope=1..3", "--q", "4", "--s", "3"],
+     "no protocol has a parameter 'nope'"),
+    (["frontier", "--vary", "bits=1..2", "--resume"], "--resume needs --json"),
+    (["transcript", "--resume"], "--resume needs --json"),
+    (["bound", "--m", "4", "--certificates"], "--certificates needs --export"),
+    (["ablation", "--lr", "0.1"], "--lr applies only with --screen-maps or --screen-stop"),
+    (["ablation", "--ranks", "4"], "--ranks applies only with --screen-maps"),
+    (["ablation", "--scales", "8:64:100"], "--scales applies only with --screen-stop"),
+    (["ablation", "--screen-maps", "8:64:100", "--triples", "5"], "--triples applies only"),
+    (["ablation", "--screen-maps", "8:64:100", "--screen-stop", "0.1"], "give one"),
+]  # fmt: skip
+
+#: Options whose "ignored" case is one of :data:`IGNORED` (the option is not in EFFECT).
+REFUSED_WHEN_IGNORED = {("frontier", "resume"), ("transcript", "resume")}
+
+CLASSIFIED = ("transcript", "frontier", "witness", "bound", "certify", "verify", "codes")
+
+
+def test_every_option_of_the_quick_commands_is_classified():
+    missing = [
+        (name, p.name)
+        for name in CLASSIFIED
+        for p in main.commands[name].params
+        if isinstance(p, click.Option)
+        and p.name not in OUTPUT
+        and (name, p.name) not in EFFECT
+        and (name, p.name) not in REFUSED_WHEN_IGNORED
+        and name != "codes"  # codes prints a table only: its options are walked above
+    ]
+    assert not missing, f"classify these options (EFFECT, IGNORED or OUTPUT): {missing}"
+
+
+@pytest.mark.parametrize(("args", "needle"), IGNORED, ids=lambda x: " ".join(x)[:50])
+def test_an_option_the_run_would_ignore_is_refused(tmp_path, args, needle):
+    if args[0] == "ablation":
+        pytest.importorskip("torch", reason="the torch extra is not installed")
+    args = _args(args, tmp_path)
+    res = _invoke(args)
+    _assert_refused(res, args)
+    assert needle in res.output, res.output
+
+
+def _result(command: str, args: list[str], folder: Path) -> dict:
+    """The result file of one run, without provenance and timings."""
+    out = folder / "r.json"
+    if out.exists():
+        out.unlink()
+    extra = {"witness": ["--out", str(folder / "w.npz")], "certify": [str(folder / "fam.npz")]}
+    full = [command, *BASE_EFFECT.get(command, []), *extra.get(command, []), *args]
+    full += ["--json", str(out)]
+    res = _invoke(_args(full, folder))
+    assert res.exit_code == 0, f"{full}: {res.output}"
+    data = json.loads(out.read_text())
+    for key in ("versions", "machine", "argv", "command", "parameters"):
+        data.pop(key, None)
+    return json.loads(json.dumps(data), object_hook=_drop_times)
+
+
+def _drop_times(obj: dict) -> dict:
+    return {k: v for k, v in obj.items() if "seconds" not in k and k not in ("file",)}
+
+
+#: Tiny runs the EFFECT pairs start from (options given there are overridden by later ones).
+BASE_EFFECT = {
+    "transcript": ["--q", "2", "--s", "1", "--quiet"],
+    "frontier": ["--vary", "bits=1..2", "--q", "2", "--s", "1", "--quiet"],
+    "witness": ["--m", "12", "--codewords", "3"],
+    "bound": ["--m", "4"],
+    "verify": ["--m", "2", "--n", "2", "--quiet"],
+}
+
+
+@pytest.mark.parametrize("key", sorted(EFFECT), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_an_option_changes_the_result(files, tmp_path, key):
+    import shutil
+
+    shutil.copy(files / "fam.npz", tmp_path / "fam.npz")
+    before, after = EFFECT[key]
+    assert _result(key[0], before, tmp_path) != _result(key[0], after, tmp_path)
