@@ -12,6 +12,8 @@ a trained head near it has learned the family's query statistics, not Min-IP.
 feature maps on a validation split drawn from the OOD *train* pool only
 (:func:`~sketchsim.experiments.suites.ood_validation`): how the map of the OOD
 transition runs is chosen without looking at the test pool.
+:func:`screen_plateau` asks, on the same validation splits, why the OOD kernel
+heads plateau below exact accuracy (:data:`PLATEAU_VARIANTS`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ __all__ = [
     "screen_maps",
     "screen_stops",
     "pick_margin",
+    "PLATEAU_VARIANTS",
+    "screen_plateau",
 ]
 
 
@@ -233,3 +237,94 @@ def run_ablation(seeds: int, steps: int, triples: int, on_start=None, on_variant
         if on_variant is not None:
             on_variant(v, got)
     return {"inputs": len(family.tokens), "baseline_mse": base, "rows": rows}
+
+
+#: The plateau ablation: each variant changes one thing of the OOD kernel protocol
+#: (``steps``, ``dtype``, the ``rank``, or ``triples`` times more training and
+#: validation triples); ``default`` is the plan's protocol.
+PLATEAU_VARIANTS = {
+    "default": {},
+    "4x steps": {"steps": 4},
+    "float64": {"dtype": "float64"},
+    "2x triples": {"triples": 2},
+    "4x rank": {"rank": 4},
+}
+
+
+def screen_plateau(
+    scales: str,
+    rank: int,
+    seeds: int,
+    steps: int = 1000,
+    lr: float = 0.01,
+    feature_map: str = "elu1",
+    variants: dict | None = None,
+    progress=None,
+) -> list[dict]:
+    """Why OOD kernel heads plateau below exact accuracy: one change at a time, on validation.
+
+    Each variant of ``variants`` (default :data:`PLATEAU_VARIANTS`) trains the
+    ``feature_map`` kernel head of rank ``rank`` with the OOD protocol
+    (Adam ``lr``, at most ``steps`` steps, stop once every training error is
+    below :data:`~sketchsim.config.OOD_STOP_BELOW`, ``pm1`` tokens) on one half
+    of each scale's train pool and scores the other half
+    (:func:`~sketchsim.experiments.suites.ood_validation`; the test pool is
+    never drawn).  Besides the validation accuracy each row says whether the
+    run reached the stop margin (``steps`` below the cap) and how the wrong
+    validation positions miss: ``near_miss`` is the share of them off by less
+    than 1 (the target is an integer, exact means off by less than 1/2).
+    """
+    from sketchsim.experiments.suites import ood_validation, parse_scales
+
+    variants = PLATEAU_VARIANTS if variants is None else variants
+    rows = []
+    for m, pool, triples in parse_scales(scales):
+        for seed in range(seeds):
+            for name, change in variants.items():
+                n = triples * change.get("triples", 1)
+                fit_split, val_split = ood_validation(m, pool, n, seed)
+                row = _plateau_run(
+                    fit_split,
+                    val_split,
+                    rank * change.get("rank", 1),
+                    seed,
+                    steps * change.get("steps", 1),
+                    lr,
+                    feature_map,
+                    change.get("dtype", "float32"),
+                )
+                rows.append({"variant": name, "scale": f"{m}:{pool}:{triples}", **row})
+                if progress:
+                    progress(rows[-1])
+    return rows
+
+
+def _plateau_run(fit_split, val_split, rank, seed, steps, lr, feature_map, dtype) -> dict:
+    dt = {"float32": torch.float32, "float64": torch.float64}[dtype]
+    m = fit_split.tokens.shape[-1]
+    head = make_head("kernel", m, rank, feature_map, seed=seed, encoding="pm1").to(dt)
+    x = torch.tensor(fit_split.tokens, dtype=dt)
+    t = torch.tensor(fit_split.targets, dtype=dt)
+    res = fit(head, x, None, t, steps=steps, lr=lr, seed=seed, stop_below=OOD_STOP_BELOW)
+    with torch.no_grad():
+        y = head(torch.tensor(val_split.tokens, dtype=dt), None)
+    tv = torch.tensor(val_split.targets, dtype=dt)
+    seq, _, mx = metrics(y, tv)
+    err = (y - tv).abs().numpy()
+    wrong = err[err >= 0.5]
+    return {
+        "rank": rank,
+        "seed": seed,
+        "dtype": dtype,
+        "triples": len(fit_split.tokens),
+        "validation_accuracy": 1.0 - seq,
+        "validation_max_abs_error": mx,
+        "wrong_positions": int(wrong.size),
+        "near_miss": float((wrong < 1.0).mean()) if wrong.size else None,
+        "train_sequence_error": res.sequence_error,
+        "train_max_abs_error": res.max_abs_error,
+        "steps": res.steps,
+        "step_cap": steps,
+        "reached_margin": res.steps < steps,
+        "seconds": res.seconds,
+    }
