@@ -138,11 +138,11 @@ def _num(x, fmt: str = ",.2f") -> str:
 def _render_frontier(cells, vary) -> None:
     table = Table(
         box=box.SIMPLE_HEAD,
-        collapse_padding=True,
+        padding=0,  # one space between columns (the box's divider)
         pad_edge=False,
         title=f"bits frontier: smallest {vary.name} in {vary.lo}..{vary.hi}, decoded and decodable",
         caption="decoded: the protocol's own readout right on every input run; decodable: no "
-        "two inputs with different answers share a transcript; x bound: declared bits / "
+        "two inputs with different answers share a transcript; (x bound): declared bits / "
         "q*log2(s+1); verdict: below the table",
     )
     cols = (
@@ -151,11 +151,9 @@ def _render_frontier(cells, vary) -> None:
         "protocol",
         "bound",
         f"{vary.name} decoded",
-        "declared",
-        "x bound",
+        "declared (x bound)",
         f"{vary.name} decodable",
-        "declared ",
-        "x bound ",
+        "declared (x bound) ",
         "inputs",
         "search",
         "verdict",
@@ -165,32 +163,36 @@ def _render_frontier(cells, vary) -> None:
         table.add_column(
             col.strip().replace(" ", "\n"),  # one word a line: narrow columns, cells on one line
             justify="left" if left else "right",
-            no_wrap=col == "protocol",
+            no_wrap=True,
             min_width=max(map(len, col.split())),
         )
     for c in cells:
         search = {"bisection": "bisect"}.get(c["search"], c["search"])
         if c["search"] == "scan" and c["monotone"] is False:
             search += "[yellow]*[/yellow]"
-        sampled = c["mode"] != "exhaustive"
         table.add_row(
             str(c["q"]),
             str(c["s"]),
             c["spec"] or c["protocol"],
             _num(c["bound_bits"]),
             _value(c["search"], c["found"], c["value"]),
-            _num(c["declared_bits"]),
-            _num(c["declared_ratio"], ".2f"),
+            _bits(c["declared_bits"], c["declared_ratio"]),
             _value(c["search"], c.get("decodable_found", False), c.get("decodable_value")),
-            _num(c.get("decodable_declared_bits")),
-            _num(c.get("decodable_declared_ratio"), ".2f"),
-            f"{c['inputs']:,} " + ("sampled" if sampled else "all"),
+            _bits(c.get("decodable_declared_bits"), c.get("decodable_declared_ratio")),
+            f"{c['inputs']:,}",  # all of them when "proved", a sample when "not refuted"
             search,
             _short_verdict(c),
         )
     render.console.print(table)
     for line in _frontier_notes(cells):
         render.console.print(f"[dim]{line}[/dim]")
+
+
+def _bits(bits, ratio) -> str:
+    """Declared bits and their ratio to the bound in one cell: ``22.00 (5.50x)``."""
+    if bits is None:
+        return "-"
+    return _num(bits) + ("" if ratio is None else f" ({ratio:.2f}x)")
 
 
 def _short_verdict(c) -> str:
