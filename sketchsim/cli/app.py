@@ -51,7 +51,7 @@ SHORT_HELP = {
     "proves.",
     "codes": "Build a constant-weight code and print its size, weight and minimum distance.",
     "families": "List every input family found: built-ins, installed plug-ins.",
-    "frontier": "Smallest parameter value correct on every input, per (q, s), against the bound.",
+    "frontier": "Smallest parameter value decoded and decodable per (q, s), against the bound.",
     "info": "Versions, CPU kernels, numba cache and devices: paste this into a bug report.",
     "minrank": "Bracket the smallest feature rank of one table head on all of ({0,1}^m)^3.",
     "protocols": "List every protocol found: built-ins, installed plug-ins.",

@@ -98,7 +98,7 @@ def frontier(
     quiet,
     cluster,
 ):
-    """Smallest parameter value correct on every input, per (q, s), against the bound."""
+    """Smallest parameter value decoded and decodable per (q, s), against the bound."""
     from sketchsim.runs.frontier import FrontierPlan
     from sketchsim.runs.frontier import run as run_frontier
 
