@@ -86,6 +86,7 @@ _CELL_FIELDS = {
     "decodable_declared_bits": (float, None),
     "decodable_declared_ratio": (float, None),
     "evaluated_decodable": dict,
+    "decodable_reason": str,  # since issue #33 (three-valued verdicts)
 }
 
 

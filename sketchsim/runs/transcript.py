@@ -98,6 +98,9 @@ _RESUME_FIELDS = {
     "wrong_inputs": int,
     "collision": (dict, None),
     "first_failure": (dict, None),
+    # three-valued since issue #33: an older entry's sampled ``true`` is not resumed
+    "decodable": (bool, None),
+    "decodable_reason": str,
 }
 _COLLISION_FIELDS = ("inputs", "answers_a", "answers_b", "position", "protocol_answer")
 _FAILURE_FIELDS = ("input", "position", "target", "answer")

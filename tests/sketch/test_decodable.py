@@ -77,3 +77,42 @@ def test_the_frontier_reports_both_minimum_sizes():
     assert cell["evaluated_decodable"][str(cell["decodable_value"] - 1)] is False
     sampled = api.frontier("kernel", "bits=1..8", q=8, s=7, samples=2000).to_dict()
     assert sampled["verdict"].startswith("correct on 2,000 sampled inputs (error rate < ")
+
+
+def test_sampled_refutations_are_named_and_undersampled_entries_refute_nothing():
+    from sketchsim.sketch.transcript import decodability
+
+    # the entropy argument names itself, with the interval's end it used
+    value, reason = decodability(False, None, 22.16, 24.0, 2000)
+    assert value is False
+    assert reason.startswith("refuted by the entropy argument: entry entropy (upper end of its")
+    # undersampled entries are biased low: the same numbers refute nothing
+    value, reason = decodability(False, None, 22.16, 24.0, 2000, undersampled=2)
+    assert value is None and "2 undersampled entries" in reason
+    # a verified collision refutes in any mode; exhaustively, no candidate proves it
+    collision = {"inputs": [6, 7], "position": 6}
+    assert decodability(False, collision, 99.0, 24.0, 10)[0] is False
+    assert decodability(True, None, 24.0, 24.0, 64)[0] is True
+    # candidates that were 128-bit fingerprint collisions leave it unproved
+    assert decodability(True, None, 24.0, 24.0, 64, unresolved=True)[0] is None
+
+
+def test_an_entry_from_before_the_three_valued_verdict_is_not_resumed(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+    from cliutil import assert_error_line
+
+    from sketchsim.cli import main
+
+    path = tmp_path / "t.json"
+    args = ["transcript", "--q", "8", "--s", "7", "--samples", "300", "--quiet"]
+    args += ["--protocol", "block-counts", "--json", str(path)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    data = json.loads(path.read_text())
+    (entry,) = data["protocols"]
+    assert entry["decodable"] is None and entry["decoded"] is None  # sampled, all right
+    entry["decodable"] = True  # what sketchsim wrote before issue #33
+    del entry["decodable_reason"]
+    path.write_text(json.dumps(data))
+    assert_error_line(CliRunner().invoke(main, [*args, "--resume"]), "decodable_reason")
