@@ -1,0 +1,129 @@
+"""docs/capacity.md: every number of its table comes from the committed result files.
+
+``docs/capacity/sweep.json`` is ``sketchsim sweep --suite capacity`` (the default
+plan) and ``docs/capacity/capacity.json`` is ``sketchsim capacity`` on the
+weights it kept.  :func:`table_rows` renders the table from them; the doc must
+hold exactly these rows (``python tests/experiments/test_capacity_doc.py``
+prints them).
+"""
+
+import json
+import math
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+SWEEP = DOCS / "capacity" / "sweep.json"
+CAPACITY = DOCS / "capacity" / "capacity.json"
+
+
+def _f(v, fmt):
+    return "-" if v is None else format(v, fmt)
+
+
+def table_rows(sweep: dict, capacity: dict) -> list[str]:
+    """One markdown row per (family, q, s, architecture) of the sweep's summary."""
+    measured = {(s["family"], s["q"], s["s"], s["architecture"]): s for s in capacity["summary"]}
+    elements = {}
+    for r in capacity["rows"]:
+        elements[(r["family"], r["q"], r["s"], r["architecture"])] = r["state_elements"]
+    out = []
+    for s in sweep["summary"]:
+        key = (s["family"], s["q"], s["s"], s["architecture"])
+        m = measured.get(key)
+        ci = "-" if s["ci_low"] is None else f"{s['ci_low']:.2f}-{s['ci_high']:.2f}"
+        bound = f"{s['q'] * math.log2(s['s'] + 1):.0f}"
+        if m is None:  # softmax: no fixed-size state, not run in the engine
+            cells = ["-", "-", "-", "-", "-", "-"]
+        else:
+            n = elements[key]
+            cells = [
+                f"{m['decoded_seeds']}/{m['seeds']}",
+                _f(m["bits_per_coordinate_min"], "d"),
+                _f(m["transcript_bits_min"], ",.0f"),
+                _f(m["ratio_min"], ".2f"),
+                _f(m["ratio_mean"], ".2f"),
+                f"{n:,} x 32 = {n * 32:,}",
+            ]
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    s["architecture"],
+                    str(s["q"]),
+                    str(s["s"]),
+                    bound,
+                    str(s["seeds"]),
+                    f"{s['mean']:.3f}",
+                    ci,
+                    *cells,
+                ]  # fmt: skip
+            )
+            + " |"
+        )
+    return out
+
+
+def reference_rows(capacity: dict) -> list[str]:
+    return [
+        f"| {r['protocol']} | {r['q']} | {r['s']} | {r['transcript_bits']:,.0f} | "
+        f"{r['ratio']:.2f} | {r['correct_fraction']:.4f} |"
+        for r in capacity["references"]
+    ]
+
+
+def test_doc_table_is_the_committed_results():
+    sweep = json.loads(SWEEP.read_text())
+    capacity = json.loads(CAPACITY.read_text())
+    text = (DOCS / "capacity.md").read_text()
+    lines = {ln.strip() for ln in text.splitlines()}
+    rows = table_rows(sweep, capacity) + reference_rows(capacity)
+    assert rows and all(r in lines for r in rows), [r for r in rows if r not in lines][:3]
+    # and nothing else in those tables: every table row of the doc is one of them
+    doc_rows = [ln for ln in lines if ln.startswith("| ") and not ln.startswith("| arch")
+                and not ln.startswith("| protocol") and not ln.startswith("| ---")]  # fmt: skip
+    assert sorted(doc_rows) == sorted(rows)
+    # the weights measured are the sweep's: one capacity row per saved kernel model
+    saved = [r for r in sweep["runs"] if r["weights"]]
+    assert len(capacity["rows"]) == len(saved)
+
+
+def test_doc_prose_ranges_are_the_committed_results():
+    capacity = json.loads(CAPACITY.read_text())
+    text = " ".join((DOCS / "capacity.md").read_text().split())
+    ok = [s for s in capacity["summary"] if s["decoded_seeds"]]
+    ratios = [s["ratio_min"] for s in ok]
+    ks = [s["bits_per_coordinate_min"] for s in ok]
+    bits = [s["transcript_bits_min"] for s in ok]
+    kernel = [r["ratio"] for r in capacity["references"] if r["protocol"].startswith("kernel")]
+    elements = [r["state_elements"] * 32 for r in capacity["rows"]]
+    bounds = [r["bound_bits"] for r in capacity["rows"]]
+    for phrase in (
+        f"**{min(ratios):.2f}x to {max(ratios):.2f}x**",
+        f"registers {min(kernel):.2f}x to {max(kernel):.2f}x",
+        f"**{min(ks)} to {max(ks)} bits**",
+        f"is {min(elements):,}-{max(elements):,} bits",
+        f"needs {min(bits):,.0f}-{max(bits):,.0f} of them",
+        f"floor is {min(bounds):.0f}-{max(bounds):.0f}",
+    ):
+        assert phrase in text, phrase
+
+
+def _minsec(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {round(seconds % 60)} s"
+
+
+def test_doc_times_are_the_committed_timing():
+    timing = json.loads((DOCS / "capacity" / "timing.json").read_text())
+    text = " ".join((DOCS / "capacity.md").read_text().split())
+    assert timing["machine"]["cpu_count"] == 2 and "EPYC" in timing["machine"]["cpu"]
+    sweep, cap = timing["sweep"], timing["capacity"]
+    assert f"**{_minsec(sweep['wall_s'])}** wall ({_minsec(sweep['cpu_s'])} CPU)" in text
+    assert f"{_minsec(cap['wall_s'])} wall there ({_minsec(cap['cpu_s'])} CPU)" in text
+    assert sweep["wall_s"] < 600  # the default plan's promise: within 10 minutes
+
+
+if __name__ == "__main__":
+    s, c = json.loads(SWEEP.read_text()), json.loads(CAPACITY.read_text())
+    print("\n".join(table_rows(s, c)))
+    print()
+    print("\n".join(reference_rows(c)))
