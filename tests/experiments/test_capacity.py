@@ -165,6 +165,7 @@ def test_theorem_guard_rejects_a_broken_quantizer(trained):
     theorem_guard({**row, "decoded": False})
 
 
+@pytest.mark.slow
 def test_capacity_command_json_and_plot(trained, tmp_path):
     folder, rows = trained
     out, png = tmp_path / "cap.json", tmp_path / "cap.png"
