@@ -197,7 +197,9 @@ class ProtocolReport:
     family.  ``True``: exhaustive and right on all; ``False``: wrong on some
     input run; ``None``: sampled and right on every sampled input
     (``error_rate_upper95`` is then the one-sided 95% Clopper-Pearson upper
-    bound on its error rate).
+    bound on its error rate).  ``decoded_reason`` says it in words
+    (:meth:`verdict_text`: "correct on every input", "correct on n sampled
+    inputs (error rate < u at 95%)", "wrong on k of n sampled inputs").
 
     A protocol can be decodable and not decoded (its readout is wrong, the
     transcript is not); never decoded and not decodable.
@@ -231,6 +233,7 @@ class ProtocolReport:
     decodable: bool | None = None
     decodable_reason: str = ""
     decoded: bool | None = None
+    decoded_reason: str = ""
     error_rate_upper95: float | None = None
     collision_check_power: float | None = None
 
@@ -447,7 +450,7 @@ def protocol_report(
         exact, collision, total.ci_high, family.bound_bits, B, collision_unresolved, conf,
         total.undersampled_entries,
     )  # fmt: skip
-    return ProtocolReport(
+    report = ProtocolReport(
         name=name,
         params=dict(params),
         source=source,
@@ -480,6 +483,8 @@ def protocol_report(
         error_rate_upper95=None if exact else error_rate_upper(B - n_correct, B),
         collision_check_power=None if exact else collision_power(B),
     )
+    report.decoded_reason = report.verdict_text()
+    return report
 
 
 def error_rate_upper(wrong: int, n: int, confidence: float = 0.95) -> float:

@@ -50,6 +50,7 @@ def test_sampled_verdicts_state_their_reach():
     )
     assert rep.error_rate_upper95 == pytest.approx(1 - 0.05 ** (1 / 3000))
     assert rep.verdict_text() == ("correct on 3,000 sampled inputs (error rate < 0.001 at 95%)")
+    assert rep.to_dict()["decoded_reason"] == rep.verdict_text()  # said in the JSON too
     assert rep.collision_check_power == pytest.approx(3 / (3000 * 2999 / 2))
     exhaustive = api.transcript(q=2, s=1, protocols=["block-counts"]).reports[0]
     assert exhaustive.verdict_text() == "correct on every input"
