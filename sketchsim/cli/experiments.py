@@ -16,12 +16,12 @@ from sketchsim.errors import SketchsimError
 from sketchsim.sketch.specs import parse_int
 
 
-def _ints(text: str, name: str) -> list[int]:
+def _ints(text: str, name: str, checked: bool = True) -> list[int]:
     try:
         values = [parse_int(v) for v in text.split(",") if v.strip()]
     except (ValueError, OverflowError):
         raise SketchsimError(f"{name} must be comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
+    if checked and (not values or min(values) < 1):
         raise SketchsimError(f"{name} must list integers >= 1, got {text!r}")
     return sorted(set(values))
 
@@ -203,7 +203,7 @@ def sweep(
     if weights_dir and cluster is not None:
         raise click.UsageError("--save-weights keeps heads trained in this process, not --cluster")
     _one_thread_on_cluster(cluster, threads)
-    heads = _ints(heads, "--heads") if heads else None
+    heads = _ints(heads, "--heads", checked=False) if heads else None  # the plan checks them
     if heads and len(heads) > 1 and suite != "capacity":
         raise SketchsimError("--heads takes one number outside the capacity suite")
     capacity = suite == "capacity"

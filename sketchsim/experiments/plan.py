@@ -235,6 +235,10 @@ def _check_capacity(plan: Plan) -> None:
             raise SketchsimError(f"{name} must list integers in 1..{top}", param=name)
     if not plan.families:
         raise SketchsimError("families is empty", param="family")
+    from sketchsim.sketch.family_plugins import resolve_family
+
+    for name in plan.families:  # found before anything trains
+        resolve_family(name)
     if plan.model_plugins:  # found and checked before anything trains
         from sketchsim.experiments.model_plugins import resolve_model
 

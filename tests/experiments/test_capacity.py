@@ -250,3 +250,23 @@ def test_default_plan_and_sweep_command(tmp_path):
     assert len(list(wdir.glob("*.npz"))) == 6  # kernel models only
     res = CliRunner().invoke(main, [*argv, "--resume"])
     assert res.exit_code == 0 and json.loads(out.read_text())["runs"] == data["runs"]
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--suite", "capacity", "--q", "0"], "--q must list integers >= 1"),
+        (["--suite", "capacity", "--q", "2", "--heads", "0"], "heads must list integers in 1..64"),
+        (["--suite", "capacity", "--q", "2", "--layers", "9"], "layers must list integers in 1..8"),
+        (["--suite", "capacity", "--feature-map", "favor"], "must list names from elu1, relu"),
+        (["--suite", "capacity", "--family", "nope"], "unknown family 'nope'"),
+        (["--suite", "witness", "--heads", "1,2"], "--heads takes one number outside the capacity"),
+    ],
+)
+def test_capacity_sweep_bad_input_is_one_line(args, needle):
+    assert_error_line(CliRunner().invoke(main, ["sweep", *args]), needle, only_line=False)
+
+
+def test_capacity_command_refuses_zero_samples(tmp_path):
+    res = CliRunner().invoke(main, ["capacity", str(tmp_path), "--samples", "0"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
