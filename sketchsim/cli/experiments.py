@@ -44,7 +44,9 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 
 @main.command()
 @click.option(
-    "--suite", type=click.Choice(["witness", "ood", "capacity"]), default="witness",
+    "--suite",
+    type=click.Choice(["witness", "ood", "capacity"]),
+    default="witness",
     show_default=True,
 )
 @click.option(
@@ -58,7 +60,9 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 @click.option("--layers", default=None, help="capacity: comma list of layer counts (1, 2).")
 @click.option("--value-widths", default=None, help="capacity: comma list of value widths d.")
 @click.option(
-    "--model-plugin", "model_plugins", multiple=True,
+    "--model-plugin",
+    "model_plugins",
+    multiple=True,
     help="capacity: a user layer, entry point NAME or file.py:NAME (repeatable).",
 )
 @click.option("--ranks", default=None, help="Comma list of feature ranks. " + PLAN_DEFAULT)
