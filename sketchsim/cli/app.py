@@ -44,8 +44,7 @@ SHORT_HELP = {
     "audit": "Bits of attention state each trained head uses (heads kept by sweep --save-weights).",
     "bound": "Best certified rank bound per m, its growth, the 2^m endpoint and softmax "
     "temperatures.",
-    "capacity": "Smallest bits per state coordinate at which each saved model decodes every "
-    "input.",
+    "capacity": "Smallest bits per state coordinate at which each saved model decodes every input.",
     "certify": "Certified lower bound on the feature rank r for a length-3 family file.",
     "check-certificate": "Re-verify a certificate file with exact rationals; print the bound it "
     "proves.",
