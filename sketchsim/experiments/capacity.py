@@ -32,6 +32,7 @@ import numpy as np
 
 from sketchsim.config import BITS_TOLERANCE
 from sketchsim.errors import SketchsimError
+from sketchsim.experiments.stats import mean_interval
 
 __all__ = [
     "BITS",
@@ -202,6 +203,7 @@ def measure_weights(
         "correct_fraction": report.correct_fraction,
         "decoded": report.decoded,
         "error_rate_upper95": report.error_rate_upper95,
+        "search": "scan",
         "curve": curve,
     }
     theorem_guard(row, str(path))
@@ -242,7 +244,9 @@ def reference_points(family, samples: int = 20_000) -> list[dict]:
 
 
 def summarize_rows(rows: list[dict]) -> list[dict]:
-    """Per (family, q, s, architecture) over seeds: how many decode, and their bits and ratios."""
+    """Per (family, q, s, architecture) over seeds: how many decode, and their bits and ratios
+    (``ratio_ci``: the 95% Student-t interval of the mean ratio over decoded seeds, None
+    below three)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["family"], r["q"], r["s"], r["architecture"]), []).append(r)
@@ -264,6 +268,7 @@ def summarize_rows(rows: list[dict]) -> list[dict]:
                 "transcript_bits_min": min((r["transcript_bits"] for r in ok), default=None),
                 "ratio_min": min(ratios) if ratios else None,
                 "ratio_mean": _mean(ratios),
+            "ratio_ci": list(mean_interval(ratios, 0.0, math.inf) or []) or None,
                 "used_ratio_mean": _mean([r["used_ratio"] for r in ok]),
                 "bound_bits": rs[0]["bound_bits"],
             }
