@@ -268,7 +268,7 @@ def summarize_rows(rows: list[dict]) -> list[dict]:
                 "transcript_bits_min": min((r["transcript_bits"] for r in ok), default=None),
                 "ratio_min": min(ratios) if ratios else None,
                 "ratio_mean": _mean(ratios),
-            "ratio_ci": list(mean_interval(ratios, 0.0, math.inf) or []) or None,
+                "ratio_ci": list(mean_interval(ratios, 0.0, math.inf) or []) or None,
                 "used_ratio_mean": _mean([r["used_ratio"] for r in ok]),
                 "bound_bits": rs[0]["bound_bits"],
             }
