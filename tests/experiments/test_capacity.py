@@ -270,3 +270,19 @@ def test_capacity_sweep_bad_input_is_one_line(args, needle):
 def test_capacity_command_refuses_zero_samples(tmp_path):
     res = CliRunner().invoke(main, ["capacity", str(tmp_path), "--samples", "0"])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_sampled_family_reports_the_sample_and_null_bits_when_nothing_decodes(tmp_path):
+    fam = HardFamily(16, 3, seed=0)  # 2^32 inputs: sampled
+    torch.manual_seed(0)
+    model = CapacityModel(fam.m, 1, 1, 1, 2, "elu1").double()  # untrained: never right
+    x = torch.tensor(unpack_bits(fam.tokens(fam.sample_answers(64)), fam.m), dtype=torch.float64)
+    header = {"architecture": model.arch,
+              "family": {"name": "hard", "q": 16, "s": 3, "seed": 0}}  # fmt: skip
+    path = save_weights_file(tmp_path / "w.npz", header, export_arrays(model, calibrate(model, x)))
+    row = measure_weights(path, samples=500)
+    assert row["mode"] == "sampled" and row["inputs"] == 500
+    assert row["bits_per_coordinate"] is None
+    assert row["transcript_bits"] is None and row["ratio"] is None
+    assert row["measured_at_bits"] == 32 and row["correct_fraction"] < 1
+    assert row["bound_bits"] == 32.0 and len(row["curve"]) == 32
