@@ -7,10 +7,16 @@ declares ``layers * heads * E * K`` bits.  See sketchsim.sketch.trained.
 """
 
 from sketchsim.sketch import Param, Protocol
-from sketchsim.sketch.trained import MAX_BITS, load_weights, trained_plan
+
+#: ``sketchsim.sketch.trained.MAX_BITS`` (tests/sketch/test_startup_imports.py checks it):
+#: the model's module is imported when the protocol is used, not by every command that
+#: lists the built-in protocols (the main job never runs it).
+MAX_BITS = 32
 
 
 def setup(ctx, params):
+    from sketchsim.sketch.trained import load_weights, trained_plan
+
     return trained_plan(ctx, load_weights(params["weights"]), params["bits"])
 
 

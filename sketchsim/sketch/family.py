@@ -220,6 +220,10 @@ def _build_tokens(T, qwords, perm, out):
                 out[b, q, bit >> 6] |= np.uint64(1) << np.uint64(bit & 63)
 
 
+#: :meth:`HardFamily.tokens` of at most this many inputs runs serially: the few inputs
+#: of a family's digest or a collision check do not start numba's thread pool.
+_SERIAL_TOKENS = 1 << 12
+
 #: Largest table of per-block prefix masks (bytes) :class:`HardFamily` precomputes.
 _MASK_TABLE_BYTES = 1 << 22
 
@@ -331,7 +335,11 @@ class HardFamily(Family):
         T = np.ascontiguousarray(T, dtype=np.int64 if self.s > 255 else np.uint8)
         shape = (T.shape[0], self.n_tokens, self.words)
         out = np.empty(shape, dtype=np.uint64) if out is None else out[: T.shape[0]]
-        _build_tokens(T, self.query_words, self.perm, out)
+        if T.shape[0] <= _SERIAL_TOKENS:  # no parallel region: its thread pool costs start-up
+            out[:, : self.q] = self.query_words
+            out[:, self.q] = self.variable_tokens(T)[:, 0]
+        else:
+            _build_tokens(T, self.query_words, self.perm, out)
         return out
 
     @property

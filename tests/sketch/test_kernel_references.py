@@ -44,11 +44,16 @@ def answer_vectors(fam, rng, n=40):
 
 
 @pytest.mark.parametrize("q,s", [*SIZES, (2, 300)])
-def test_hard_family_tokens_match_naive(q, s):
+def test_hard_family_tokens_match_naive(q, s, monkeypatch):
+    import sketchsim.sketch.family as family
+
     fam = HardFamily(q, s, seed=q + s)
     T = answer_vectors(fam, np.random.default_rng(s))
     want = naive.pack_bits(family_tokens_reference(fam, T))
+    np.testing.assert_array_equal(fam.tokens(T), want)  # few inputs: serial
+    monkeypatch.setattr(family, "_SERIAL_TOKENS", -1)
     np.testing.assert_array_equal(fam.tokens(T), want)  # _build_tokens
+    monkeypatch.undo()
     assert fam._masks is not None  # small families build from prefix-mask tables
     np.testing.assert_array_equal(fam.variable_tokens(T), want[:, q:])  # _build_data_masked
     fam._masks = None  # the bit-by-bit builder that families too large for the tables use
