@@ -192,14 +192,20 @@ def measure_on_cluster(
     def answers_of(i: int) -> np.ndarray:
         return answers[i] if answers is not None else answers_range(family, i, i + 1)[0]
 
+    tried = candidates[:CANDIDATES]
     collision = verified_collision(
-        family, lambda: Engine(plan, ctx, protocol.name), candidates[:CANDIDATES], answers_of
+        family, lambda: Engine(plan, ctx, protocol.name), tried, answers_of
+    )
+    # candidates whose exact transcripts all differ: decodability is not proved
+    unresolved = collision is None and any(
+        not np.array_equal(answers_of(i), answers_of(j)) for i, j in tried
     )
     report = protocol_report(
         protocol.name, params, resolved.source, family, plan, shape.layers, plan.jitted,
         counts=got.entries.counts(),
         exact=family.log2_size <= 62 and B == family.size, distinct=distinct, entropy=ent,
         n_correct=got.n_correct, inputs=B, collision=collision,
+        collision_unresolved=unresolved,
         first_failure=min(got.failures, key=lambda f: f["input"]) if got.failures else None,
         start=start,
     )  # fmt: skip

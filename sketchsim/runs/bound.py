@@ -50,8 +50,8 @@ class BoundPlan:
             raise SketchsimError(f"need 2 <= --m <= --to <= {BOUND_MAX_M}, got --m {m} --to {m2}")
         if self.step < 1:
             raise SketchsimError(f"--step must be >= 1, got {self.step}")
-        if self.seed < 0:
-            raise SketchsimError(f"--seed must be >= 0, got {self.seed}")
+        if not 0 <= self.seed <= 2**63 - 1:
+            raise SketchsimError(f"--seed must be in 0..2^63-1, got {self.seed}")
         if self.certificates and not self.export:
             raise SketchsimError("--certificates needs --export DIR")
         if self.export:

@@ -53,6 +53,12 @@ class MinrankPlan:
         bad = [w for w in self.widths if not 1 <= w <= MINRANK_MAX_M]
         if not self.widths or bad:
             raise SketchsimError(f"widths must be in 1..{MINRANK_MAX_M}, got {bad}", param="m")
+        if not 0 <= self.train_max_m <= MINRANK_MAX_M:
+            raise SketchsimError(
+                f"--train-max-m must be in 0..{MINRANK_MAX_M} (0: train nothing), "
+                f"got {self.train_max_m}",
+                param="train_max_m",
+            )
         for name, value in (("seeds", self.seeds), ("steps", self.steps)):
             if value < 1:
                 raise SketchsimError(f"--{name} must be >= 1, got {value}", param=name)

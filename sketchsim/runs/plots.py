@@ -10,7 +10,7 @@ __all__ = ["plot_frontier", "plot_minrank", "plot_audit"]
 
 
 def plot_frontier(cells, vary, path) -> None:
-    """Declared bits at the smallest correct value against the bound, one line per s (PNG)."""
+    """Declared bits at the smallest decoded value against the bound, one line per s (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,7 +60,7 @@ def plot_frontier(cells, vary, path) -> None:
         ax.set_xscale("log")
         ax.set_yscale("log")
     ax.set_xlabel("bound q*log2(s+1) (bits)")
-    ax.set_ylabel(f"bits at the smallest correct {vary.name}")
+    ax.set_ylabel(f"bits at the smallest decoded {vary.name}")
     ax.set_title(f"bits frontier ({vary})")
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
