@@ -207,19 +207,24 @@ def sweep(
     if weights_dir and cluster is not None:
         raise click.UsageError("--save-weights keeps heads trained in this process, not --cluster")
     _one_thread_on_cluster(cluster, threads)
-    heads = _ints(heads, "--heads", checked=False) if heads else None  # the plan checks them
+    _refuse_foreign(suite, family, scales)
+    heads = _ints(heads, "--heads", checked=False) if heads is not None else None
+    if heads is not None and not heads:  # the plan checks the values
+        raise SketchsimError(f"--heads must list integers, got {''!r}")
     if heads and len(heads) > 1 and suite != "capacity":
         raise SketchsimError("--heads takes one number outside the capacity suite")
     capacity = suite == "capacity"
     plan = default_plan(suite).with_(
-        qs=tuple(_ints(qs, "--q")) if qs else None,
-        ss=tuple(_ints(ss, "--s")) if ss else None,
-        layer_counts=tuple(_ints(layers, "--layers")) if layers else None,
-        value_widths=tuple(_ints(value_widths, "--value-widths")) if value_widths else None,
+        qs=tuple(_ints(qs, "--q")) if qs is not None else None,
+        ss=tuple(_ints(ss, "--s")) if ss is not None else None,
+        layer_counts=tuple(_ints(layers, "--layers")) if layers is not None else None,
+        value_widths=(
+            tuple(_ints(value_widths, "--value-widths")) if value_widths is not None else None
+        ),
         head_counts=tuple(heads) if heads and capacity else None,
         families=_names(family) if family and capacity else None,
         model_plugins=tuple(model_plugins) or None,
-        ranks=tuple(_ints(ranks, "--ranks")) if ranks else None,
+        ranks=tuple(_ints(ranks, "--ranks")) if ranks is not None else None,
         seeds=seeds,
         softmax_seeds=seeds,
         feature_maps=_names(feature_map),
@@ -228,7 +233,7 @@ def sweep(
         accuracy=accuracy,
         steps=steps,
         softmax_steps=steps,
-        lrs=tuple(_floats(lr, "--lr")) if lr else None,
+        lrs=tuple(_floats(lr, "--lr")) if lr is not None else None,
         loss=loss,
         stop_below=stop_below,
         heads=heads[0] if heads and not capacity else None,
@@ -253,6 +258,29 @@ def sweep(
                 save_weights=weights_dir,
             )
     _render(result, json_path, plot_path)
+
+
+#: Options only one suite reads (click's parameter names), refused elsewhere.
+_SUITE_ONLY = {
+    "qs": "capacity",
+    "ss": "capacity",
+    "layers": "capacity",
+    "value_widths": "capacity",
+    "model_plugins": "capacity",
+    "scales": "ood",
+}
+
+
+def _refuse_foreign(suite: str, family, scales) -> None:
+    """Options the chosen suite would ignore, and empty values, are one error line."""
+    from sketchsim.cli.options import refuse_unused
+
+    used = {name for name, only in _SUITE_ONLY.items() if only == suite}
+    refuse_unused(used, {name: f"with --suite {only}" for name, only in _SUITE_ONLY.items()})
+    if family is not None and not family.strip(" ,"):
+        raise SketchsimError("--family is empty")
+    if scales is not None and not scales.strip(" ,"):
+        raise SketchsimError("--scales is empty")
 
 
 def _one_thread_on_cluster(cluster, threads):
