@@ -64,3 +64,26 @@ def test_bound_rows_on_a_cluster_equal_this_process(client):
     there = api.bound(4, 6, cluster=client)
     assert here.to_dict() == there.to_dict()
     assert [r["m"] for r in there.to_dict()["rows"]] == [4, 5, 6]
+
+
+@pytest.mark.slow  # the trained engine compiles in the client and in both workers
+def test_a_trained_model_on_a_cluster_equals_this_process(client, tmp_path):
+    """#30: the ``trained`` protocol runs sharded (its weights file shipped by path)."""
+    import importlib.util
+    from pathlib import Path
+
+    from sketchsim.sketch.family import HardFamily
+
+    spec = importlib.util.spec_from_file_location(
+        "trained_weights", Path(__file__).parents[1] / "sketch" / "test_trained_protocol.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = tmp_path / "w.npz"
+    module.random_weights(path, HardFamily(3, 2, seed=0), 1, 2, 2, 3, "elu1")
+    protocols = [f"trained:weights={path},bits=6"]
+    here = api.transcript(q=3, s=2, protocols=protocols)
+    there = api.transcript(q=3, s=2, protocols=protocols, cluster=client)
+    a, b = here.entries[0], there.entries[0]
+    assert _without(a, "seconds") == _without(b, "seconds", "cluster")
+    assert a["inputs"] == 27 and a["declared_bits"] > 0
