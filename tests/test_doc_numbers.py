@@ -522,11 +522,11 @@ entry(
     "the {} training runs took {} s as recorded in the\nsweep files",
     SW,
     [
-        ("runs", lambda runs: len(runs) + len(load("docs/ood/sweep_default_plan.json")["runs"])),
+        ("runs", lambda runs: len(runs) + len(load("docs/ood/sweep_16_seeds.json")["runs"])),
         (
             "runs",
             lambda runs: sum(
-                r["seconds"] for r in runs + load("docs/ood/sweep_default_plan.json")["runs"]
+                r["seconds"] for r in runs + load("docs/ood/sweep_16_seeds.json")["runs"]
             ),
         ),
     ],
@@ -624,6 +624,173 @@ def _ood_row(scale):
 
 for _scale in ("8:64:2000", "10:128:2000", "12:256:2000"):
     one(R, f"| {_scale} | {{}} |", OOD, (), _ood_row(_scale))
+
+
+# results.md: the OOD transition at the plan's seed count (issue #32; reproduce's sweep_ood.json)
+O16 = "docs/ood/sweep_16_seeds.json"
+
+
+def _slope_text(c):
+    return f"{c['slope']:+.4f} ({c['ci_low']:+.4f} to {c['ci_high']:+.4f})"
+
+
+def _ood16_row(scale):
+    def text(data):
+        from sketchsim.experiments.stats import rank_trend
+
+        cells = {
+            a["rank"]: a
+            for a in data["summary"]
+            if a["scale"] == scale and a["model"] == "kernel" and a["feature_map"] == "elu1"
+        }
+        found = data["transition"][scale]
+        out = []
+        for r in _RANKS:
+            a = cells[r]
+            cell = f"{a['mean']:.3f} ({f3(a['ci_low'])}-{f3(a['ci_high'])})"
+            out.append(f"**{cell}**" if r == found["rank"] else cell)
+        cross = min(r for r in _RANKS if cells[r]["mean"] >= 0.95)
+        (gain,) = [c for c in rank_trend(data["runs"]) if c["scale"] == scale]
+        return (
+            " | ".join(out)
+            + f" | **{found['low']}-{found['rank']}** | {cross} | {_slope_text(gain)}"
+        )
+
+    return text
+
+
+for _scale in ("8:64:2000", "10:128:2000", "12:256:2000"):
+    one(R, f"| {_scale} (16 seeds) | {{}} |", O16, (), _ood16_row(_scale))
+for _r in _RANKS:
+    one(R, f"| r = {_r} | {{}} |", O16, ("trend", {"rank": _r}), _slope_text)
+
+
+def _rule(pilot):
+    from sketchsim.experiments.stats import seed_count_rule
+
+    got = seed_count_rule(pilot["runs"], 0.95, half_width=0.01, band=0.05)
+    return (
+        f"pooled seed sd {got['pooled_sd']:.4f} over {got['cells']} cells "
+        f"({got['df']} degrees of freedom), upper 95% bound {got['sd_upper']:.4f}, "
+        f"hence **{got['seeds']} seeds**"
+    )
+
+
+one(R, "{}", OOD, ("runs", lambda runs: {"runs": runs}), _rule)
+
+
+def _near_halves(data):
+    """Half-widths of the 16-seed cells whose mean is within 0.05 of 0.95 (none clipped)."""
+    from sketchsim.experiments.stats import pooled_seed_sd
+
+    near = [
+        a
+        for a in data["summary"]
+        if a["model"] == "kernel" and abs(a["mean"] - 0.95) <= 0.05 and a["ci_high"] < 1
+    ]
+    halves = {(a["scale"].split(":")[0], a["rank"]): (a["ci_high"] - a["ci_low"]) / 2 for a in near}
+    wide = [f"m = {m} r = {r}" for (m, r), h in halves.items() if h > 0.01]
+    sd = pooled_seed_sd(data["runs"], "test_accuracy", 0.95, 0.05)
+    return (
+        f"pooled seed sd {sd['sd']:.4f} over the {sd['cells']} cells within 0.05 of 0.95; "
+        f"their half-widths run from {min(halves.values()):.4f} to {max(halves.values()):.4f}, "
+        f"above 0.01 at {len(wide)} cells ({', '.join(wide)})"
+    )
+
+
+one(R, "{}", O16, (), _near_halves)
+
+
+def _pilot_reproduced(data):
+    pilot = {json.dumps(r["spec"], sort_keys=True): r for r in load(OOD)["runs"]}
+    same = [
+        r["test_accuracy"] == pilot[k]["test_accuracy"]
+        for r in data["runs"]
+        if (k := json.dumps(r["spec"], sort_keys=True)) in pilot
+    ]
+    assert len(same) == len(pilot)
+    return f"{sum(same)} of the pilot's {len(pilot)}"
+
+
+one(R, "{} runs", O16, (), _pilot_reproduced)
+one(
+    R,
+    "Dense softmax over 16 seeds: worst seed {}",
+    O16,
+    ("summary",),
+    lambda rows: ", ".join(f"{a['min']:.4f}" for a in rows if a["model"] == "softmax"),
+)
+
+
+def _capped_softmax(runs):
+    cut = [r for r in runs if r["spec"]["model"] == "softmax" and r["steps"] >= 2000]
+    return ", ".join(
+        f"{r['spec']['scale']} seed {r['spec']['seed']} (training max error "
+        f"{r['train_max_abs_error']:.3f}, test {r['test_accuracy']:.3f})"
+        for r in sorted(cut, key=lambda r: r["spec"]["seed"])
+    )
+
+
+def _softmax_reached(runs):
+    return min(
+        r["test_accuracy"] for r in runs if r["spec"]["model"] == "softmax" and r["steps"] < 2000
+    )
+
+
+def _planned_half(data):
+    from scipy.stats import t
+
+    from sketchsim.experiments.stats import seed_count_rule
+
+    got = seed_count_rule(data["runs"], 0.95, half_width=0.01, band=0.05)
+    n = got["seeds"]
+    half = t.ppf(0.975, n - 1) * got["sd_upper"] / math.sqrt(n)
+    return f"t(0.975, {n - 1}) * {got['sd_upper']:.4f} / {math.sqrt(n):g} = {half:.4f}"
+
+
+def _gain_range(runs):
+    from sketchsim.experiments.stats import rank_trend
+
+    slopes = [c["slope"] for c in rank_trend(runs)]
+    return f"{min(slopes):.3f}-{max(slopes):.3f}"
+
+
+def _top_rank_means(data):
+    means = [
+        a["mean"] for a in data["summary"] if a["model"] == "kernel" and a["rank"] == max(_RANKS)
+    ]
+    return ", ".join(f"{v:.3f}" for v in means)
+
+
+one(R, "short of the 0.05 margin: {};", O16, ("runs",), _capped_softmax)
+one(R, "and the lowest of them scores {}.", O16, ("runs", _softmax_reached), "{:.4f}")
+one(R, "(`{}`)", OOD, (), _planned_half)
+one(R, "seeds of the 27 cells ({} runs)", O16, ("runs", len), "{}")
+entry(
+    R,
+    "our transition grows by a factor of {}\n  ({} to {})",
+    O16,
+    [
+        ("transition", lambda t: t["12:256:2000"]["rank"] / t["8:64:2000"]["rank"]),
+        ("transition", "8:64:2000", "rank"),
+        ("transition", "12:256:2000", "rank"),
+    ],
+    ["{:.1f}", "{}", "{}"],
+)
+one(R, "by\n  {} per doubling on average", O16, ("runs",), _gain_range)
+entry(
+    R,
+    "at r = 128 the means are {}, and the best single run of any\n  kernel head scores {}.",
+    O16,
+    [
+        (),
+        (
+            "runs",
+            lambda runs: max(r["test_accuracy"] for r in runs if r["spec"]["model"] == "kernel"),
+        ),
+    ],
+    [_top_rank_means, "{:.4f}"],
+)
 
 
 # results.md: the bit audit of trained heads (sketchsim audit)
@@ -916,25 +1083,6 @@ entry(
     ["{:.3f}", "{:.4f}", "{:.3f}"],
 )
 
-
-def _mean(scale, rank):
-    return (
-        "summary",
-        lambda rows: next(
-            a["mean"]
-            for a in rows
-            if a["scale"] == scale and a["rank"] == rank and a["model"] == "kernel"
-        ),
-    )
-
-
-entry(
-    R,
-    "(r = 32: {}, {}, {}; r = 64: {},\n  {}, {})",
-    OOD,
-    [_mean(s, r) for r in (32, 64) for s in ("8:64:2000", "10:128:2000", "12:256:2000")],
-    ["{:.3f}"] * 6,
-)
 
 # theory.md: the exact softmax temperature bracket (minrank's bisection, every m)
 entry(
