@@ -157,7 +157,9 @@ def test_reproduce_sweeps_on_a_cluster_match_in_process(client, tmp_path):
 
     tiny = Settings(
         witness=default_plan("witness").with_(steps=5, ranks=(1, 9), triples=50),
-        ood=default_plan("ood").with_(steps=5, softmax_steps=5, ranks=(1,), scales="4:6:20"),
+        ood=default_plan("ood").with_(
+            steps=5, softmax_steps=5, ranks=(1,), scales="4:6:20", seeds=3, softmax_seeds=3
+        ),
         samples=200,
         bound_to=8,
     )
