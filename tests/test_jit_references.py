@@ -86,7 +86,7 @@ _HEAD_PLAN = "sketchsim.sketch.kernel_head.kernel_plan"
 _TRAINED = (
     "tests/sketch/test_trained_protocol.py::test_engine_equals_numpy_reference_on_every_input"
 )
-_TRAINED_REF = "sketchsim.sketch.trained.reference_outputs"
+_TRAINED_REF = "naive.trained_outputs"
 _TRAINED_PLAN = "sketchsim.sketch.trained.trained_plan"
 _TRAINED_ANSWER = "sketchsim.sketch.trained.answer"
 _MINIP_BYTES = f"{_BITS}::test_minip_bytes_and_packed_match_naive"

@@ -14,7 +14,7 @@ of layer ``l``, head ``h`` are ``L{l}.H{h}.NAME``:
 - ``lo, span`` (``E``): the fixed-point calibration of the head's ``E`` state entries,
 
 and ``wb`` (``m``), ``bb`` (``1``) the output bias ``b(u)``.  The model
-(:func:`reference_outputs` in NumPy, the torch model in
+(``tests/naive.py``: ``trained_outputs`` in NumPy, the torch model in
 :mod:`sketchsim.experiments.capacity_models`): ``u^0_j = 2 x_j - 1``; at layer
 ``l`` each head's state is ``S = sum_j phi_K(u_j) v(u_j)^T`` (``r x d``) and,
 for the nonnegative maps, ``z = sum_j phi_K(u_j)`` (``r``), so ``E = r(d+1)``
@@ -60,7 +60,6 @@ __all__ = [
     "save_weights_file",
     "head_entries",
     "trained_plan",
-    "reference_outputs",
 ]
 
 FORMAT = "sketchsim-trained"
@@ -427,53 +426,3 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
     check_engine_size(ctx.n_tokens * L * H * E + H * E * (L + 1), what=f"{L} x {H} x {E} entries")
     layers = [Layer("sum", H * E, 2**bits, levels=2**bits) for _ in range(L)]
     return Plan(layers, L * H * E, emit, update, answer, aux=_aux(weights, bits))
-
-
-def reference_outputs(weights: Weights, X: np.ndarray, bits: int | None = None) -> np.ndarray:
-    """The model's outputs ``y`` at every token, in plain NumPy (float64): the reference
-    the engine is tested against.
-
-    ``X`` is 0/1 tokens ``[B, N, m]``.  With ``bits`` the state goes through the
-    fixed-point format of the module docstring (per-token rounding, saturation);
-    without, it is exact.
-    """
-    a = weights.arch
-    L, H, fmap, eps = a["layers"], a["heads"], a["feature_map"], a["eps"]
-    act = {
-        "elu1": lambda z: np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0.0))),
-        "relu": lambda z: np.maximum(z, 0.0) + 1e-3,
-        "signed": lambda z: z,
-    }[fmap]
-    u = 2.0 * np.asarray(X, dtype=np.float64) - 1.0
-    N = u.shape[1]
-    y = u @ weights.arrays["wb"] + weights.arrays["bb"][0]
-    for l in range(L):
-        delta = np.zeros_like(u)
-        for h in range(H):
-            g = {k: weights.arrays[f"L{l}.H{h}.{k}"] for k in HEAD_ARRAYS}
-            fq = act(u @ g["wq"].T + g["bq"])
-            fk = act(u @ g["wk"].T + g["bk"])
-            v = u @ g["wv"].T + g["bv"]
-            av = u @ g["wa"].T + g["ba"]
-            parts = [fk[..., :, None] * v[..., None, :]]  # [B, N, r, d]
-            if fmap != "signed":
-                parts.append(fk[..., :, None])
-            c = np.concatenate(parts, axis=-1).reshape(u.shape[0], N, -1)  # per-token entries
-            if bits is None:
-                state = c.sum(1)
-            else:
-                top = 2.0**bits - 1
-                step = np.where(g["span"] > 0, g["span"] / top, 1.0)
-                code = np.clip(np.floor((c - g["lo"]) / step + 0.5), 0, top).sum(1)
-                state = step * np.minimum(code, top) + N * g["lo"]
-            width = v.shape[-1] + (fmap != "signed")
-            state = state.reshape(u.shape[0], -1, width)  # [B, r, width]
-            num = np.einsum("bir,brc->bic", fq, state[..., : v.shape[-1]])
-            if fmap != "signed":
-                num = num / (np.einsum("bir,br->bi", fq, state[..., -1]) + eps)[..., None]
-            else:
-                num = num / N
-            y = y + (av * num).sum(-1)
-            delta += num @ g["wu"].T
-        u = u + delta
-    return y

@@ -6,6 +6,7 @@ model is compared in tests/experiments/test_capacity.py.
 
 import json
 
+import naive
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -23,7 +24,6 @@ from sketchsim.sketch.trained import (
     HEAD_ARRAYS,
     head_entries,
     load_weights,
-    reference_outputs,
     save_weights_file,
     trained_plan,
 )
@@ -119,14 +119,14 @@ def test_engine_equals_numpy_reference_on_every_input(tmp_path, fmap, layers, he
     X = unpack_bits(fam.tokens(T), fam.m)
     for bits in (32, 6, 2, 1):
         res, plan = engine_answers(w, fam, T, bits)
-        ref = rounded(reference_outputs(w, X, bits)[:, : fam.q], fam.s)
+        ref = rounded(naive.trained_outputs(w, X, bits)[:, : fam.q], fam.s)
         assert np.array_equal(res.answers, ref), bits
         # the sketch of layer 1 is a sum of K-bit codes, saturated: within 0..2^K-1
         assert res.transcripts.min() >= 0 and res.transcripts.max() <= 2**bits - 1
         E = head_entries(r, d, fmap)
         assert declared_bits(plan.layers, fam.n_tokens) == layers * heads * E * bits
     # at 32 bits the fixed point does not change a single rounded answer
-    exact = rounded(reference_outputs(w, X)[:, : fam.q], fam.s)
+    exact = rounded(naive.trained_outputs(w, X)[:, : fam.q], fam.s)
     assert np.array_equal(engine_answers(w, fam, T, 32)[0].answers, exact)
 
 
@@ -147,17 +147,17 @@ def test_sampled_large_family_and_mqar(tmp_path):
     X = unpack_bits(fam.tokens(T), fam.m)
     res, _ = engine_answers(w, fam, T, 32)
     # on the calibration inputs 32-bit registers give the exact model's answers ...
-    assert np.array_equal(res.answers[:100], rounded(reference_outputs(w, X[:100])[:, :16], 3))
+    assert np.array_equal(res.answers[:100], rounded(naive.trained_outputs(w, X[:100])[:, :16], 3))
     # ... and on the others they saturate (never wrap) as the reference's registers do
     for bits in (32, 3):
         res, _ = engine_answers(w, fam, T, bits)
-        assert np.array_equal(res.answers, rounded(reference_outputs(w, X, bits)[:, :16], 3))
+        assert np.array_equal(res.answers, rounded(naive.trained_outputs(w, X, bits)[:, :16], 3))
     mq = MQARFamily(3, 3, seed=2, keys=8, pairs=5)
     T = mq.all_answers()
     w = random_weights(tmp_path / "m.npz", mq, 2, 1, 2, 3, "signed", calibrate_on=T)
     res, _ = engine_answers(w, mq, T, 32)
     X = unpack_bits(mq.tokens(T), mq.m)
-    assert np.array_equal(res.answers, rounded(reference_outputs(w, X)[:, :3], 3))
+    assert np.array_equal(res.answers, rounded(naive.trained_outputs(w, X)[:, :3], 3))
 
 
 def test_spec_resolves_and_refuses_another_family_size(tmp_path):
