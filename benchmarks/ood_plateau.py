@@ -8,7 +8,9 @@ Trains the ``elu1`` kernel head of the OOD plan under each variant of
 splits of the OOD train pools (:func:`sketchsim.experiments.suites.ood_validation`;
 the test pool is never drawn), prints the mean validation accuracy per variant
 and scale, and writes every run with provenance to ``--json``.  One torch
-thread.  docs/results.md ("Why the kernel heads plateau") reads the file.
+thread.  The file is rewritten after every run (``complete`` false until the
+last), so a stopped run keeps what it measured.  docs/results.md ("Why the
+kernel heads plateau") reads the file.
 """
 
 from __future__ import annotations
@@ -38,7 +40,24 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
 
+    params = {k: getattr(args, k) for k in ("scales", "rank", "seeds", "steps")}
+    rows: list[dict] = []
+
+    def save(complete: bool) -> list[dict]:
+        means: dict[tuple, list[float]] = {}
+        for r in rows:
+            means.setdefault((r["variant"], r["scale"]), []).append(r["validation_accuracy"])
+        summary = [
+            {"variant": v, "scale": s, "mean": float(np.mean(a)), "seeds": len(a)}
+            for (v, s), a in means.items()
+        ]
+        result = {"rows": rows, "summary": summary, "complete": complete}
+        write_json_atomic(args.json, result_payload("ood_plateau", params, result))
+        return summary
+
     def show(row):
+        rows.append(row)
+        save(False)  # every finished run is on disk: a stopped run keeps what it measured
         print(
             f"{row['scale']} seed {row['seed']} {row['variant']}: validation "
             f"{row['validation_accuracy']:.4f}, steps {row['steps']}/{row['step_cap']}, "
@@ -47,23 +66,12 @@ def main(argv=None) -> int:
         )
 
     try:
-        rows = screen_plateau(args.scales, args.rank, args.seeds, args.steps, progress=show)
+        screen_plateau(args.scales, args.rank, args.seeds, args.steps, progress=show)
     except SketchsimError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    means = {}
-    for r in rows:
-        means.setdefault((r["variant"], r["scale"]), []).append(r["validation_accuracy"])
-    summary = [
-        {"variant": v, "scale": s, "mean": float(np.mean(a)), "seeds": len(a)}
-        for (v, s), a in means.items()
-    ]
-    for c in summary:
+    for c in save(True):
         print(f"| {c['variant']} | {c['scale']} | {c['mean']:.4f} |")
-    params = {k: getattr(args, k) for k in ("scales", "rank", "seeds", "steps")}
-    write_json_atomic(
-        args.json, result_payload("ood_plateau", params, {"rows": rows, "summary": summary})
-    )
     return 0
 
 
