@@ -69,8 +69,9 @@ def _global_name(fn) -> tuple[str, str] | None:
 
 
 def _module_text(names) -> str:
+    # small functions inlined into the loop, as the engine binds them (loop.inlined)
     bind = "\n".join(
-        f"{var} = getattr(sys.modules[{mod!r}], {name!r})"
+        f"{var} = inlined(getattr(sys.modules[{mod!r}], {name!r}))"
         for var, (mod, name) in zip(("_emit", "_update", "_answer"), names, strict=True)
     )
     return (
@@ -78,7 +79,7 @@ def _module_text(names) -> str:
         f'{", ".join(f"{m}.{n}" for m, n in names)}); safe to delete."""\n\n'
         "import sys\n\nimport numpy as np\nfrom numba import njit\n\n"
         "from sketchsim.sketch.fingerprint import SEED1, SEED2, fold\n"
-        "from sketchsim.sketch.loop import unowned\n\n"
+        "from sketchsim.sketch.loop import inlined, unowned\n\n"
         f"{bind}\n\n\n"
         f"{inspect.getsource(engine_loop.one_input)}\n\n"
         '_one_input_jit = njit(inline="always")(one_input)\n\n\n'
