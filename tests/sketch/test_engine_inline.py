@@ -1,0 +1,36 @@
+"""Which built-in protocol functions the engine inlines into its loop (issue #31).
+
+The results of inlined and called loops are compared, against committed
+references, by tests/sketch/test_results_unchanged.py.
+"""
+
+from sketchsim.sketch.family import HardFamily
+from sketchsim.sketch.loop import INLINE_BYTECODE, inlined
+from sketchsim.sketch.plugins import resolve_spec
+
+
+def plan_of(spec):
+    fam = HardFamily(4, 2, 0)
+    proto, params, _ = resolve_spec(spec)
+    return proto.plan(fam.context(), params)
+
+
+def test_small_functions_are_inlined_large_ones_called():
+    raw = plan_of("raw")
+    for fn in (raw.emit, raw.update, raw.answer):
+        assert len(fn.py_func.__code__.co_code) <= INLINE_BYTECODE
+        out = inlined(fn)
+        assert out is not fn and out.py_func is fn.py_func
+        assert out.targetoptions.get("inline") == "always"
+    kernel = plan_of("kernel")
+    for fn in (kernel.emit, kernel.update):
+        assert len(fn.py_func.__code__.co_code) > INLINE_BYTECODE
+        assert inlined(fn) is fn
+    assert inlined(kernel.answer) is not kernel.answer
+
+
+def test_plain_python_functions_are_left_alone():
+    def emit(layer, pos, bits, ctx, state, aux, out):
+        out[0] = 1
+
+    assert inlined(emit) is emit
