@@ -152,9 +152,13 @@ class Family:
 
         n = int(min(8, self.size))
         T = np.concatenate([self.answers_range(0, n), np.full((1, self.q), self.s)])
-        tokens = np.ascontiguousarray(self.tokens(T.astype(self.answer_dtype)))
-        h = hashlib.sha256(repr((tokens.shape, str(tokens.dtype))).encode())
-        h.update(tokens.tobytes())
+        T = T.astype(self.answer_dtype)
+        fixed = np.ascontiguousarray(self.fixed_tokens(), dtype=np.uint64)
+        # checked as a run checks them: a plug-in's bad tokens are one FamilyError line
+        var = check_variable_tokens(self, self.variable_tokens(T), T.shape[0])
+        h = hashlib.sha256(repr((fixed.shape, var.shape, str(var.dtype))).encode())
+        h.update(fixed.tobytes())
+        h.update(var.tobytes())
         return h.hexdigest()
 
     def sample_answers(self, k: int) -> np.ndarray:

@@ -120,7 +120,11 @@ def family_identity(spec: str, family) -> str:
     else:
         match = [f for f in discover_families() if f.name == head and f.family is not None]
         source = match[0].identity if match and match[0].identity else _builtin_identity()
-    return f"{source} tokens:{family.digest()[:32]}"
+    try:
+        tokens = family.digest()[:32]
+    except FamilyError:  # the run reports the plug-in's bad tokens itself, on its inputs
+        tokens = "unbuildable"
+    return f"{source} tokens:{tokens}"
 
 
 def _builtin_identity() -> str:
