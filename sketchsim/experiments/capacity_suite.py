@@ -179,7 +179,8 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         "weights": None,
     }
     if save_to is not None and _exportable(model):
-        row["weights"] = str(_save(spec, fam, model, T, acc, save_to))
+        # the file's name within the --save-weights folder: no machine paths in results
+        row["weights"] = _save(spec, fam, model, T, acc, save_to).name
     return row
 
 

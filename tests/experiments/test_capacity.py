@@ -63,6 +63,8 @@ def trained(tmp_path_factory):
             CapacitySpec("mqar", 2, 1, "kernel", 1, 1, 2, 4, "relu", 0, steps=300), save_to=folder
         ),
     ]
+    for row in rows:  # rows name the file inside the --save-weights folder
+        row["weights"] = str(folder / row["weights"])
     return folder, rows
 
 

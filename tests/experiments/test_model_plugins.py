@@ -38,7 +38,8 @@ def test_the_documented_layer_trains_saves_and_runs_in_the_engine(tmp_path):
     runs = json.loads(out.read_text())["runs"]
     tied = [r for r in runs if r["architecture"].startswith("tied ")]
     assert len(tied) == 1 and tied[0]["weights"]
-    w = load_weights(tied[0]["weights"])
+    path = wdir / tied[0]["weights"]  # the file's name inside the --save-weights folder
+    w = load_weights(path)
     # tied: the exported query features are the key features
     assert np.array_equal(w.arrays["L0.H0.wq"], w.arrays["L0.H0.wk"])
     fam = weights_family(w)
@@ -49,7 +50,7 @@ def test_the_documented_layer_trains_saves_and_runs_in_the_engine(tmp_path):
     with torch.no_grad():
         y = model_from_weights(w)(x)[:, : fam.q].numpy()
     assert np.array_equal(ans, np.clip(np.floor(y + 0.5), -1, fam.s + 1))
-    row = measure_weights(tied[0]["weights"])
+    row = measure_weights(path)
     assert row["architecture"] == tied[0]["architecture"] and row["bound_bits"] == 3.0
 
 
