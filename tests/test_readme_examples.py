@@ -83,6 +83,13 @@ NOT_RUN: dict[str, str] = {
         "about 14 s of training and every pipeline step; tests/experiments/test_reproduce.py "
         "runs the same reproduce() with tiny settings (reproduce has no size flags)"
     ),
+    "sketchsim sweep --suite capacity --save-weights W": (
+        "trains the capacity plan (minutes); test_readme_capacity_pair below runs it shrunk "
+        "to one tiny model, then the capacity command on its folder"
+    ),
+    "sketchsim capacity W --plot c.png": (
+        "needs the folder the capacity sweep writes: run by test_readme_capacity_pair below"
+    ),
     "sketchsim verify --m 7 --n 4 --cluster local:2": (
         "starts a Dask cluster; tests/cluster/test_cluster_verify.py covers the path and "
         "test_readme_cluster_example_shards below runs this command at --m 5 --n 5 (slow)"
@@ -171,3 +178,22 @@ def test_api_md_sweep_and_audit_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "docs/api.md", "exec"), {"__name__": "api_md_example"})
     assert any((tmp_path / "heads").iterdir())
+
+
+@pytest.mark.slow  # trains one tiny model, then measures it in the engine
+def test_readme_capacity_pair(tmp_path, monkeypatch):
+    """The README's capacity pair, in order, on one q = 3, s = 1 model of 100 steps."""
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    sweep = "sketchsim sweep --suite capacity --save-weights W"
+    tiny = ["--q", "3", "--s", "1", "--seeds", "1", "--steps", "100", "--layers", "1"]
+    res = _invoke(sweep, [*tiny, "--model", "kernel", "--feature-map", "elu1"])
+    assert res.exit_code == 0, res.output
+    assert list((tmp_path / "W").glob("*.npz"))
+    res = _invoke("sketchsim capacity W --plot c.png", ["--json", "c.json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    rows = json.loads((tmp_path / "c.json").read_text())["rows"]
+    assert rows and all(r["bound_bits"] == 3.0 for r in rows)
+    assert (tmp_path / "c.png").stat().st_size > 0
