@@ -166,7 +166,10 @@ def test_every_command_has_a_baseline():
 
 
 @pytest.mark.parametrize(("command", "option", "value"), WALK, ids=lambda x: str(x)[:40])
-def test_a_hostile_value_is_refused_in_one_line(files, command, option, value):
+def test_a_hostile_value_is_refused_in_one_line(
+    files, command, option, value, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # a value wrongly accepted must not write into the checkout
     if command in ("ablation", "sweep", "minrank", "audit", "reproduce", "capacity"):
         pytest.importorskip("torch", reason="the torch extra is not installed")
     base = BASE[command]
