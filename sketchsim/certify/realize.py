@@ -34,7 +34,14 @@ from sketchsim.certify.packed import (
 from sketchsim.certify.witness import WITNESS_MAX_INPUTS, build_witness, save_family
 from sketchsim.errors import SketchsimError
 
-__all__ = ["EXPORT_MAX_M", "PROOF_MAX_INPUTS", "Realized", "realize_row", "check_export_width"]
+__all__ = [
+    "EXPORT_MAX_M",
+    "PROOF_MAX_INPUTS",
+    "Realized",
+    "realize_row",
+    "realize_witness",
+    "check_export_width",
+]
 
 #: Widest m whose families ``bound --export`` builds (4,096 words at most: up to 10^8 inputs).
 EXPORT_MAX_M = 32
@@ -191,3 +198,30 @@ def realize_row(row: BoundRow, out_dir: str | Path, seed: int = 0, proof: bool =
     if proof:
         result.certificate = _proof(family, out_dir / f"bound-m{row.m}.cert.json")
     return result
+
+
+def realize_witness(
+    code, kind: str, codewords: int, chains: bool, both_orders: bool, seed: int,
+    complements: bool, out, packed: bool = False,
+):  # fmt: skip
+    """Build the witness family of ``code``, write it to ``out`` and certify it.
+
+    ``codewords`` words are used (0: all, chosen with ``seed``); ``packed``
+    stores tokens as integer keys and certifies block by block (families past
+    the in-memory limit).  Returns ``(family, inputs, certificate)``.
+    """
+    from sketchsim.certify.packed import subset_words
+    from sketchsim.certify.witness import check_witness_size
+
+    if packed:
+        words = subset_words(code, codewords or None, seed)
+        family = build_packed_witness(words, kind, chains, both_orders, seed)
+        family.meta["complements"] = complements
+        save_packed_family(family, out)
+        return family, family.inputs, certify_packed(family)
+    m = code.shape[1]
+    check_witness_size(len(code) if codewords == 0 else min(codewords, len(code)), m, chains)
+    family = build_witness(code, kind, codewords or None, chains, both_orders, seed)
+    family.meta["complements"] = complements
+    save_family(family, out)
+    return family, len(family.tokens), certify(family)

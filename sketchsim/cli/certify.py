@@ -127,8 +127,11 @@ def witness(
     else:  # a random code keeps as many words as asked (default 1,024)
         limit = max(codewords, RANDOM_WORDS) if kind == "random" else None
         code = make_code(kind, m, d, w, seed=seed, limit=limit)
-    build = _packed_witness if packed else _witness
-    family, inputs, cert = build(code, kind, codewords, chains, both_orders, seed, complements, out)
+    from sketchsim.certify.realize import realize_witness
+
+    family, inputs, cert = realize_witness(
+        code, kind, codewords, chains, both_orders, seed, complements, out, packed
+    )
     r = cert.certified_rank["0.5"]
     render.console.print(
         Panel.fit(
@@ -164,35 +167,6 @@ def witness(
             "packed": packed,
         }
         write_json_atomic(json_path, result_payload("witness", params, payload))
-
-
-def _witness(code, kind, codewords, chains, both_orders, seed, complements, out):
-    """Token-array witness family (in memory): ``(family, inputs, certificate)``."""
-    from sketchsim.certify import build_witness, certify, save_family
-    from sketchsim.certify.witness import check_witness_size
-
-    m = code.shape[1]
-    check_witness_size(len(code) if codewords == 0 else min(codewords, len(code)), m, chains)
-    family = build_witness(code, kind, codewords or None, chains, both_orders, seed)
-    family.meta["complements"] = complements
-    save_family(family, out)
-    return family, len(family.tokens), certify(family)
-
-
-def _packed_witness(code, kind, codewords, chains, both_orders, seed, complements, out):
-    """Packed witness family (keys, certified in blocks): ``(family, inputs, certificate)``."""
-    from sketchsim.certify.packed import (
-        build_packed_witness,
-        certify_packed,
-        save_packed_family,
-        subset_words,
-    )
-
-    words = subset_words(code, codewords or None, seed)
-    family = build_packed_witness(words, kind, chains, both_orders, seed)
-    family.meta["complements"] = complements
-    save_packed_family(family, out)
-    return family, family.inputs, certify_packed(family)
 
 
 @main.command()
