@@ -36,6 +36,11 @@ the fingerprint ``fold``, ``update`` and ``answer`` switched on one at a time
 all four off (resetting the sketch and state, channel writes, storing the
 transcript).
 
+**Main job ratio** (``--main-job``): ``sketchsim transcript --q 64 --s 7 --quiet``
+(warm caches, a fresh process each time) against the NumPy peer of
+``bench_engine.py`` (``numpy_block_counts``) on 1,000,000 F(64, 7) inputs, run in
+turns, min of each; the issue's bar is the main job in at most 3x the peer's time.
+
 Times on a shared machine move with its load: read the ratios and fractions of
 one run, not absolute times.
 """
@@ -186,7 +191,9 @@ def _no_fold(h1, h2, e, v):
 
 
 def variant_loop(emit, update, answer, fold):
-    """The engine's loop compiled with these functions (as the engine builds it)."""
+    """The engine's loop compiled with these functions (as the engine binds them)."""
+    bind = getattr(engine_loop, "inlined", lambda f: f)  # small built-in functions inlined
+    emit, update, answer = bind(emit), bind(update), bind(answer)
     g = {**vars(engine_loop), "_emit": emit, "_update": update, "_answer": answer, "fold": fold}
     one = FunctionType(engine_loop.one_input.__code__, g, "one_input")
     g["_one_input_jit"] = njit(inline="always")(one)
@@ -309,6 +316,33 @@ def split(spec, fam, T, repeat) -> dict:
     return {"measure": best, "engine": eng}
 
 
+def main_job_ratio(repeat: int) -> dict:
+    """Main job (fresh warm processes) and the NumPy block-counts peer on 1M inputs, in turns."""
+    import subprocess
+
+    from bench_engine import numpy_block_counts
+
+    cmd = [sys.executable, "-m", "sketchsim", "transcript", "--q", "64", "--s", "7", "--quiet"]
+    fam = HardFamily(64, 7, seed=0)
+    T = fam.sample_answers(1_000_000)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)  # caches warm
+    job, peer = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        job.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        numpy_block_counts(fam, T)
+        peer.append(time.perf_counter() - t)
+    out = {"main_job_s": min(job), "numpy_peer_1m_s": min(peer), "ratio": min(job) / min(peer)}
+    print(
+        f"  main job warm {out['main_job_s']:.2f} s, NumPy block-counts peer (1M inputs) "
+        f"{out['numpy_peer_1m_s']:.2f} s: {out['ratio']:.2f}x the peer's time",
+        flush=True,
+    )
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -317,6 +351,7 @@ def main(argv=None):
     ap.add_argument("--split", nargs="*", default=["kernel", "block-counts"])
     ap.add_argument("--protocols", nargs="*", default=list(HARD.default_protocols))
     ap.add_argument("--json", default=None)
+    ap.add_argument("--main-job", action="store_true", help="also the main job against NumPy")
     args = ap.parse_args(argv)
     n = args.inputs or (5_000 if args.quick else 20_000)
     fam = HardFamily(64, 7, seed=0)
@@ -331,6 +366,7 @@ def main(argv=None):
     bw2, pop2 = bandwidth(args.repeat, threads), popcount_rate(args.repeat, threads)
     print(f"limits again after the rows: {bw2 / 1e9:.2f} GB/s, {pop2 / 1e9:.2f} G words/s")
     splits = {spec: split(spec, fam, T, max(1, args.repeat // 2)) for spec in args.split}
+    job = main_job_ratio(max(1, args.repeat // 2)) if args.main_job else None
     if args.json:
         from sketchsim.results import write_json_atomic
 
@@ -343,11 +379,42 @@ def main(argv=None):
             "popcount_words_per_s": [pop, pop2],
             "protocols": rows,
             "splits": splits,
+            "main_job": job,
             "cpu": _cpu(),
             "time_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         }
         write_json_atomic(args.json, payload)
         print(f"wrote {args.json}")
+
+
+def doc_tables(before: dict, after: dict) -> str:
+    """The markdown tables of docs/benchmarks.md from two ``--json`` files (a test checks them)."""
+    lines = [
+        "| protocol | input B/input (new) | transcript B | popcount words | roofline | "
+        "before: measure() | of roofline | after: measure() | of roofline | after: engine alone "
+        "| of roofline |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows_before = {r["protocol"]: r for r in before["protocols"]}
+    for r in after["protocols"]:
+        b = rows_before[r["protocol"]]
+        lines.append(
+            f"| {r['protocol']} | {r['input_bytes']:,} ({r['input_bytes_new']}) | "
+            f"{r['transcript_bytes']:,} | {r['popcount_words']:,} | {r['roofline_us']:.3f} us "
+            f"({r['bound_by']}) | {b['measure_us']:.2f} us | {100 * b['fraction_measure']:.1f}% | "
+            f"{r['measure_us']:.2f} us | {100 * r['fraction_measure']:.1f}% | "
+            f"{r['engine_us']:.2f} us | {100 * r['fraction_engine']:.1f}% |"
+        )
+    out = ["\n".join(lines)]
+    for spec in after["splits"]:
+        sb, sa = before["splits"][spec], after["splits"][spec]
+        rows = [f"| stage ({spec}, one thread) | before | after |", "|---|---|---|"]
+        for part in ("measure", "engine"):
+            for key, value in sa[part].items():
+                label = f"{part}: {key}"
+                rows.append(f"| {label} | {sb[part][key] * 1e6:.3f} us | {value * 1e6:.3f} us |")
+        out.append("\n".join(rows))
+    return "\n\n".join(out) + "\n"
 
 
 def _cpu() -> str:
@@ -362,4 +429,8 @@ def _cpu() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--doc"]:  # the tables of docs/benchmarks.md from two JSON files
+        with open(sys.argv[2]) as fb, open(sys.argv[3]) as fa:
+            print(doc_tables(json.load(fb), json.load(fa)), end="")
+    else:
+        main()

@@ -1,0 +1,26 @@
+"""docs/benchmarks.md's issue #31 tables are the committed roofline runs (docs/roofline/)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_roofline_tables_match_the_run_files():
+    spec = importlib.util.spec_from_file_location(
+        "bench_roofline", ROOT / "benchmarks" / "bench_roofline.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    before = json.loads((ROOT / "docs" / "roofline" / "before.json").read_text())
+    after = json.loads((ROOT / "docs" / "roofline" / "after.json").read_text())
+    tables = bench.doc_tables(before, after)
+    assert tables in (ROOT / "docs" / "benchmarks.md").read_text()
+    assert [r["protocol"] for r in after["protocols"]] == [
+        "raw", "block-counts", "clipped-counts", "kernel", "kernel:bits=6",
+        "kernel:values=blocks,bits=7", "multihead:heads=4",
+    ]  # fmt: skip
+    for run in (before, after):
+        for r in run["protocols"]:  # the fraction is the run's roofline over its time
+            assert abs(r["fraction_measure"] - r["roofline_us"] / r["measure_us"]) < 1e-9
