@@ -60,7 +60,7 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ratios import best_of  # noqa: E402
+from ratios import best_of, report  # noqa: E402
 
 from sketchsim.sketch import loop as engine_loop  # noqa: E402
 from sketchsim.sketch.engine import Engine  # noqa: E402
@@ -367,6 +367,14 @@ def main(argv=None):
     print(f"limits again after the rows: {bw2 / 1e9:.2f} GB/s, {pop2 / 1e9:.2f} G words/s")
     splits = {spec: split(spec, fam, T, max(1, args.repeat // 2)) for spec in args.split}
     job = main_job_ratio(max(1, args.repeat // 2)) if args.main_job else None
+    rows_out = [
+        (f"{r['protocol']} measure() per 1,000 inputs", r["measure_us"] / 1e3, "its roofline",
+         r["roofline_us"] / 1e3)
+        for r in rows
+    ]  # fmt: skip
+    if job is not None:
+        rows_out.append(("main job (warm)", job["main_job_s"], "NumPy peer 1M", job["numpy_peer_1m_s"]))
+    report("bench_roofline", rows_out)  # the ratio column is the fraction of the roofline
     if args.json:
         from sketchsim.results import write_json_atomic
 
