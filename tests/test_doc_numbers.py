@@ -793,6 +793,73 @@ entry(
 )
 
 
+# results.md: why the OOD kernel heads plateau (benchmarks/ood_plateau.py, validation splits)
+PLATEAU = "docs/ood/plateau_validation.json"
+_PLATEAU_SCALES = ("8:64:2000", "10:128:2000")
+
+
+def _plateau_row(variant):
+    def text(rows):
+        mine = [r for r in rows if r["variant"] == variant]
+        cells = []
+        for scale in _PLATEAU_SCALES:
+            acc = sorted((r for r in mine if r["scale"] == scale), key=lambda r: r["seed"])
+            mean = sum(r["validation_accuracy"] for r in acc) / len(acc)
+            seeds = " / ".join(f"{r['validation_accuracy']:.3f}" for r in acc)
+            cells.append(f"{mean:.4f} ({seeds})")
+        reached = sum(r["reached_margin"] for r in mine)
+        train = sum(r["train_max_abs_error"] for r in mine) / len(mine)
+        wrong = sum(r["wrong_positions"] for r in mine)
+        near = sum(round(r["near_miss"] * r["wrong_positions"]) for r in mine if r["near_miss"])
+        return (
+            " | ".join(cells) + f" | {reached} of {len(mine)} | {train:.3f} | {near / wrong:.2f} |"
+        )
+
+    return text
+
+
+for _v in ("default", "4x steps", "float64", "2x triples", "4x rank"):
+    one(R, f"| {_v} | {{}}", PLATEAU, ("rows",), _plateau_row(_v))
+
+
+def _plateau_gain(variant):
+    def text(rows):
+        def mean(v, scale):
+            acc = [
+                r["validation_accuracy"] for r in rows if (r["variant"], r["scale"]) == (v, scale)
+            ]
+            return sum(acc) / len(acc)
+
+        return [mean(variant, sc) - mean("default", sc) for sc in _PLATEAU_SCALES]
+
+    return text
+
+
+one(
+    R,
+    "4x the rank changes the mean by at most {}",
+    PLATEAU,
+    ("rows", _plateau_gain("4x rank"), lambda g: max(abs(v) for v in g)),
+    "{:.3f}",
+)
+one(
+    R,
+    "(2x triples: {})",
+    PLATEAU,
+    ("rows", _plateau_gain("2x triples")),
+    lambda g: " and ".join(f"{v:+.3f}" for v in g),
+)
+
+
+def _rank128_gain(data):
+    means = {(a["scale"], a["rank"]): a["mean"] for a in data["summary"] if a["model"] == "kernel"}
+    gains = [means[(s, 128)] - means[(s, 64)] for s in ("8:64:2000", "10:128:2000", "12:256:2000")]
+    return f"{min(gains):.3f}-{max(gains):.3f}"
+
+
+one(R, "r = 64 to 128 adds\n  {})", O16, (), _rank128_gain)
+
+
 # results.md: the bit audit of trained heads (sketchsim audit)
 def _audit_row(rank):
     def text(heads):
