@@ -858,6 +858,13 @@ def _rank128_gain(data):
 
 
 one(R, "r = 64 to 128 adds\n  {})", O16, (), _rank128_gain)
+one(
+    R,
+    "but the largest upper end, {}, is far from 0.)",
+    O16,
+    ("trend", lambda cells: max(c["ci_high"] for c in cells)),
+    "{:.4f}",
+)
 
 
 # results.md: the bit audit of trained heads (sketchsim audit)
