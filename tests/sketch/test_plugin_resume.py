@@ -41,6 +41,7 @@ def test_resume_with_a_same_named_fake_measures_again(tmp_path):
     assert json.loads(out.read_text())["protocols"][0]["seconds"] == entry["seconds"]
 
 
+@pytest.mark.slow  # compiles the plug-in twice (about 12 s on the 2-core machine)
 def test_resume_after_the_plugin_file_changed_measures_again(tmp_path):
     out = tmp_path / "t.json"
     plug = write_plugin(tmp_path, "p.py")
