@@ -795,12 +795,17 @@ entry(
 
 # results.md: why the OOD kernel heads plateau (benchmarks/ood_plateau.py, validation splits)
 PLATEAU = "docs/ood/plateau_validation.json"
-_PLATEAU_SCALES = ("8:64:2000", "10:128:2000")
+PLATEAU12 = "docs/ood/plateau_validation_m12.json"  # the same screen at 12:256:2000
+_PLATEAU_SCALES = ("8:64:2000", "10:128:2000", "12:256:2000")
+
+
+def _all_plateau(rows):
+    return rows + load(PLATEAU12)["rows"]
 
 
 def _plateau_row(variant):
     def text(rows):
-        mine = [r for r in rows if r["variant"] == variant]
+        mine = [r for r in _all_plateau(rows) if r["variant"] == variant]
         cells = []
         for scale in _PLATEAU_SCALES:
             acc = sorted((r for r in mine if r["scale"] == scale), key=lambda r: r["seed"])
@@ -818,12 +823,15 @@ def _plateau_row(variant):
     return text
 
 
+one(R, "the same\nwith `--scales {}`)", PLATEAU12, ("parameters", "scales"), "{}")
 for _v in ("default", "4x steps", "float64", "2x triples", "4x rank"):
     one(R, f"| {_v} | {{}}", PLATEAU, ("rows",), _plateau_row(_v))
 
 
 def _plateau_gain(variant):
     def text(rows):
+        rows = _all_plateau(rows)
+
         def mean(v, scale):
             acc = [
                 r["validation_accuracy"] for r in rows if (r["variant"], r["scale"]) == (v, scale)
@@ -847,7 +855,7 @@ one(
     "(2x triples: {})",
     PLATEAU,
     ("rows", _plateau_gain("2x triples")),
-    lambda g: " and ".join(f"{v:+.3f}" for v in g),
+    lambda g: ", ".join(f"{v:+.3f}" for v in g),
 )
 
 
@@ -1106,6 +1114,47 @@ entry(
     "witness\n{} ms on the GPU against {} ms on one CPU thread; "
     "OOD 8:64:2000 {} ms\nagainst {} ms.",
     GPU,
+    [
+        ("steps", {"name": "witness-sweep"}, "seconds_per_step", "device"),
+        ("steps", {"name": "witness-sweep"}, "seconds_per_step", "cpu"),
+        ("steps", {"name": "ood-scale"}, "seconds_per_step", "device"),
+        ("steps", {"name": "ood-scale"}, "seconds_per_step", "cpu"),
+    ],
+    [lambda v: f"{v * 1e3:.2f}"] * 4,
+)
+
+
+GPU2 = "docs/gpu/gpu_check_h200_capacity.json"
+entry(
+    BM,
+    "`torch-tests`: {}, still on the CPU",
+    GPU2,
+    [("steps", {"name": "torch-tests"}, "summary")],
+    ["{}"],
+)
+entry(
+    BM,
+    "`capacity-cell`: {} run each way, {} metrics\ncompared, {} outside the rounding "
+    "tolerance, {} ms per training step on the\ndevice against {} ms on the CPU",
+    GPU2,
+    [
+        ("steps", {"name": "capacity-cell"}, "runs"),
+        ("steps", {"name": "capacity-cell"}, "comparisons", len),
+        (
+            "steps",
+            {"name": "capacity-cell"},
+            "comparisons",
+            lambda rows: sum(not r["ok"] for r in rows),
+        ),
+        ("steps", {"name": "capacity-cell"}, "seconds_per_step", "device"),
+        ("steps", {"name": "capacity-cell"}, "seconds_per_step", "cpu"),
+    ],
+    ["{}", "{}", "{}", lambda v: f"{v * 1e3:.2f}", lambda v: f"{v * 1e3:.2f}"],
+)
+entry(
+    BM,
+    "Witness {} ms against {} ms, OOD {} ms\nagainst {} ms per step",
+    GPU2,
     [
         ("steps", {"name": "witness-sweep"}, "seconds_per_step", "device"),
         ("steps", {"name": "witness-sweep"}, "seconds_per_step", "cpu"),
