@@ -25,7 +25,6 @@ key features tied).
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,14 +72,7 @@ def resolve_model(spec: str) -> type:
     if head.endswith(".py"):
         module = specs.load_file(Path(head), "model", "sketchsim_model", PluginError)
     elif name:
-        try:
-            module = importlib.import_module(head)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            raise PluginError(
-                f"model module {head} failed to import: {specs.import_failure(exc)}"
-            ) from None
+        module = specs.import_module(head, "model", PluginError)
     else:
         found = [d for d in discover_models() if d.name == head]
         ok = [d for d in found if d.value is not None]

@@ -78,14 +78,7 @@ def resolve_family(spec: str) -> tuple[FamilyType, dict, str]:
         fam = _pick(_families_in(_load_file(Path(head))), parts[1], head)
         rest, source = parts[2:], f"file {head}"
     elif len(parts) >= 2 and parts[1] and "=" not in parts[1]:
-        try:
-            module = importlib.import_module(head)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
-            raise FamilyError(
-                f"family module {head} failed to import: {specs.import_failure(exc)}"
-            ) from None
+        module = specs.import_module(head, "family", FamilyError)
         fam = _pick(_families_in(module), parts[1], f"module {head}")
         rest, source = parts[2:], f"module {head}"
     else:

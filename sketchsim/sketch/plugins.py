@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,14 +160,7 @@ def resolve(spec: str, found: list[Found] | None = None) -> Resolved:
         proto = _pick(_protocols_in(_load_file(Path(head))), parts[1], head)
         rest, source, identity = parts[2:], f"file {head}", file_identity(Path(head))
     elif len(parts) >= 2 and parts[1] and "=" not in parts[1]:
-        try:
-            module = importlib.import_module(head)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            raise PluginError(
-                f"protocol module {head} failed to import: {specs.import_failure(exc)}"
-            ) from None
+        module = specs.import_module(head, "protocol", PluginError)
         proto = _pick(_protocols_in(module), parts[1], f"module {head}")
         rest, source, identity = parts[2:], f"module {head}", module_identity(module)
     else:

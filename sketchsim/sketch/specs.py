@@ -18,6 +18,7 @@ __all__ = [
     "load_file",
     "instances_in",
     "import_failure",
+    "import_module",
     "Found",
     "discover_entry_points",
 ]
@@ -38,6 +39,17 @@ def import_failure(exc: BaseException) -> str:
     """``"Kind: message"`` for an exception raised while importing plug-in code."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def import_module(name: str, kind: str, error: type[Exception]):
+    """Import a plug-in's module by name; whatever its import raises (``SystemExit``
+    included, only ``KeyboardInterrupt`` passes) is one ``error`` line naming ``kind``."""
+    try:
+        return importlib.import_module(name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
+        raise error(f"{kind} module {name} failed to import: {import_failure(exc)}") from None
 
 
 def load_file(path: Path, kind: str, prefix: str, error: type[SketchsimError] = SketchsimError):
@@ -165,9 +177,7 @@ def discover_entry_points(group: str, cls: type, kind: str, taken: dict) -> list
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # SystemExit from a plug-in must not end sketchsim
-            out.append(
-                Found(ep.name, source, error=f"failed to import: {import_failure(exc)}")
-            )
+            out.append(Found(ep.name, source, error=f"failed to import: {import_failure(exc)}"))
             continue
         if not isinstance(obj, cls):
             out.append(Found(ep.name, source, error=f"entry point is not a sketchsim {kind}"))
