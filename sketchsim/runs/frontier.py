@@ -151,14 +151,20 @@ def _cell_key(c: dict, _file=None) -> str:
     return unit_key(c["q"], c["s"], c["spec"], c["identity"], c["family_identity"])
 
 
-def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str) -> dict:
-    """One cell as a JSON entry, built from specs alone (so a Dask worker can run it)."""
+def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str, built=None) -> dict:
+    """One cell as a JSON entry, built from specs alone (so a Dask worker can run it).
+
+    ``built`` is ``(family, family identity)`` when the caller has them already.
+    """
     from sketchsim.sketch.family_plugins import family_identity
     from sketchsim.sketch.frontier import frontier_cell, parse_vary
     from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
     from sketchsim.sketch.transcript import InputLimitError
 
-    family, _ = build_family(plan.family, q, s, plan.samples, plan.seed)
+    if built is None:
+        family = build_family(plan.family, q, s, plan.samples, plan.seed)[0]
+        built = family, family_identity(plan.family, family)
+    family, fam_id = built
     ((_, r),) = resolve_protocols([spec])
     check_support([(spec, r)], family)
     try:
@@ -170,10 +176,7 @@ def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str) -> dict:
         raise SketchsimError(f"{exc}; use fewer --samples") from None
     # identities: the protocol's source and the family's, so that resume never
     # shows the results of other code under the same spec
-    return cell.to_dict() | {
-        "identity": r.identity,
-        "family_identity": family_identity(plan.family, family),
-    }
+    return cell.to_dict() | {"identity": r.identity, "family_identity": fam_id}
 
 
 def run(
@@ -222,10 +225,11 @@ def run(
         label="cell",
         resume=resume is not None,
     )
+    fam_ids = {qs: family_identity(plan.family, families[qs]) for qs in grid}
     todo = []
     slots: list = []
     for q, s in grid:
-        fam_id = family_identity(plan.family, families[q, s])
+        fam_id = fam_ids[q, s]
         for spec, r in resolved:
             old = store.get(unit_key(q, s, spec, r.identity, fam_id))
             slots.append(old)
@@ -248,7 +252,7 @@ def run(
     with open_cluster(cluster, log=log) as (client, _spec):
         if client is None:
             for i, q, s, spec in todo:
-                finished(i, measure_cell(plan, q, s, spec))
+                finished(i, measure_cell(plan, q, s, spec, (families[q, s], fam_ids[q, s])))
         else:
             _on_cluster(client, plan, todo, finished)
     result.cells = slots
