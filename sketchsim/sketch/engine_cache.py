@@ -79,7 +79,7 @@ def _module_text(names) -> str:
         f'{", ".join(f"{m}.{n}" for m, n in names)}); safe to delete."""\n\n'
         "import sys\n\nimport numpy as np\nfrom numba import njit\n\n"
         "from sketchsim.sketch.fingerprint import SEED1, SEED2, fold\n"
-        "from sketchsim.sketch.loop import inlined, unowned\n\n"
+        "from sketchsim.sketch.loop import channel_write, inlined, unowned\n\n"
         f"{bind}\n\n\n"
         f"{inspect.getsource(engine_loop.one_input)}\n\n"
         '_one_input_jit = njit(inline="always")(one_input)\n\n\n'

@@ -16,7 +16,15 @@ from numba.extending import intrinsic
 
 from sketchsim.sketch.fingerprint import SEED1, SEED2, fold
 
-__all__ = ["one_input", "loop", "unowned", "data_pointer", "inlined", "INLINE_BYTECODE"]
+__all__ = [
+    "one_input",
+    "loop",
+    "channel_write",
+    "unowned",
+    "data_pointer",
+    "inlined",
+    "INLINE_BYTECODE",
+]
 
 # ``one_input`` and ``loop`` refer to the protocol's functions
 # as the globals ``_emit``, ``_update`` and ``_answer``: the engine binds
@@ -73,11 +81,49 @@ def unowned(a):
     return carray(data_pointer(a), a.shape)
 
 
-def one_input(b, tokens, fixed, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk):
+@njit(inline="always")
+def channel_write(chan, k, a, lo, spoken, sym, sk):
+    """Write one speaker's ``k`` symbols ``sym`` into the sketch ``sk`` (layer from ``lo``).
+
+    ``spoken``: speakers of this layer before this one (the concat channel's slot).
+    Returns -1, or the first slot whose symbol is outside ``0..a-1`` (nothing
+    written then on the count channel).
+    """
+    ua, uk, ulo = np.uint64(a), np.uint64(k), np.uint64(lo)
+    # the largest symbol as unsigned: a negative one shows as huge
+    worst = np.uint64(0)
+    if chan == 0:
+        for c in range(uk):
+            v = sym[c]
+            worst = max(worst, np.uint64(v))
+            sk[ulo + c] += v
+    elif chan == 2:
+        base = ulo + np.uint64(spoken) * uk
+        for c in range(uk):
+            v = sym[c]
+            worst = max(worst, np.uint64(v))
+            sk[base + c] = v
+    else:
+        for c in range(uk):
+            worst = max(worst, np.uint64(sym[c]))
+        if worst < ua:
+            for c in range(k):
+                sk[lo + c * a + sym[c]] += 1
+    if worst >= ua:
+        for c in range(k):
+            if np.uint64(sym[c]) >= ua:
+                return c
+    return -1
+
+
+def one_input(
+    b, tokens, fixed, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk, pre, npre
+):
     # Inner loops run over unsigned indices: numba then emits no negative-index
     # wraparound, and LLVM vectorises them (about 4x on the sum channel).
     # Token ``pos`` is ``fixed[pos]`` (shared by every input) below ``nf``, else
-    # ``tokens[b, pos - nf]``.
+    # ``tokens[b, pos - nf]``.  Layer 0's fixed speakers were written into ``pre``
+    # once (``npre`` of them, see :func:`loop`): that layer starts from ``pre``.
     transcripts, fingerprints, answers, errors = outputs
     nf = fixed.shape[0]
     N = nf + tokens.shape[1]
@@ -86,45 +132,32 @@ def one_input(b, tokens, fixed, ctx, aux, layers, speak, queries, store, outputs
     for lay in range(layers.shape[0]):
         chan, k, a = layers[lay, 0], layers[lay, 1], layers[lay, 2]
         levels, lo, hi = layers[lay, 3], layers[lay, 4], layers[lay, 5]
-        ua, uk, ulo, uhi = np.uint64(a), np.uint64(k), np.uint64(lo), np.uint64(hi)
-        for e in range(ulo, uhi):
-            sk[e] = 0
+        uk, ulo, uhi = np.uint64(k), np.uint64(lo), np.uint64(hi)
+        first = 0
         spoken = 0
-        for pos in range(N):
+        if lay == 0:
+            for e in range(ulo, uhi):
+                sk[e] = pre[e]
+            first = nf
+            spoken = npre
+        else:
+            for e in range(ulo, uhi):
+                sk[e] = 0
+        for pos in range(first, N):
             if not speak[lay, pos]:
                 continue
             for c in range(uk):
                 sym[c] = 0
             bits = fixed[pos] if pos < nf else tokens[b, pos - nf]
             _emit(lay, pos, bits, ctx, state[pos], aux, sym)
-            # the largest symbol as unsigned: a negative one shows as huge
-            worst = np.uint64(0)
-            if chan == 0:
-                for c in range(uk):
-                    v = sym[c]
-                    worst = max(worst, np.uint64(v))
-                    sk[ulo + c] += v
-            elif chan == 2:
-                base = ulo + np.uint64(spoken) * uk
-                for c in range(uk):
-                    v = sym[c]
-                    worst = max(worst, np.uint64(v))
-                    sk[base + c] = v
-            else:
-                for c in range(uk):
-                    worst = max(worst, np.uint64(sym[c]))
-                if worst < ua:
-                    for c in range(k):
-                        sk[lo + c * a + sym[c]] += 1
-            if worst >= ua:  # the run stops: report the first bad slot
-                for c in range(k):
-                    if np.uint64(sym[c]) >= ua:
-                        errors[b, 0] = 1
-                        errors[b, 1] = lay
-                        errors[b, 2] = pos
-                        errors[b, 3] = sym[c]
-                        errors[b, 4] = c
-                        return
+            c = channel_write(chan, k, a, lo, spoken, sym, sk)
+            if c >= 0:  # the run stops: report the first bad slot
+                errors[b, 0] = 1
+                errors[b, 1] = lay
+                errors[b, 2] = pos
+                errors[b, 3] = sym[c]
+                errors[b, 4] = c
+                return
             spoken += 1
         if chan == 0 and levels > 0:
             for e in range(ulo, uhi):
@@ -151,6 +184,7 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     state_mem = np.zeros((fixed.shape[0] + tokens.shape[1], state_size), dtype=np.int64)
     sym_mem = np.zeros(max(1, kmax), dtype=np.int64)
     sk_mem = np.zeros(max(1, total_len), dtype=np.int64)
+    pre_mem = np.zeros(max(1, total_len), dtype=np.int64)
     # Views of these carry no reference count (they outlive the loop): the per-call
     # views tokens[b, pos], state[pos] cost no atomic increments and decrements.
     tk = unowned(tokens)
@@ -158,10 +192,44 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     state = unowned(state_mem)
     sym = unowned(sym_mem)
     sk = unowned(sk_mem)
+    pre = unowned(pre_mem)
+    # Layer 0's fixed speakers say the same in every input: before layer 0 every
+    # state is zero, and emit is a function of its arguments (the contract, checked
+    # by the engine's determinism pass).  They are emitted once, into ``pre``; the
+    # sums and counts are integer additions, so the order does not change a bit.
+    npre = 0
+    if layers.shape[0] > 0:
+        chan, k, a, first = layers[0, 0], layers[0, 1], layers[0, 2], layers[0, 4]
+        for pos in range(fixed.shape[0]):
+            if not speak[0, pos]:
+                continue
+            for c in range(k):
+                sym[c] = 0
+            _emit(0, pos, fx[pos], ctx, state[pos], aux, sym)
+            c = channel_write(chan, k, a, first, npre, sym, pre)
+            if c >= 0:  # every input stops here, as it would on its own
+                errors = outputs[3]
+                for b in range(lo, hi):
+                    errors[b, 0] = 1
+                    errors[b, 1] = 0
+                    errors[b, 2] = pos
+                    errors[b, 3] = sym[c]
+                    errors[b, 4] = c
+                return 0
+            npre += 1
     for b in range(lo, hi):
         state[:, :] = 0
-        _one_input_jit(b, tk, fx, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk)
+        _one_input_jit(
+            b, tk, fx, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk, pre, npre
+        )
     # Numba frees a variable after its last use: without this use the owners of
     # the unowned views above were freed before the loop (a use-after-free that
     # crashed once the buffers were large enough to be unmapped on free).
-    return state_mem.shape[0] + sym_mem.shape[0] + sk_mem.shape[0] + tokens.size + fixed.size
+    return (
+        state_mem.shape[0]
+        + sym_mem.shape[0]
+        + sk_mem.shape[0]
+        + pre_mem.shape[0]
+        + tokens.size
+        + fixed.size
+    )

@@ -99,6 +99,56 @@ def test_jitted_engine_matches_naive(spec, q, s):
     assert len(fp) == len(set(ref_tr))
 
 
+@pytest.mark.parametrize(
+    "spec",
+    ["raw", "block-counts", "kernel:bits=3", "kernel:values=blocks,r=2", "multihead:heads=3"],
+)
+@pytest.mark.parametrize("q,s", [(2, 3), (4, 2)])
+def test_shared_tokens_emitted_once_change_nothing(spec, q, s):
+    """Layer 0's fixed speakers are emitted once per batch: same as every token per input."""
+    fam = HardFamily(q, s, seed=5)
+    proto, params, _ = resolve_spec(spec)
+    ctx = fam.context()
+    T = fam.sample_answers(300)
+    full = Engine(proto.plan(ctx, params), ctx, proto.name).run(fam.tokens(T), store=True)
+    split = Engine(proto.plan(ctx, params), ctx, proto.name).run(
+        fam.variable_tokens(T), store=True, fixed=fam.fixed_tokens()
+    )
+    for a, b in [
+        (full.fingerprints, split.fingerprints),
+        (full.answers, split.answers),
+        (full.transcripts, split.transcripts),
+    ]:
+        np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    layers=st.lists(
+        st.tuples(
+            st.sampled_from(["sum", "histogram", "concat"]), st.integers(1, 4), st.integers(1, 3)
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_shared_tokens_on_multilayer_protocols(seed, layers):
+    """Later layers see the state the shared tokens' first-layer symbols produced."""
+    fam = HardFamily(3, 2, seed=1)
+    proto = random_protocol(seed, layers)
+    ctx = fam.context()
+    T = fam.all_answers()
+    plan = proto.plan(ctx, {})
+    full = Engine(plan, ctx, proto.name).run(fam.tokens(T), store=True)
+    split = Engine(plan, ctx, proto.name).run(
+        fam.variable_tokens(T), store=True, fixed=fam.fixed_tokens()
+    )
+    np.testing.assert_array_equal(full.fingerprints, split.fingerprints)
+    np.testing.assert_array_equal(full.answers, split.answers)
+    np.testing.assert_array_equal(full.transcripts, split.transcripts)
+
+
 def test_python_engine_matches_jitted():
     fam = HardFamily(3, 3, seed=0)
     proto, params, _ = resolve_spec("kernel:values=blocks,bits=3")
@@ -206,8 +256,9 @@ def test_layer_validation():
         Layer("sum", 1, 2, speakers=(0, 9)).speaker_positions(3)
 
 
+@pytest.mark.parametrize("bad_pos", [2, 0])
 @pytest.mark.parametrize("value,channel", [(-1, "concat"), (7, "sum"), (-3, "histogram")])
-def test_compiled_engine_checks_symbols_itself(value, channel):
+def test_compiled_engine_checks_symbols_itself(value, channel, bad_pos):
     """Without the guarded pass (a built-in), the compiled loop still refuses bad symbols."""
     import dataclasses
 
@@ -217,15 +268,16 @@ def test_compiled_engine_checks_symbols_itself(value, channel):
 
     @njit
     def emit(layer, pos, bits, ctx, state, aux, out):
-        out[1] = int(aux[0]) if pos == 2 else 1
+        out[1] = int(aux[0]) if pos == int(aux[1]) else 1
 
     def setup(ctx, params):
         layer = Layer(channel, 3, 4)
-        return Plan([layer], 1, emit, BAD.setup(ctx, {}).update, BAD.setup(ctx, {}).answer, [value])
+        plan = BAD.setup(ctx, {})
+        return Plan([layer], 1, emit, plan.update, plan.answer, [value, bad_pos])
 
     proto = dataclasses.replace(Protocol("trusted", "t", setup), builtin=True)
     fam = HardFamily(2, 2)
     with pytest.raises(
-        ProtocolError, match=rf"trusted: layer 1, token 3, slot 2 .*symbol {value}\b"
+        ProtocolError, match=rf"trusted: layer 1, token {bad_pos + 1}, slot 2 .*symbol {value}\b"
     ):
         measure(fam, fam.all_answers(), proto, {})
