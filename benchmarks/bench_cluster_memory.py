@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from sketchsim.cluster.memory import measure_task_memory
 from sketchsim.cluster.layout import MAP_BYTES_PER_INPUT, REDUCE_BYTES_PER_INPUT
+from sketchsim.cluster.memory import measure_task_memory
 
 CASES = [  # (q, s, mode, protocol)
     (20, 1, "exhaustive", "block-counts"),  # every transcript distinct

@@ -195,8 +195,6 @@ def variant_loop(emit, update, answer, fold):
     bind = getattr(engine_loop, "inlined", lambda f: f)  # small built-in functions inlined
     emit, update, answer = bind(emit), bind(update), bind(answer)
     g = {**vars(engine_loop), "_emit": emit, "_update": update, "_answer": answer, "fold": fold}
-    one = FunctionType(engine_loop.one_input.__code__, g, "one_input")
-    g["_one_input_jit"] = njit(inline="always")(one)
     return njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
 
 
@@ -373,7 +371,9 @@ def main(argv=None):
         for r in rows
     ]  # fmt: skip
     if job is not None:
-        rows_out.append(("main job (warm)", job["main_job_s"], "NumPy peer 1M", job["numpy_peer_1m_s"]))
+        rows_out.append(
+            ("main job (warm)", job["main_job_s"], "NumPy peer 1M", job["numpy_peer_1m_s"])
+        )
     report("bench_roofline", rows_out)  # the ratio column is the fraction of the roofline
     if args.json:
         from sketchsim.results import write_json_atomic

@@ -77,7 +77,9 @@ def main(argv=None):
     run(*JOB)  # warm the caches
     t_job = best_of(lambda: run(*JOB), args.repeats)
     t_job_floor = best_of(lambda: run("-c", JOB_FLOOR), args.repeats)
-    rows.append(("transcript --q 4 --s 1 (warm)", t_job, "python + numpy + numba + 1 jit", t_job_floor))
+    rows.append(
+        ("transcript --q 4 --s 1 (warm)", t_job, "python + numpy + numba + 1 jit", t_job_floor)
+    )
     report("bench_startup", rows)
 
 

@@ -61,8 +61,6 @@ def _jitted_loop(emit, update, answer, cache: bool = False):
             if cache:
                 emit, update, answer = (engine_loop.inlined(f) for f in (emit, update, answer))
             g = {**vars(engine_loop), "_emit": emit, "_update": update, "_answer": answer}
-            one = FunctionType(engine_loop.one_input.__code__, g, "one_input")
-            g["_one_input_jit"] = njit(inline="always")(one)
             loop = njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
         _LOOPS[key] = loop
     return _LOOPS[key]

@@ -81,8 +81,6 @@ def _module_text(names) -> str:
         "from sketchsim.sketch.fingerprint import SEED1, SEED2, fold\n"
         "from sketchsim.sketch.loop import channel_write, inlined, unowned\n\n"
         f"{bind}\n\n\n"
-        f"{inspect.getsource(engine_loop.one_input)}\n\n"
-        '_one_input_jit = njit(inline="always")(one_input)\n\n\n'
         f"@njit(nogil=True, cache=True)\n{inspect.getsource(engine_loop.loop)}"
     )
 

@@ -1,9 +1,10 @@
 """The engine's inner loop, as source that is compiled once per protocol.
 
-:func:`loop` runs inputs ``lo..hi`` of a batch through every layer of a plan
-(:func:`one_input` per input).  The protocol's functions are not arguments: the
-engine (:mod:`sketchsim.sketch.engine`) compiles these code objects with
-``_emit``, ``_update``, ``_answer`` and ``_one_input_jit`` bound as globals, or
+:func:`loop` runs inputs ``lo..hi`` of a batch through every layer of a plan,
+in one function (a per-input function inlined into it cost numba a third more
+compilation, issue #31).  The protocol's functions are not arguments: the
+engine (:mod:`sketchsim.sketch.engine`) compiles this code object with
+``_emit``, ``_update`` and ``_answer`` bound as globals, or
 :mod:`sketchsim.sketch.engine_cache` writes this source into a generated module
 that numba caches on disk.  Nothing here runs as plain Python.
 """
@@ -17,7 +18,6 @@ from numba.extending import intrinsic
 from sketchsim.sketch.fingerprint import SEED1, SEED2, fold
 
 __all__ = [
-    "one_input",
     "loop",
     "channel_write",
     "unowned",
@@ -26,11 +26,11 @@ __all__ = [
     "INLINE_BYTECODE",
 ]
 
-# ``one_input`` and ``loop`` refer to the protocol's functions
-# as the globals ``_emit``, ``_update`` and ``_answer``: the engine binds
-# them either by rebinding the globals of these very code objects (any plug-in),
-# or by writing this source into a small generated module that numba caches on
-# disk (the protocols shipped with sketchsim; see :mod:`sketchsim.sketch.engine_cache`).
+# ``loop`` refers to the protocol's functions as the globals ``_emit``,
+# ``_update`` and ``_answer``: the engine binds them either by rebinding the
+# globals of this very code object (any plug-in), or by writing this source into
+# a small generated module that numba caches on disk (the protocols shipped with
+# sketchsim; see :mod:`sketchsim.sketch.engine_cache`).
 #
 # ``layers`` is an int64 table with one row per layer:
 # ``[channel code, symbols k, alphabet a, levels, first entry, end entry]``
@@ -38,7 +38,7 @@ __all__ = [
 # ``[state size, largest k, transcript length]``; ``outputs`` is the tuple
 # ``(transcripts, fingerprints, answers, errors)``.  The hot loops take indices
 # and scalars; the only views made are the arguments the plug-in API defines.
-_emit = _update = _answer = _one_input_jit = None  # bound per protocol
+_emit = _update = _answer = None  # bound per protocol
 
 
 #: A built-in protocol function with at most this many bytes of Python bytecode is
@@ -116,72 +116,12 @@ def channel_write(chan, k, a, lo, spoken, sym, sk):
     return -1
 
 
-def one_input(
-    b, tokens, fixed, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk, pre, npre
-):
-    # Inner loops run over unsigned indices: numba then emits no negative-index
-    # wraparound, and LLVM vectorises them (about 4x on the sum channel).
-    # Token ``pos`` is ``fixed[pos]`` (shared by every input) below ``nf``, else
-    # ``tokens[b, pos - nf]``.  Layer 0's fixed speakers were written into ``pre``
-    # once (``npre`` of them, see :func:`loop`): that layer starts from ``pre``.
+def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, outputs):
+    state_size, kmax, total_len = sizes[0], sizes[1], sizes[2]
     transcripts, fingerprints, answers, errors = outputs
     nf = fixed.shape[0]
     N = nf + tokens.shape[1]
-    h1 = np.uint64(SEED1)
-    h2 = np.uint64(SEED2)
-    for lay in range(layers.shape[0]):
-        chan, k, a = layers[lay, 0], layers[lay, 1], layers[lay, 2]
-        levels, lo, hi = layers[lay, 3], layers[lay, 4], layers[lay, 5]
-        uk, ulo, uhi = np.uint64(k), np.uint64(lo), np.uint64(hi)
-        first = 0
-        spoken = 0
-        if lay == 0:
-            for e in range(ulo, uhi):
-                sk[e] = pre[e]
-            first = nf
-            spoken = npre
-        else:
-            for e in range(ulo, uhi):
-                sk[e] = 0
-        for pos in range(first, N):
-            if not speak[lay, pos]:
-                continue
-            for c in range(uk):
-                sym[c] = 0
-            bits = fixed[pos] if pos < nf else tokens[b, pos - nf]
-            _emit(lay, pos, bits, ctx, state[pos], aux, sym)
-            c = channel_write(chan, k, a, lo, spoken, sym, sk)
-            if c >= 0:  # the run stops: report the first bad slot
-                errors[b, 0] = 1
-                errors[b, 1] = lay
-                errors[b, 2] = pos
-                errors[b, 3] = sym[c]
-                errors[b, 4] = c
-                return
-            spoken += 1
-        if chan == 0 and levels > 0:
-            for e in range(ulo, uhi):
-                sk[e] = min(sk[e], levels - 1)
-        for e in range(ulo, uhi):
-            h1, h2 = fold(h1, h2, e, sk[e])
-        layer_sketch = sk[lo:hi]
-        for pos in range(N):
-            bits = fixed[pos] if pos < nf else tokens[b, pos - nf]
-            _update(lay, pos, bits, ctx, state[pos], layer_sketch, aux)
-    fingerprints[b, 0] = h1
-    fingerprints[b, 1] = h2
-    if store:
-        for e in range(np.uint64(transcripts.shape[1])):
-            transcripts[b, e] = sk[e]
-    for i in range(queries.shape[0]):
-        p = queries[i]
-        bits = fixed[p] if p < nf else tokens[b, p - nf]
-        answers[b, i] = _answer(p, bits, ctx, state[p], aux)
-
-
-def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, outputs):
-    state_size, kmax, total_len = sizes[0], sizes[1], sizes[2]
-    state_mem = np.zeros((fixed.shape[0] + tokens.shape[1], state_size), dtype=np.int64)
+    state_mem = np.zeros((N, state_size), dtype=np.int64)
     sym_mem = np.zeros(max(1, kmax), dtype=np.int64)
     sk_mem = np.zeros(max(1, total_len), dtype=np.int64)
     pre_mem = np.zeros(max(1, total_len), dtype=np.int64)
@@ -200,7 +140,7 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     npre = 0
     if layers.shape[0] > 0:
         chan, k, a, first = layers[0, 0], layers[0, 1], layers[0, 2], layers[0, 4]
-        for pos in range(fixed.shape[0]):
+        for pos in range(nf):
             if not speak[0, pos]:
                 continue
             for c in range(k):
@@ -208,7 +148,6 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
             _emit(0, pos, fx[pos], ctx, state[pos], aux, sym)
             c = channel_write(chan, k, a, first, npre, sym, pre)
             if c >= 0:  # every input stops here, as it would on its own
-                errors = outputs[3]
                 for b in range(lo, hi):
                     errors[b, 0] = 1
                     errors[b, 1] = 0
@@ -217,11 +156,68 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
                     errors[b, 4] = c
                 return 0
             npre += 1
+    # Per input.  Inner loops run over unsigned indices: numba then emits no
+    # negative-index wraparound, and LLVM vectorises them (about 4x on the sum
+    # channel).  Token ``pos`` is ``fixed[pos]`` (shared by every input) below ``nf``,
+    # else ``tokens[b, pos - nf]``; layer 0 starts from ``pre``.
     for b in range(lo, hi):
         state[:, :] = 0
-        _one_input_jit(
-            b, tk, fx, ctx, aux, layers, speak, queries, store, outputs, state, sym, sk, pre, npre
-        )
+        h1 = np.uint64(SEED1)
+        h2 = np.uint64(SEED2)
+        failed = False
+        for lay in range(layers.shape[0]):
+            chan, k, a = layers[lay, 0], layers[lay, 1], layers[lay, 2]
+            levels, lo_e, hi_e = layers[lay, 3], layers[lay, 4], layers[lay, 5]
+            uk, ulo, uhi = np.uint64(k), np.uint64(lo_e), np.uint64(hi_e)
+            first = 0
+            spoken = 0
+            if lay == 0:
+                for e in range(ulo, uhi):
+                    sk[e] = pre[e]
+                first = nf
+                spoken = npre
+            else:
+                for e in range(ulo, uhi):
+                    sk[e] = 0
+            for pos in range(first, N):
+                if not speak[lay, pos]:
+                    continue
+                for c in range(uk):
+                    sym[c] = 0
+                bits = fx[pos] if pos < nf else tk[b, pos - nf]
+                _emit(lay, pos, bits, ctx, state[pos], aux, sym)
+                c = channel_write(chan, k, a, lo_e, spoken, sym, sk)
+                if c >= 0:  # this input stops: report the first bad slot
+                    errors[b, 0] = 1
+                    errors[b, 1] = lay
+                    errors[b, 2] = pos
+                    errors[b, 3] = sym[c]
+                    errors[b, 4] = c
+                    failed = True
+                    break
+                spoken += 1
+            if failed:
+                break
+            if chan == 0 and levels > 0:
+                for e in range(ulo, uhi):
+                    sk[e] = min(sk[e], levels - 1)
+            for e in range(ulo, uhi):
+                h1, h2 = fold(h1, h2, e, sk[e])
+            layer_sketch = sk[lo_e:hi_e]
+            for pos in range(N):
+                bits = fx[pos] if pos < nf else tk[b, pos - nf]
+                _update(lay, pos, bits, ctx, state[pos], layer_sketch, aux)
+        if failed:
+            continue
+        fingerprints[b, 0] = h1
+        fingerprints[b, 1] = h2
+        if store:
+            for e in range(np.uint64(transcripts.shape[1])):
+                transcripts[b, e] = sk[e]
+        for i in range(queries.shape[0]):
+            p = queries[i]
+            bits = fx[p] if p < nf else tk[b, p - nf]
+            answers[b, i] = _answer(p, bits, ctx, state[p], aux)
     # Numba frees a variable after its last use: without this use the owners of
     # the unowned views above were freed before the loop (a use-after-free that
     # crashed once the buffers were large enough to be unmapped on free).
