@@ -233,13 +233,20 @@ REFERENCES: dict[str, Ref] = {
         via=("sketchsim.sketch.block_counts.block_counts_plan",),
         hook='"block-counts"',
     ),
-    "sketchsim.sketch.kernel_head._dim": Ref(
-        f"{_KREF}::test_kernel_head_layout_helpers_match_head_dims",
-        "sketchsim.sketch.kernel_head.head_dims",
+    "sketchsim.sketch.loop.channel_write": Ref(
+        "tests/sketch/test_sketch_engine.py::test_jitted_engine_matches_naive",
+        "naive.run_protocol",
+        via=(
+            "sketchsim.sketch.engine.Engine",
+            "sketchsim.sketch.engine._jitted_loop",
+            "sketchsim.sketch.loop.loop",
+        ),
     ),
-    "sketchsim.sketch.kernel_head._offset": Ref(
-        f"{_KREF}::test_kernel_head_layout_helpers_match_head_dims",
-        "inline: r * sum(dh + 1 for dh in dims[:h])",
+    "sketchsim.sketch.kernel_head._value_sum": Ref(
+        _HEADS,
+        "kernel_reference",
+        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
+        hook='"kernel',
     ),
     "sketchsim.sketch.kernel_head._lowest": Ref(
         f"{_KREF}::test_lowest_set_bit", "inline: (x & -x).bit_length() - 1"

@@ -41,18 +41,6 @@ KERNEL_PARAMS = (
 
 
 @njit(inline="always")
-def _dim(d, H, h):
-    return (d - h + H - 1) // H if h < d else 0
-
-
-@njit(inline="always")
-def _offset(d, H, r, h):
-    """First entry of head ``h``: ``r * sum_{h' < h} (d_h' + 1)``, in closed form."""
-    q0, rem = d // H, d % H
-    return r * (h * q0 + min(h, rem) + h)
-
-
-@njit(inline="always")
 def _lowest(x):
     """Index of the lowest set bit of a nonzero uint64."""
     return popcount64((x & (np.uint64(0) - x)) - np.uint64(1))
@@ -60,7 +48,9 @@ def _lowest(x):
 
 # Value coordinate c goes to head h = c mod H, slot c // H.  ``aux`` carries, after
 # [H, r, mode, d], three tables over c: the entry of c for feature 0, the stride
-# to the next feature (d_h + 1), and h; so the loops below divide nothing.
+# to the next feature (d_h + 1), and h; then two over heads: each head's first
+# entry and d_h.  So the loops below divide nothing.  With one head the entry of
+# c is 1 + c + k (d + 1), read without a table.
 # emit writes only nonzero entries (``out`` starts at zero, docs/protocols.md)
 # and a query sums over its own set bits: O(|x|) instead of O(m) per token.
 _T = 4
@@ -75,8 +65,9 @@ def _entry(aux, d, c, k):
 def emit(layer, pos, bits, ctx, state, aux, out):
     H, r, mode, d = int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3])
     k = pos % r
+    heads = _T + 3 * d
     for h in range(H):
-        out[_offset(d, H, r, h) + k * (_dim(d, H, h) + 1)] = 1
+        out[int(aux[heads + h]) + k * (int(aux[heads + H + h]) + 1)] = 1
     if mode == 0:
         for w in range(bits.shape[0]):
             x = bits[w]
@@ -84,11 +75,24 @@ def emit(layer, pos, bits, ctx, state, aux, out):
                 c = w * 64 + _lowest(x)
                 x &= x - np.uint64(1)
                 if c < d:
-                    out[_entry(aux, d, c, k)] = 1
+                    if H == 1:
+                        out[1 + c + k * (d + 1)] = 1
+                    else:
+                        out[_entry(aux, d, c, k)] = 1
     else:
         s = ctx[1]
         for c in range(d):
             out[_entry(aux, d, c, k)] = count_ones(bits, c * s, (c + 1) * s)
+
+
+@njit(inline="always")
+def _value_sum(sketch, aux, d, r, c):
+    """Sum over the ``r`` features of value coordinate ``c``'s entries."""
+    e, step = int(aux[_T + c]), int(aux[_T + d + c])
+    t = sketch[e]
+    for k in range(1, r):
+        t += sketch[e + k * step]
+    return t
 
 
 @njit(cache=True)
@@ -97,33 +101,49 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
     if pos >= q:
         return
     H, r, mode, d = int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3])
+    heads = _T + 3 * d
+    # The value sums are integers: summed as int64 they equal the float sums they
+    # replace (every partial sum is at most N (s + 1) r m, far below 2^53).  With
+    # several heads each head's sum is kept in state[1 + h].
+    num = 0
+    ones = 0
+    if mode == 0:  # the query's own set bits pick the value sums
+        if H > 1:
+            for h in range(1, H + 1):
+                state[h] = 0
+        for w in range(bits.shape[0]):
+            x = bits[w]
+            while x:
+                c = w * 64 + _lowest(x)
+                x &= x - np.uint64(1)
+                if c < d:
+                    ones += 1
+                    if H > 1:
+                        state[1 + int(aux[_T + 2 * d + c])] += _value_sum(sketch, aux, d, r, c)
+                    elif r == 1:
+                        num += sketch[1 + c]
+                    else:
+                        for k in range(r):
+                            num += sketch[1 + c + k * (d + 1)]
+    elif pos < d:  # blocks: e_pos, its own count
+        num = _value_sum(sketch, aux, d, r, pos)
     y = 0.0
     for h in range(H):
-        dh = _dim(d, H, h)
-        off = _offset(d, H, r, h)
+        off, dh = int(aux[heads + h]), int(aux[heads + H + h])
         z = 0.0
         for k in range(r):
             z += sketch[off + k * (dh + 1)]
-        num = 0.0
-        if mode == 0:  # the query's own set bits pick the value sums
-            for w in range(bits.shape[0]):
-                x = bits[w]
-                while x:
-                    c = w * 64 + _lowest(x)
-                    x &= x - np.uint64(1)
-                    if c < d and int(aux[_T + 2 * d + c]) == h:
-                        for k in range(r):
-                            num += sketch[_entry(aux, d, c, k)]
-        elif pos < d and int(aux[_T + 2 * d + pos]) == h:  # blocks: e_pos, its own count
-            for k in range(r):
-                num += sketch[_entry(aux, d, pos, k)]
+        if mode == 0:
+            v = num if H == 1 else state[1 + h]
+        else:
+            v = num if pos < d and int(aux[_T + 2 * d + pos]) == h else 0
         if dh > 0:
             if z == 0.0:
                 state[0] = -1
                 return
-            y += N * num / z
+            y += N * float(v) / z
     if mode == 0:
-        y -= count_ones(bits, 0, ctx[2]) + (q - 1) * (s + 1)
+        y -= ones + (q - 1) * (s + 1)
     else:
         y -= s
     state[0] = int(round(y))
@@ -155,6 +175,7 @@ def kernel_plan(ctx, r: int, bits: int, values: str, heads: int = 1) -> Plan:
     h = c % heads
     dims = np.array(head_dims(d, heads), dtype=np.int64)
     offsets = r * (np.concatenate([[0], np.cumsum(dims[:-1])]) + np.arange(heads))
-    tables = [offsets[h] + 1 + c // heads, dims[h] + 1, h]
+    tables = [offsets[h] + 1 + c // heads, dims[h] + 1, h, offsets, dims]
     aux = np.concatenate([[heads, r, VALUES.index(values), d], *tables]).astype(np.float64)
-    return Plan([layer], 1, emit, update, answer, aux=aux)
+    # state[0] is the answer; with several heads state[1 + h] is head h's value sum
+    return Plan([layer], 1 if heads == 1 else 1 + heads, emit, update, answer, aux=aux)

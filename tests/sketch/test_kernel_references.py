@@ -15,7 +15,7 @@ from sketchsim.sketch.entry_tally import _count_dense
 from sketchsim.sketch.estimators import match_answers
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.fingerprint import fold, fold_py
-from sketchsim.sketch.kernel_head import _dim, _lowest, _offset, head_dims
+from sketchsim.sketch.kernel_head import _T, _lowest, head_dims, kernel_plan
 from sketchsim.sketch.mqar import MQARFamily
 from sketchsim.sketch.plugins import resolve_spec
 
@@ -184,12 +184,23 @@ def test_fold_matches_fold_py():
 
 @pytest.mark.parametrize("d", [1, 2, 7, 63, 64, 65, 128])
 @pytest.mark.parametrize("H", [1, 2, 3, 40])
-def test_kernel_head_layout_helpers_match_head_dims(d, H):
+def test_kernel_head_tables_match_head_dims(d, H):
+    """The plan's tables: per coordinate its entry, stride and head; per head its start."""
+    ctx = HardFamily(d, 1).context()  # values=blocks: d = q
     dims = head_dims(d, H)
+    assert sum(dims) == d and min(dims) >= 0
     for r in (1, 3):
+        aux = kernel_plan(ctx, r, 8, "blocks", heads=H).aux.astype(np.int64)
+        assert aux[:_T].tolist() == [H, r, 1, d]
+        entry, stride, head = (aux[_T + i * d : _T + (i + 1) * d] for i in range(3))
+        starts = aux[_T + 3 * d : _T + 3 * d + H]
+        assert aux[_T + 3 * d + H :].tolist() == dims
         for h in range(H):
-            assert _dim(d, H, h) == dims[h]
-            assert _offset(d, H, r, h) == r * sum(dh + 1 for dh in dims[:h])
+            assert starts[h] == r * sum(dh + 1 for dh in dims[:h])
+        for c in range(d):
+            h = c % H
+            assert head[c] == h and stride[c] == dims[h] + 1
+            assert entry[c] == starts[h] + 1 + c // H
 
 
 def test_lowest_set_bit():
