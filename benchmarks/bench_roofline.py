@@ -192,8 +192,8 @@ def _no_fold(h1, h2, e, v):
 
 def variant_loop(emit, update, answer, fold):
     """The engine's loop compiled with these functions (as the engine binds them)."""
-    bind = getattr(engine_loop, "inlined", lambda f: f)  # small built-in functions inlined
-    emit, update, answer = bind(emit), bind(update), bind(answer)
+    bind = engine_loop.inlined  # small built-in functions inlined
+    emit, update, answer = bind(emit, "emit"), bind(update, "update"), bind(answer, "answer")
     g = {**vars(engine_loop), "_emit": emit, "_update": update, "_answer": answer, "fold": fold}
     return njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
 

@@ -54,12 +54,15 @@ def _jitted_loop(emit, update, answer, cache: bool = False):
     functions (bounds-checked copies) are called.  A serial, GIL-free loop run on threads
     compiles in about a third of the time of a ``prange`` version and runs as fast.
     """
-    key = (emit, update, answer)
+    key = funcs = (emit, update, answer)
     if key not in _LOOPS:
         loop = cached_loop(emit, update, answer) if cache else None
         if loop is None:
             if cache:
-                emit, update, answer = (engine_loop.inlined(f) for f in (emit, update, answer))
+                emit, update, answer = (
+                    engine_loop.inlined(f, role)
+                    for f, role in zip(funcs, ("emit", "update", "answer"), strict=True)
+                )
             g = {**vars(engine_loop), "_emit": emit, "_update": update, "_answer": answer}
             loop = njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
         _LOOPS[key] = loop

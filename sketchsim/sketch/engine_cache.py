@@ -71,7 +71,7 @@ def _global_name(fn) -> tuple[str, str] | None:
 def _module_text(names) -> str:
     # small functions inlined into the loop, as the engine binds them (loop.inlined)
     bind = "\n".join(
-        f"{var} = inlined(getattr(sys.modules[{mod!r}], {name!r}))"
+        f"{var} = inlined(getattr(sys.modules[{mod!r}], {name!r}), {var[1:]!r})"
         for var, (mod, name) in zip(("_emit", "_update", "_answer"), names, strict=True)
     )
     return (

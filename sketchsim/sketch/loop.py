@@ -42,24 +42,27 @@ _emit = _update = _answer = None  # bound per protocol
 
 
 #: A built-in protocol function with at most this many bytes of Python bytecode is
-#: inlined into the loop (:func:`inlined`); larger ones are called.
-INLINE_BYTECODE = 600
+#: inlined into the loop (:func:`inlined`); larger ones are called.  ``update`` and
+#: ``answer`` run for every token of every input, ``emit`` only for the speakers
+#: that are not shared by every input (the loop emits those once per batch).
+INLINE_BYTECODE = {"emit": 600, "update": 1500, "answer": 600}
 
 
-def inlined(fn):
+def inlined(fn, role: str):
     """``fn`` as the loop should bind it: inlined when small, else ``fn`` itself (called).
 
+    ``role``: ``"emit"``, ``"update"`` or ``"answer"`` (:data:`INLINE_BYTECODE`).
     A call passes every array argument as a struct and keeps the callee's
-    loop-invariant work (``aux`` reads, divisions) inside the loop; inlined, numba
-    and LLVM optimise the protocol's code together with the loop.  Measured
-    (issue #31, one thread, F(64, 7)): raw (bytecode 148 + 522 + 18 bytes) 1.5x
-    faster for +0.3 s of compilation; the kernel heads (704 + 1216 bytes, with
-    helpers inlined in turn) 3% faster for +5 s, so functions above
-    :data:`INLINE_BYTECODE` stay calls.  Same results either way: the same
-    integer and IEEE float operations in the same order.
+    loop-invariant work (``aux`` reads) inside the loop; inlined, numba and LLVM
+    optimise the protocol's code together with the loop.  Measured (issue #31, one
+    thread, F(64, 7)): raw (bytecode 148 + 522 + 18 bytes) 1.5x faster for +0.3 s
+    of compilation; the kernel heads' update (1,464 bytes) 1.4x faster for +0.3 s,
+    their emit (810 bytes, one data token per input) 6% slower and +1.1 s, so it
+    stays a call.  Same results either way: the same integer and IEEE float
+    operations in the same order.
     """
     py = getattr(fn, "py_func", None)
-    if py is None or len(py.__code__.co_code) > INLINE_BYTECODE:
+    if py is None or len(py.__code__.co_code) > INLINE_BYTECODE[role]:
         return fn
     return njit(inline="always")(py)
 
