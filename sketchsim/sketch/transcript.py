@@ -498,9 +498,11 @@ def error_rate_upper(wrong: int, n: int, confidence: float = 0.95) -> float:
         return 1.0
     if wrong == 0:
         return 1.0 - (1.0 - confidence) ** (1.0 / n)
-    from scipy.stats import beta
+    # the beta quantile scipy.stats.beta.ppf returns, without importing scipy.stats
+    # (0.8 s, a quarter of the main job); the two are compared in the tests
+    from scipy.special import betaincinv
 
-    return float(beta.ppf(confidence, wrong + 1, n - wrong))
+    return float(betaincinv(wrong + 1, n - wrong, confidence))
 
 
 def collision_power(n: int, expected: float = 3.0) -> float | None:

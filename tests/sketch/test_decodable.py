@@ -65,6 +65,12 @@ def test_error_rate_bound_is_clopper_pearson():
     ub = error_rate_upper(5, 1000)
     assert binom.cdf(5, 1000, ub) == pytest.approx(0.05, abs=1e-6)
     assert error_rate_upper(7, 7) == 1.0
+    from scipy.stats import beta
+
+    # the same number scipy.stats gives, bit for bit (the main job avoids importing it)
+    for n in (2, 10, 999, 100_000, 1_000_000):
+        for wrong in sorted({1, 2, 3, n // 7, n // 2, n - 2, n - 1} & set(range(1, n))):
+            assert error_rate_upper(wrong, n) == float(beta.ppf(0.95, wrong + 1, n - wrong))
     assert collision_power(1) is None and math.isclose(collision_power(3), 1.0)
 
 
