@@ -19,6 +19,18 @@ def bit(bits, k):
 @njit(inline="always")
 def count_ones(bits, lo, hi):
     """Number of ones among elements ``lo .. hi-1`` of a packed token."""
+    if hi - lo <= 64:  # one or two words, no loop (a block of a few bits: the common case)
+        if hi <= lo:
+            return np.int64(0)
+        width = hi - lo
+        w = lo >> 6
+        sh = lo & 63
+        word = bits[w] >> np.uint64(sh)
+        if sh + width > 64:  # then sh >= 1: the shift below is 1..63
+            word = word | (bits[w + 1] << np.uint64(64 - sh))
+        if width < 64:
+            word = word & ((np.uint64(1) << np.uint64(width)) - np.uint64(1))
+        return popcount64(word)
     total = np.int64(0)
     k = lo
     while k < hi:

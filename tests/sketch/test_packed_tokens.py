@@ -15,7 +15,8 @@ def test_token_helpers_match_plain_python(m, fill):
     assert [bit(bx, k) for k in range(m)] == x.tolist()
     assert inner_product(bx, by) == int(x @ y)
     for lo in range(0, m, 7):
-        for hi in (lo, lo + 1, min(m, lo + 64), m):
+        assert count_ones(bx, lo + 1, lo) == 0
+        for hi in (lo, lo + 1, *(min(m, lo + d) for d in (7, 63, 64, 65, 128)), m):
             assert count_ones(bx, lo, hi) == int(x[lo:hi].sum())
         for width in (1, 5, 32):
             if lo + width <= m:
