@@ -251,6 +251,10 @@ REFERENCES: dict[str, Ref] = {
     "sketchsim.sketch.kernel_head._lowest": Ref(
         f"{_KREF}::test_lowest_set_bit", "inline: (x & -x).bit_length() - 1"
     ),
+    "sketchsim.sketch.kernel_head._word_below": Ref(
+        f"{_KREF}::test_word_below_clears_elements_from_d",
+        "inline: int(bits[w]) & ((1 << keep) - 1)",
+    ),
     "sketchsim.sketch.kernel_head._entry": Ref(
         _HEADS,
         "kernel_reference",

@@ -41,6 +41,16 @@ KERNEL_PARAMS = (
 
 
 @njit(inline="always")
+def _word_below(bits, w, d):
+    """Word ``w`` of a packed token with the elements at ``d`` and beyond cleared."""
+    x = bits[w]
+    rem = d - w * 64
+    if rem < 64:
+        x &= (np.uint64(1) << np.uint64(rem)) - np.uint64(1)
+    return x
+
+
+@njit(inline="always")
 def _lowest(x):
     """Index of the lowest set bit of a nonzero uint64."""
     return popcount64((x & (np.uint64(0) - x)) - np.uint64(1))
@@ -69,16 +79,15 @@ def emit(layer, pos, bits, ctx, state, aux, out):
     for h in range(H):
         out[int(aux[heads + h]) + k * (int(aux[heads + H + h]) + 1)] = 1
     if mode == 0:
-        for w in range(bits.shape[0]):
-            x = bits[w]
+        for w in range(min(bits.shape[0], (d + 63) >> 6)):
+            x = _word_below(bits, w, d)
             while x:
                 c = w * 64 + _lowest(x)
                 x &= x - np.uint64(1)
-                if c < d:
-                    if H == 1:
-                        out[1 + c + k * (d + 1)] = 1
-                    else:
-                        out[_entry(aux, d, c, k)] = 1
+                if H == 1:
+                    out[1 + c + k * (d + 1)] = 1
+                else:
+                    out[_entry(aux, d, c, k)] = 1
     else:
         s = ctx[1]
         for c in range(d):
@@ -107,34 +116,45 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
     # several heads each head's sum is kept in state[1 + h].
     num = 0
     ones = 0
-    if mode == 0:  # the query's own set bits pick the value sums
-        if H > 1:
-            for h in range(1, H + 1):
-                state[h] = 0
-        for w in range(bits.shape[0]):
-            x = bits[w]
+    words = min(bits.shape[0], (d + 63) >> 6)
+    if mode == 0 and H == 1 and r == 1:  # one head, one feature: entry 1 + c, no table
+        for w in range(words):
+            x = _word_below(bits, w, d)
             while x:
                 c = w * 64 + _lowest(x)
                 x &= x - np.uint64(1)
-                if c < d:
-                    ones += 1
-                    if H > 1:
-                        state[1 + int(aux[_T + 2 * d + c])] += _value_sum(sketch, aux, d, r, c)
-                    elif r == 1:
-                        num += sketch[1 + c]
-                    else:
-                        for k in range(r):
-                            num += sketch[1 + c + k * (d + 1)]
+                ones += 1
+                num += sketch[1 + c]
+    elif mode == 0:  # the query's own set bits pick the value sums
+        if H > 1:
+            for h in range(1, H + 1):
+                state[h] = 0
+        for w in range(words):
+            x = _word_below(bits, w, d)
+            while x:
+                c = w * 64 + _lowest(x)
+                x &= x - np.uint64(1)
+                ones += 1
+                if H > 1:
+                    state[1 + int(aux[_T + 2 * d + c])] += _value_sum(sketch, aux, d, r, c)
+                else:
+                    for k in range(r):
+                        num += sketch[1 + c + k * (d + 1)]
     elif pos < d:  # blocks: e_pos, its own count
         num = _value_sum(sketch, aux, d, r, pos)
     y = 0.0
     for h in range(H):
-        off, dh = int(aux[heads + h]), int(aux[heads + H + h])
+        if H == 1:  # the head's first entry is 0 and it carries all d values
+            off, dh = 0, d
+        else:
+            off, dh = int(aux[heads + h]), int(aux[heads + H + h])
         z = 0.0
         for k in range(r):
             z += sketch[off + k * (dh + 1)]
-        if mode == 0:
-            v = num if H == 1 else state[1 + h]
+        if H == 1:
+            v = num if mode == 0 or pos < d else 0
+        elif mode == 0:
+            v = state[1 + h]
         else:
             v = num if pos < d and int(aux[_T + 2 * d + pos]) == h else 0
         if dh > 0:

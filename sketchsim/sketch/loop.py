@@ -45,7 +45,7 @@ _emit = _update = _answer = None  # bound per protocol
 #: inlined into the loop (:func:`inlined`); larger ones are called.  ``update`` and
 #: ``answer`` run for every token of every input, ``emit`` only for the speakers
 #: that are not shared by every input (the loop emits those once per batch).
-INLINE_BYTECODE = {"emit": 600, "update": 1500, "answer": 600}
+INLINE_BYTECODE = {"emit": 600, "update": 2000, "answer": 600}
 
 
 def inlined(fn, role: str):
@@ -56,8 +56,8 @@ def inlined(fn, role: str):
     loop-invariant work (``aux`` reads) inside the loop; inlined, numba and LLVM
     optimise the protocol's code together with the loop.  Measured (issue #31, one
     thread, F(64, 7)): raw (bytecode 148 + 522 + 18 bytes) 1.5x faster for +0.3 s
-    of compilation; the kernel heads' update (1,464 bytes) 1.4x faster for +0.3 s,
-    their emit (810 bytes, one data token per input) 6% slower and +1.1 s, so it
+    of compilation; the kernel heads' update (1,772 bytes) 1.4x faster for +0.3 s,
+    their emit (856 bytes, one data token per input) 6% slower and +1.1 s, so it
     stays a call.  Same results either way: the same integer and IEEE float
     operations in the same order.
     """

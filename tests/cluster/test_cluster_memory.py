@@ -2,8 +2,8 @@
 
 import pytest
 
-from sketchsim.cluster.memory import measure_task_memory
 from sketchsim.cluster.layout import MAP_BYTES_PER_INPUT, REDUCE_BYTES_PER_INPUT
+from sketchsim.cluster.memory import measure_task_memory
 
 pytest.importorskip("pandas")  # the cluster extra is part of dev: CI runs these
 

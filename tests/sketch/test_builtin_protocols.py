@@ -164,3 +164,19 @@ def test_plugins_and_unwritable_folders_are_compiled_in_memory(tmp_path, monkeyp
     blocker.write_text("")
     monkeypatch.setenv("SKETCHSIM_CACHE_DIR", str(blocker))
     assert engine_cache.cached_loop(plan.emit, plan.update, plan.answer) is None
+
+
+@pytest.mark.parametrize("spec", ["kernel", "kernel:r=2", "multihead:heads=3", "multihead:r=2"])
+def test_kernel_heads_ignore_bits_beyond_m(spec):
+    """A token's padding bits (beyond m, never set by the built-in families) are not read."""
+    fam = HardFamily(3, 2, seed=5)
+    proto, params, _ = resolve_spec(spec)
+    plan = proto.plan(fam.context(), params)
+    tokens = fam.tokens(fam.all_answers())
+    padded = tokens.copy()
+    padded[..., -1] |= ~np.uint64((1 << (fam.m % 64)) - 1) if fam.m % 64 else np.uint64(0)
+    assert (padded != tokens).any()
+    a = Engine(plan, fam.context(), proto.name).run(tokens, store=True)
+    b = Engine(plan, fam.context(), proto.name).run(padded, store=True)
+    np.testing.assert_array_equal(a.transcripts, b.transcripts)
+    np.testing.assert_array_equal(a.answers, b.answers)

@@ -15,7 +15,7 @@ from sketchsim.sketch.entry_tally import _count_dense
 from sketchsim.sketch.estimators import match_answers
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.fingerprint import fold, fold_py
-from sketchsim.sketch.kernel_head import _T, _lowest, head_dims, kernel_plan
+from sketchsim.sketch.kernel_head import _T, _lowest, _word_below, head_dims, kernel_plan
 from sketchsim.sketch.mqar import MQARFamily
 from sketchsim.sketch.plugins import resolve_spec
 
@@ -201,6 +201,18 @@ def test_kernel_head_tables_match_head_dims(d, H):
             h = c % H
             assert head[c] == h and stride[c] == dims[h] + 1
             assert entry[c] == starts[h] + 1 + c // H
+
+
+@pytest.mark.parametrize("d", [1, 63, 64, 65, 128, 200])
+def test_word_below_clears_elements_from_d(d):
+    rng = np.random.default_rng(d)
+    words = -(-d // 64)
+    for bits in (np.zeros(4, np.uint64), np.full(4, 2**64 - 1, np.uint64)) + tuple(
+        rng.integers(0, 2**64 - 1, (20, 4), dtype=np.uint64, endpoint=True)
+    ):
+        for w in range(words):  # the callers' range: words holding an element below d
+            keep = min(64, d - 64 * w)
+            assert int(_word_below(bits, w, d)) == int(bits[w]) & ((1 << keep) - 1)
 
 
 def test_lowest_set_bit():
