@@ -290,6 +290,11 @@ REFERENCES: dict[str, Ref] = {
         _TRAINED_REF,
         via=(_TRAINED_PLAN, _TRAINED_ANSWER, "sketchsim.sketch.trained._forward"),
     ),
+    "sketchsim.sketch.trained._scratch": Ref(
+        _TRAINED,
+        _TRAINED_REF,
+        via=(_TRAINED_PLAN, _TRAINED_ANSWER, "sketchsim.sketch.trained._forward"),
+    ),
     "sketchsim.sketch.trained._forward": Ref(
         _TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN, _TRAINED_ANSWER)
     ),

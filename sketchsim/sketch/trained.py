@@ -299,39 +299,73 @@ def _dims(aux):
 
 
 @njit(inline="always")
-def _affine(aux, w_off, b_off, rows, m, u, out, act):
-    """``out[k] = act(sum_i W[k, i] u[i] + b[k])`` (``act < 0``: no activation)."""
-    for k in range(rows):
+def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
+    """``f[dst + k] = act(sum_i W[k, i] f[src + i] + b[k])`` (``act < 0``: no activation).
+
+    Four rows at a time, in four registers, so that their sums do not wait on one
+    another; each still adds its terms in the order ``b, i = 0, 1, ...``, so every
+    float is the one of a row-by-row loop.
+    """
+    k = 0
+    while k + 4 <= rows:
+        z0, z1, z2, z3 = aux[b_off + k], aux[b_off + k + 1], aux[b_off + k + 2], aux[b_off + k + 3]
+        w0 = w_off + k * m
+        for i in range(m):
+            ui = f[src + i]
+            z0 += aux[w0 + i] * ui
+            z1 += aux[w0 + m + i] * ui
+            z2 += aux[w0 + 2 * m + i] * ui
+            z3 += aux[w0 + 3 * m + i] * ui
+        f[dst + k], f[dst + k + 1], f[dst + k + 2], f[dst + k + 3] = z0, z1, z2, z3
+        k += 4
+    while k < rows:
         z = aux[b_off + k]
         for i in range(m):
-            z += aux[w_off + k * m + i] * u[i]
-        out[k] = _act(z, act) if act >= 0 else z
+            z += aux[w_off + k * m + i] * f[src + i]
+        f[dst + k] = z
+        k += 1
+    if act >= 0:
+        for k in range(rows):
+            f[dst + k] = _act(f[dst + k], act)
+
+
+@njit(inline="always")
+def _scratch(state, aux):
+    """The token's float scratch: its state after the ``L H E`` stored sketch entries.
+
+    ``u`` (``m``), ``delta`` (``m``), then two blocks of ``r`` and ``d`` (query or key
+    features, readout or values); reused by every call, written before it is read.
+    """
+    L, H, E = int(aux[0]), int(aux[1]), int(aux[6])
+    return state[L * H * E :].view(np.float64)
 
 
 @njit(cache=True)
-def _forward(upto, bits, ctx, state, aux, u):
+def _forward(upto, bits, ctx, state, aux):
     """Run layers ``0..upto-1`` for one token from its bits and the stored sketches.
 
-    Leaves the token's residual stream in ``u`` and returns its output ``y``
-    (the readouts of those layers, plus the output bias when ``upto`` is all layers).
+    Leaves the token's residual stream in its scratch (:func:`_scratch`, first ``m``)
+    and returns its output ``y`` (the readouts of those layers, plus the output bias
+    when ``upto`` is all layers; then the last layer's residual update, which no
+    output reads, is skipped).
     """
     L, H, r, d, m, act, E, P = _dims(aux)
     eps = aux[8]
     N = float(ctx[3])
+    f = _scratch(state, aux)
+    DELTA, FQ, AV = m, 2 * m, 2 * m + r
     for i in range(m):
-        u[i] = 2.0 * float((bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)) - 1.0
+        f[i] = 2.0 * float((bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)) - 1.0
     y = 0.0
     if upto == L:
         base = _HDR + L * H * P
         y = aux[base + m]
         for i in range(m):
-            y += aux[base + i] * u[i]
-    fq = np.empty(r)
-    av = np.empty(d)
-    delta = np.empty(m)
+            y += aux[base + i] * f[i]
     for lay in range(upto):
+        residual = lay < upto - 1 or upto < L
         for i in range(m):
-            delta[i] = 0.0
+            f[DELTA + i] = 0.0
         for h in range(H):
             b = _HDR + (lay * H + h) * P
             o_wv = b + 2 * r * m + 2 * r
@@ -339,26 +373,28 @@ def _forward(upto, bits, ctx, state, aux, u):
             o_wu = o_bv + 2 * d
             o_lo = o_wu + m * d
             o_step = o_lo + E
-            _affine(aux, b, b + 2 * r * m, r, m, u, fq, act)
-            _affine(aux, o_wv + d * m, o_bv + d, d, m, u, av, -1)
+            _affine(aux, b, b + 2 * r * m, r, m, f, 0, FQ, act)
+            _affine(aux, o_wv + d * m, o_bv + d, d, m, f, 0, AV, -1)
             s0 = (lay * H + h) * E
             den = eps if act != 2 else N
             if act != 2:
                 for k in range(r):
                     e = k * (d + 1) + d
-                    den += fq[k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
+                    den += f[FQ + k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
             width = d if act == 2 else d + 1
             for c in range(d):
                 num = 0.0
                 for k in range(r):
                     e = k * width + c
-                    num += fq[k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
+                    num += f[FQ + k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
                 o = num / den
-                y += av[c] * o
-                for i in range(m):
-                    delta[i] += aux[o_wu + i * d + c] * o
-        for i in range(m):
-            u[i] += delta[i]
+                y += f[AV + c] * o
+                if residual:
+                    for i in range(m):
+                        f[DELTA + i] += aux[o_wu + i * d + c] * o
+        if residual:
+            for i in range(m):
+                f[i] += f[DELTA + i]
     return y
 
 
@@ -366,21 +402,20 @@ def _forward(upto, bits, ctx, state, aux, u):
 def emit(layer, pos, bits, ctx, state, aux, out):
     L, H, r, d, m, act, E, P = _dims(aux)
     top = aux[9]
-    u = np.empty(m)
-    _forward(layer, bits, ctx, state, aux, u)
-    fk = np.empty(r)
-    v = np.empty(d)
+    _forward(layer, bits, ctx, state, aux)
+    f = _scratch(state, aux)
+    FK, V = 2 * m, 2 * m + r
     width = d if act == 2 else d + 1
     for h in range(H):
         b = _HDR + (layer * H + h) * P
         o_wv = b + 2 * r * m + 2 * r
         o_lo = o_wv + 2 * d * m + 2 * d + m * d
         o_step = o_lo + E
-        _affine(aux, b + r * m, b + 2 * r * m + r, r, m, u, fk, act)
-        _affine(aux, o_wv, o_wv + 2 * d * m, d, m, u, v, -1)
+        _affine(aux, b + r * m, b + 2 * r * m + r, r, m, f, 0, FK, act)
+        _affine(aux, o_wv, o_wv + 2 * d * m, d, m, f, 0, V, -1)
         for k in range(r):
             for c in range(width):
-                x = fk[k] * v[c] if c < d else fk[k]
+                x = f[FK + k] * f[V + c] if c < d else f[FK + k]
                 e = k * width + c
                 code = math.floor((x - aux[o_lo + e]) / aux[o_step + e] + 0.5)
                 code = min(max(code, 0.0), top)
@@ -397,9 +432,7 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
 
 @njit(cache=True)
 def answer(pos, bits, ctx, state, aux):
-    L, m = int(aux[0]), int(aux[4])
-    u = np.empty(m)
-    y = _forward(L, bits, ctx, state, aux, u)
+    y = _forward(int(aux[0]), bits, ctx, state, aux)
     s = ctx[1]
     if not y == y:  # NaN
         return -1
@@ -423,6 +456,9 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
             f"(tokens of {a['m']} bits), not q={ctx.q}, s={ctx.s} ({ctx.m} bits)"
         )
     L, H, E = a["layers"], a["heads"], weights.entries()
-    check_engine_size(ctx.n_tokens * L * H * E + H * E * (L + 1), what=f"{L} x {H} x {E} entries")
+    r, d, m = a["rank"], a["value_width"], a["m"]
+    # per token: its copies of the L layers' sketches, then a float scratch (_scratch)
+    state = L * H * E + 2 * m + 2 * (r + d)
+    check_engine_size(ctx.n_tokens * state + H * E * (L + 1), what=f"{L} x {H} x {E} entries")
     layers = [Layer("sum", H * E, 2**bits, levels=2**bits) for _ in range(L)]
-    return Plan(layers, L * H * E, emit, update, answer, aux=_aux(weights, bits))
+    return Plan(layers, state, emit, update, answer, aux=_aux(weights, bits))
