@@ -1075,6 +1075,41 @@ for _q in (4, 8, 16, 32, 64):
         )
 
 
+# docs/benchmarks.md: issue #31, round 4 session 2 (benchmarks/bench_main_job.py,
+# bench_roofline.py --main-job, bench_trained.py)
+MJ = "docs/roofline/main_job_session2.json"
+for _i, _label in enumerate(("fbce0ce (session start)", "this code")):
+    entry(
+        "docs/benchmarks.md",
+        f"| {_label} | {{}} s | {{}} s | {{}} s | {{}}x | {{}}x |",
+        MJ,
+        [
+            ("rows", _i, k)
+            for k in ("warm_s", "cold_s", "peer_s", "warm_over_peer", "cold_over_warm")
+        ],
+        ["{:.2f}"] * 5,
+    )
+entry(
+    "docs/benchmarks.md",
+    "the main job {} s against the peer's\n{} s ({}x), and block-counts `measure()` on the peer's "
+    "1,000,000 inputs,\nwarm in process, {} s: **{}x faster than the peer**.",
+    "docs/roofline/session2.json",
+    [("main_job", k) for k in
+     ("main_job_s", "numpy_peer_1m_s", "ratio", "block_counts_1m_s", "block_counts_speedup")],
+    ["{:.2f}", "{:.2f}", "{:.2f}", "{:.3f}", "{:.2f}"],
+)  # fmt: skip
+for _name in ("trained elu1 L=1", "trained elu1 L=2", "kernel:values=blocks", "kernel"):
+    for _label, _file in (("fbce0ce", "trained_before"), ("this code", "trained_after")):
+        entry(
+            "docs/benchmarks.md",
+            f"| {_name} | {_label} | {{}} | {{}} | {{}} |",
+            f"docs/roofline/{_file}.json",
+            [("rows", {"protocol": _name}, k)
+             for k in ("coordinates", "us_per_input", "ns_per_coordinate")],
+            ["{}", "{:.2f}", "{:.1f}"],
+        )  # fmt: skip
+
+
 # docs/benchmarks.md: the GPU check (benchmarks/gpu_check.py on an H200)
 BM = "docs/benchmarks.md"
 GPU = "docs/gpu/gpu_check_h200.json"
