@@ -47,6 +47,27 @@ def run_job(tree: str | None, env_extra: dict) -> float:
     return time.perf_counter() - t
 
 
+def tree_label(tree: str | None) -> str:
+    """The tree's git commit (``+`` when it has uncommitted changes), not its path."""
+    where = tree or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "-C", where, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", where, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "installed" if tree is None else "a tree outside git"
+    return head + ("+" if dirty else "") + ("" if tree else " (installed)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--tree", action="append", default=None, help="source tree (repeatable)")
@@ -83,7 +104,7 @@ def main(argv=None):
     rows = []
     for i, tree in enumerate(trees):
         w, c = min(warm[i]), (min(cold[i]) if cold[i] else None)
-        row = {"tree": tree or "installed", "warm_s": w, "warm_runs": warm[i], "cold_s": c,
+        row = {"tree": tree_label(tree), "warm_s": w, "warm_runs": warm[i], "cold_s": c,
                "cold_runs": cold[i], "peer_s": min(peer), "warm_over_peer": w / min(peer),
                "cold_over_warm": c / w if c else None}  # fmt: skip
         rows.append(row)
