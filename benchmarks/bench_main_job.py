@@ -47,22 +47,17 @@ def run_job(tree: str | None, env_extra: dict) -> float:
     return time.perf_counter() - t
 
 
+def _git(where: str, *args: str) -> str:
+    out = subprocess.run(["git", "-C", where, *args], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
 def tree_label(tree: str | None) -> str:
     """The tree's git commit (``+`` when it has uncommitted changes), not its path."""
     where = tree or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        head = subprocess.run(
-            ["git", "-C", where, "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", where, "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head = _git(where, "rev-parse", "--short", "HEAD")
+        dirty = _git(where, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "installed" if tree is None else "a tree outside git"
     return head + ("+" if dirty else "") + ("" if tree else " (installed)")

@@ -117,6 +117,8 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
     num = 0
     ones = 0
     words = min(bits.shape[0], (d + 63) >> 6)
+    # (the first loop is the second's case H = r = 1 without its branches: 1.4x
+    # faster for the kernel protocol, issue #31)
     if mode == 0 and H == 1 and r == 1:  # one head, one feature: entry 1 + c, no table
         for w in range(words):
             x = _word_below(bits, w, d)

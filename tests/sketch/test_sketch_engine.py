@@ -15,6 +15,15 @@ from sketchsim.sketch.plugins import resolve_spec
 from sketchsim.sketch.protocol import Layer
 from sketchsim.sketch.transcript import choose_answers, measure
 
+#: One to three layers of random protocols: (channel, alphabet, symbols).
+LAYERS = st.lists(
+    st.tuples(
+        st.sampled_from(["sum", "histogram", "concat"]), st.integers(1, 4), st.integers(1, 3)
+    ),
+    min_size=1,
+    max_size=3,
+)
+
 
 def test_family_layout_and_targets():
     import sketchsim
@@ -125,13 +134,7 @@ def test_shared_tokens_emitted_once_change_nothing(spec, q, s):
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 10**6),
-    layers=st.lists(
-        st.tuples(
-            st.sampled_from(["sum", "histogram", "concat"]), st.integers(1, 4), st.integers(1, 3)
-        ),
-        min_size=1,
-        max_size=3,
-    ),
+    layers=LAYERS,
 )
 def test_shared_tokens_on_multilayer_protocols(seed, layers):
     """Later layers see the state the shared tokens' first-layer symbols produced."""
@@ -226,13 +229,7 @@ def test_kernel_precision_threshold():
     q=st.integers(1, 3),
     s=st.integers(1, 3),
     seed=st.integers(0, 10**6),
-    layers=st.lists(
-        st.tuples(
-            st.sampled_from(["sum", "histogram", "concat"]), st.integers(1, 4), st.integers(1, 3)
-        ),
-        min_size=1,
-        max_size=3,
-    ),
+    layers=LAYERS,
     speakers=st.sampled_from(["all", "last"]),
 )
 def test_entropy_le_log2_distinct_le_declared(q, s, seed, layers, speakers):
