@@ -291,9 +291,7 @@ REFERENCES: dict[str, Ref] = {
         via=(_TRAINED_PLAN, _TRAINED_ANSWER, "sketchsim.sketch.trained._forward"),
     ),
     "sketchsim.sketch.trained._scratch": Ref(
-        _TRAINED,
-        _TRAINED_REF,
-        via=(_TRAINED_PLAN, _TRAINED_ANSWER, "sketchsim.sketch.trained._forward"),
+        _TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN, _TRAINED_ANSWER)
     ),
     "sketchsim.sketch.trained._forward": Ref(
         _TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN, _TRAINED_ANSWER)

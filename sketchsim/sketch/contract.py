@@ -182,7 +182,10 @@ def run_checked(engine, tokens: np.ndarray, store: bool, python: bool = False):
             for pos in range(N):
                 if not engine.speak[lay, pos]:
                     continue
-                out = _emit(name, emit, out_dtype, k, (lay, pos, bits[pos], ctx, state[pos], aux))
+                # emit reads its state: the engine emits layer 0 of the tokens shared
+                # by every input once per batch, so an emit that wrote it would differ
+                args = (lay, pos, bits[pos], ctx, _readonly(state[pos]), aux)
+                out = _emit(name, emit, out_dtype, k, args)
                 for c in range(k):
                     v = _symbol(name, out[c], lay, pos, c, a, strict=out.dtype == object)
                     if chan == 0:
@@ -249,7 +252,8 @@ def _call(name, where, fn, *args, retry=True):
             if "readonly" in text or "read-only" in text:
                 raise ProtocolError(
                     f"protocol {name}: {where.split(' ')[0]} writes into a read-only argument "
-                    f"(bits, ctx, aux and the sketch are read-only; write state or out)"
+                    f"(bits, ctx, aux, the sketch and emit's state are read-only; emit writes "
+                    f"out, update and answer write state)"
                 ) from None
             if retry and where.startswith("emit") and "float64" in text:
                 raise _Retry from None

@@ -331,28 +331,26 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
 
 @njit(inline="always")
 def _scratch(state, aux):
-    """The token's float scratch: its state after the ``L H E`` stored sketch entries.
-
-    ``u`` (``m``), ``delta`` (``m``), then two blocks of ``r`` and ``d`` (query or key
-    features, readout or values); reused by every call, written before it is read.
-    """
+    """``answer``'s float scratch (:func:`_forward`): the token's state after the
+    ``L H E`` stored sketch entries, written before it is read.  (``emit`` may not
+    write the state, so it allocates its own.)"""
     L, H, E = int(aux[0]), int(aux[1]), int(aux[6])
     return state[L * H * E :].view(np.float64)
 
 
 @njit(cache=True)
-def _forward(upto, bits, ctx, state, aux):
+def _forward(upto, bits, ctx, state, aux, f):
     """Run layers ``0..upto-1`` for one token from its bits and the stored sketches.
 
-    Leaves the token's residual stream in its scratch (:func:`_scratch`, first ``m``)
-    and returns its output ``y`` (the readouts of those layers, plus the output bias
-    when ``upto`` is all layers; then the last layer's residual update, which no
-    output reads, is skipped).
+    ``f``: float scratch of ``2 (m + r + d)``: ``u`` (``m``), ``delta`` (``m``), then
+    blocks of ``r`` and ``d`` (query or key features, readout or values).  Leaves
+    the token's residual stream in ``f[:m]`` and returns its output ``y`` (the
+    readouts of those layers, plus the output bias when ``upto`` is all layers;
+    then the last layer's residual update, which no output reads, is skipped).
     """
     L, H, r, d, m, act, E, P = _dims(aux)
     eps = aux[8]
     N = float(ctx[3])
-    f = _scratch(state, aux)
     DELTA, FQ, AV = m, 2 * m, 2 * m + r
     for i in range(m):
         f[i] = 2.0 * float((bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)) - 1.0
@@ -402,8 +400,8 @@ def _forward(upto, bits, ctx, state, aux):
 def emit(layer, pos, bits, ctx, state, aux, out):
     L, H, r, d, m, act, E, P = _dims(aux)
     top = aux[9]
-    _forward(layer, bits, ctx, state, aux)
-    f = _scratch(state, aux)
+    f = np.empty(2 * (m + r + d))
+    _forward(layer, bits, ctx, state, aux, f)
     FK, V = 2 * m, 2 * m + r
     width = d if act == 2 else d + 1
     for h in range(H):
@@ -432,7 +430,7 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
 
 @njit(cache=True)
 def answer(pos, bits, ctx, state, aux):
-    y = _forward(int(aux[0]), bits, ctx, state, aux)
+    y = _forward(int(aux[0]), bits, ctx, state, aux, _scratch(state, aux))
     s = ctx[1]
     if not y == y:  # NaN
         return -1
@@ -457,7 +455,7 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
         )
     L, H, E = a["layers"], a["heads"], weights.entries()
     r, d, m = a["rank"], a["value_width"], a["m"]
-    # per token: its copies of the L layers' sketches, then a float scratch (_scratch)
+    # per token: its copies of the L layers' sketches, then answer's float scratch
     state = L * H * E + 2 * m + 2 * (r + d)
     check_engine_size(ctx.n_tokens * state + H * E * (L + 1), what=f"{L} x {H} x {E} entries")
     layers = [Layer("sum", H * E, 2**bits, levels=2**bits) for _ in range(L)]

@@ -117,6 +117,15 @@ def test_write_into_token_bits_is_refused(tmp_path, jit):
         run_plugin(path)
 
 
+@pytest.mark.parametrize("jit", [True, False])
+def test_emit_writing_its_state_is_refused(tmp_path, jit):
+    """emit reads its state only: layer 0 of the shared tokens is emitted once per batch."""
+    body = "state[0] = 1\nfor i in range(q):\n    out[i] = count_ones(bits, i * s, (i + 1) * s)"
+    path = write_plugin(tmp_path, jit=jit, emit_body=body)
+    with pytest.raises(ProtocolError, match="protocol t: emit .*read-only"):
+        run_plugin(path)
+
+
 # ---- determinism -------------------------------------------------------------------------
 
 
@@ -269,10 +278,7 @@ def test_jitted_raise_on_an_unsampled_input_is_one_line(tmp_path):
 
 def test_jitted_write_past_state_on_an_unsampled_input_is_caught(tmp_path):
     """Plug-ins keep bounds checking for the whole run, not only the guarded sample."""
-    body = (
-        _LATE
-        + "    state[9] = 1\nfor i in range(q):\n    out[i] = count_ones(bits, i * s, (i + 1) * s)"
-    )
-    path = write_plugin(tmp_path, emit_body=body)
+    body = "s = ctx[1]\n" + _LATE + "    state[9] = 1\nif pos < ctx[0]:\n    state[0] = sketch[pos]"
+    path = write_plugin(tmp_path, update_body=body)
     with pytest.raises(ProtocolError, match="protocol t failed: IndexError"):
         run_plugin(path)
