@@ -32,8 +32,10 @@ def run_protocol(plan, ctx, tokens):
 
     ``tokens`` are packed (B, N, words); the protocol's functions are called as
     Python (``py_func`` where jitted), and channels are aggregated with lists.
+    Every token starts from a zero state, then the plan's ``init`` if it has one.
     """
     emit, update, answer = (getattr(f, "py_func", f) for f in (plan.emit, plan.update, plan.answer))
+    init = getattr(plan.init, "py_func", plan.init)
     ctx_arr = ctx.array()
     aux = np.asarray(plan.aux, dtype=np.float64).reshape(-1)
     if aux.size == 0:
@@ -42,6 +44,9 @@ def run_protocol(plan, ctx, tokens):
     transcripts, answers = [], []
     for toks in tokens:
         state = np.zeros((N, plan.state_size), dtype=np.int64)
+        if init is not None:
+            for pos in range(N):
+                init(pos, toks[pos], ctx_arr, state[pos], aux)
         transcript = []
         for lay, L in enumerate(plan.layers):
             speakers = L.speaker_positions(N)

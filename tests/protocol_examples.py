@@ -30,6 +30,15 @@ def _update_hash(layer, pos, bits, ctx, state, sketch, aux):
 
 
 @njit
+def _init_hash(pos, bits, ctx, state, aux):
+    # a starting state from the token's own bits (the plan's optional init)
+    h = np.uint64(int(aux[0])) ^ np.uint64(pos + 1)
+    for w in range(bits.shape[0]):
+        h = (h ^ bits[w]) * np.uint64(0x100000001B3)
+    state[0] = np.int64(h % np.uint64(1000003))
+
+
+@njit
 def _answer_hash(pos, bits, ctx, state, aux):
     return state[0] % (ctx[1] + 1)
 
@@ -37,15 +46,21 @@ def _answer_hash(pos, bits, ctx, state, aux):
 CHANNELS = ("sum", "histogram", "concat")
 
 
-def random_protocol(seed: int, layers: list[tuple[str, int, int]], speakers="all") -> Protocol:
-    """A deterministic 'random' protocol: each layer hashes token and state."""
+def random_protocol(
+    seed: int, layers: list[tuple[str, int, int]], speakers="all", init: bool = False
+) -> Protocol:
+    """A deterministic 'random' protocol: each layer hashes token and state.
+
+    ``init``: every token starts from a hash of its own bits (else from zero).
+    """
 
     def setup(ctx, params):
         aux = [seed]
         for _, a, k in layers:
             aux += [a, k]
         plan_layers = [Layer(ch, k, a, speakers=speakers) for ch, a, k in layers]
-        return Plan(plan_layers, 1, _emit_hash, _update_hash, _answer_hash, aux=aux)
+        start = _init_hash if init else None
+        return Plan(plan_layers, 1, _emit_hash, _update_hash, _answer_hash, aux=aux, init=start)
 
     return Protocol(f"random-{seed}", "hash protocol for tests", setup)
 

@@ -89,6 +89,8 @@ _TRAINED = (
 _TRAINED_REF = "naive.trained_outputs"
 _TRAINED_PLAN = "sketchsim.sketch.trained.trained_plan"
 _TRAINED_ANSWER = "sketchsim.sketch.trained.answer"
+_TRAINED_INIT = (_TRAINED_PLAN, "sketchsim.sketch.trained.init")
+_TRAINED_QUERY = "sketchsim.sketch.trained._query_side"
 _MINIP_BYTES = f"{_BITS}::test_minip_bytes_and_packed_match_naive"
 _RAW = "tests/sketch/test_builtin_protocols.py::test_raw_matches_dense_min_ip"
 _KV = f"{_KREF}::test_kv_sum_matches_dense_reference"
@@ -242,6 +244,11 @@ REFERENCES: dict[str, Ref] = {
             "sketchsim.sketch.loop.loop",
         ),
     ),
+    "sketchsim.sketch.loop.no_init": Ref(
+        "tests/sketch/test_sketch_engine.py::test_jitted_engine_matches_naive",
+        "naive.run_protocol",
+        via=("sketchsim.sketch.engine.Engine",),
+    ),
     "sketchsim.sketch.kernel_head._value_sum": Ref(
         _HEADS,
         "kernel_reference",
@@ -271,14 +278,7 @@ REFERENCES: dict[str, Ref] = {
         _HEADS, "kernel_reference", via=(_HEAD_PLAN,), hook='"kernel'
     ),
     "sketchsim.sketch.trained._act": Ref(
-        _TRAINED,
-        _TRAINED_REF,
-        via=(
-            _TRAINED_PLAN,
-            _TRAINED_ANSWER,
-            "sketchsim.sketch.trained._forward",
-            "sketchsim.sketch.trained._affine",
-        ),
+        _TRAINED, _TRAINED_REF, via=(*_TRAINED_INIT, _TRAINED_QUERY, "sketchsim.sketch.trained._affine")
     ),
     "sketchsim.sketch.trained._dims": Ref(
         _TRAINED,
@@ -286,10 +286,14 @@ REFERENCES: dict[str, Ref] = {
         via=(_TRAINED_PLAN, _TRAINED_ANSWER, "sketchsim.sketch.trained._forward"),
     ),
     "sketchsim.sketch.trained._affine": Ref(
-        _TRAINED,
-        _TRAINED_REF,
-        via=(_TRAINED_PLAN, _TRAINED_ANSWER, "sketchsim.sketch.trained._forward"),
+        _TRAINED, _TRAINED_REF, via=(*_TRAINED_INIT, _TRAINED_QUERY)
     ),
+    "sketchsim.sketch.trained._query_side": Ref(_TRAINED, _TRAINED_REF, via=_TRAINED_INIT),
+    "sketchsim.sketch.trained._bias": Ref(_TRAINED, _TRAINED_REF, via=_TRAINED_INIT),
+    "sketchsim.sketch.trained._unpack": Ref(_TRAINED, _TRAINED_REF, via=_TRAINED_INIT),
+    "sketchsim.sketch.trained._cache": Ref(_TRAINED, _TRAINED_REF, via=_TRAINED_INIT),
+    "sketchsim.sketch.trained._cached": Ref(_TRAINED, _TRAINED_REF, via=_TRAINED_INIT),
+    "sketchsim.sketch.trained.init": Ref(_TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN,)),
     "sketchsim.sketch.trained._scratch": Ref(
         _TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN, _TRAINED_ANSWER)
     ),

@@ -1,9 +1,11 @@
 """The plug-in contract, enforced (docs/protocols.md, "The contract").
 
 - Symbols and answers are integers: a symbol in ``0..alphabet-1``, an answer in int64.
-- ``emit``, ``update`` and ``answer`` are deterministic functions of their arguments.
-- They write only ``out[:symbols]`` (emit) and ``state[:state_size]``; ``bits``,
-  ``ctx``, ``aux`` and the layer's ``sketch`` are read-only.
+- ``emit``, ``update``, ``answer`` and the optional ``init`` are deterministic
+  functions of their arguments.
+- They write only ``out[:symbols]`` (emit) and ``state[:state_size]`` (init, update,
+  answer); ``bits``, ``ctx``, ``aux``, the layer's ``sketch`` and emit's ``state``
+  are read-only.
 
 :func:`run_checked` is the plain-Python engine with every one of these checks at
 the boundary; it runs pure-Python plug-ins, and the *guarded first pass* of jitted
@@ -157,12 +159,13 @@ def run_checked(engine, tokens: np.ndarray, store: bool, python: bool = False):
     """
 
     plan, name = engine.plan, engine.name
-    funcs = [plan.emit, plan.update, plan.answer]
+    funcs = list(plan.functions())
     if python:
         funcs = [getattr(f, "py_func", f) for f in funcs]
     else:
         funcs = [checked_copy(f) if _is_dispatcher(f) else f for f in funcs]
-    emit, update, answer = funcs
+    emit, update, answer = funcs[:3]
+    init = funcs[3] if len(funcs) > 3 else None
     B, N = tokens.shape[0], tokens.shape[1]
     layers = engine.layers
     ctx = _readonly(engine.ctx.array())
@@ -175,6 +178,10 @@ def run_checked(engine, tokens: np.ndarray, store: bool, python: bool = False):
         state = np.zeros((N, plan.state_size), dtype=np.int64)
         sk = np.zeros(max(engine.total_len, 1), dtype=np.int64)
         bits = [_readonly(tokens[b, pos]) for pos in range(N)]
+        if init is not None:
+            for pos in range(N):
+                where = f"init at token {pos + 1}"
+                _call(name, where, init, pos, bits[pos], ctx, state[pos], aux)
         h1, h2 = SEED1, SEED2
         for lay in range(layers.shape[0]):
             chan, k, a, levels, lo, hi = (int(x) for x in layers[lay])
@@ -253,7 +260,7 @@ def _call(name, where, fn, *args, retry=True):
                 raise ProtocolError(
                     f"protocol {name}: {where.split(' ')[0]} writes into a read-only argument "
                     f"(bits, ctx, aux, the sketch and emit's state are read-only; emit writes "
-                    f"out, update and answer write state)"
+                    f"out, init, update and answer write state)"
                 ) from None
             if retry and where.startswith("emit") and "float64" in text:
                 raise _Retry from None

@@ -4,7 +4,7 @@
 in one function (a per-input function inlined into it cost numba a third more
 compilation, issue #31).  The protocol's functions are not arguments: the
 engine (:mod:`sketchsim.sketch.engine`) compiles this code object with
-``_emit``, ``_update`` and ``_answer`` bound as globals, or
+``_emit``, ``_update``, ``_answer`` and ``_init`` bound as globals, or
 :mod:`sketchsim.sketch.engine_cache` writes this source into a generated module
 that numba caches on disk.  Nothing here runs as plain Python.
 """
@@ -19,6 +19,9 @@ from sketchsim.sketch.fingerprint import SEED1, SEED2, fold
 
 __all__ = [
     "loop",
+    "no_init",
+    "GLOBALS",
+    "ROLES",
     "channel_write",
     "unowned",
     "data_pointer",
@@ -27,7 +30,8 @@ __all__ = [
 ]
 
 # ``loop`` refers to the protocol's functions as the globals ``_emit``,
-# ``_update`` and ``_answer``: the engine binds them either by rebinding the
+# ``_update``, ``_answer`` and ``_init`` (:func:`no_init` for a plan without one):
+# the engine binds them either by rebinding the
 # globals of this very code object (any plug-in), or by writing this source into
 # a small generated module that numba caches on disk (the protocols shipped with
 # sketchsim; see :mod:`sketchsim.sketch.engine_cache`).
@@ -38,20 +42,29 @@ __all__ = [
 # ``[state size, largest k, transcript length]``; ``outputs`` is the tuple
 # ``(transcripts, fingerprints, answers, errors)``.  The hot loops take indices
 # and scalars; the only views made are the arguments the plug-in API defines.
-_emit = _update = _answer = None  # bound per protocol
+_emit = _update = _answer = _init = None  # bound per protocol
+#: The globals above, and the roles of the functions bound to them (:func:`inlined`).
+GLOBALS = ("_emit", "_update", "_answer", "_init")
+ROLES = ("emit", "update", "answer", "init")
 
 
 #: A built-in protocol function with at most this many bytes of Python bytecode is
 #: inlined into the loop (:func:`inlined`); larger ones are called.  ``update`` and
-#: ``answer`` run for every token of every input, ``emit`` only for the speakers
-#: that are not shared by every input (the loop emits those once per batch).
-INLINE_BYTECODE = {"emit": 600, "update": 2000, "answer": 600}
+#: ``answer`` run for every token of every input, ``emit`` and ``init`` only for the
+#: tokens that are not shared by every input (the loop runs those once per batch).
+INLINE_BYTECODE = {"emit": 600, "update": 2000, "answer": 600, "init": 600}
+
+
+@njit(cache=True)
+def no_init(pos, bits, ctx, state, aux):
+    """The ``init`` of a plan without one: every token starts from a zero state."""
+    return None
 
 
 def inlined(fn, role: str):
     """``fn`` as the loop should bind it: inlined when small, else ``fn`` itself (called).
 
-    ``role``: ``"emit"``, ``"update"`` or ``"answer"`` (:data:`INLINE_BYTECODE`).
+    ``role``: ``"emit"``, ``"update"``, ``"answer"`` or ``"init"`` (:data:`INLINE_BYTECODE`).
     A call passes every array argument as a struct and keeps the callee's
     loop-invariant work (``aux`` reads) inside the loop; inlined, numba and LLVM
     optimise the protocol's code together with the loop.  Measured (issue #31, one
@@ -125,6 +138,7 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     nf = fixed.shape[0]
     N = nf + tokens.shape[1]
     state_mem = np.zeros((N, state_size), dtype=np.int64)
+    start_mem = np.zeros(max(1, nf * state_size), dtype=np.int64)
     sym_mem = np.zeros(max(1, kmax), dtype=np.int64)
     sk_mem = np.zeros(max(1, total_len), dtype=np.int64)
     pre_mem = np.zeros(max(1, total_len), dtype=np.int64)
@@ -133,13 +147,22 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     tk = unowned(tokens)
     fx = unowned(fixed)
     state = unowned(state_mem)
+    flat = unowned(state_mem.reshape(N * state_size))
+    start = unowned(start_mem)
     sym = unowned(sym_mem)
     sk = unowned(sk_mem)
     pre = unowned(pre_mem)
-    # Layer 0's fixed speakers say the same in every input: before layer 0 every
-    # state is zero, and emit is a function of its arguments (the contract, checked
-    # by the engine's determinism pass).  They are emitted once, into ``pre``; the
+    # A token's starting state is init's function of its own input, and layer 0's
+    # fixed speakers say the same in every input: emit and init are functions of
+    # their arguments (the contract, checked by the engine's determinism pass), and
+    # emit does not write its state.  So the fixed tokens' starting states are made
+    # once, into ``start``, and their layer-0 symbols emitted once, into ``pre``; the
     # sums and counts are integer additions, so the order does not change a bit.
+    for pos in range(nf):
+        _init(pos, fx[pos], ctx, state[pos], aux)
+    nstart = np.uint64(nf * state_size)
+    for e in range(nstart):
+        start[e] = flat[e]
     npre = 0
     if layers.shape[0] > 0:
         chan, k, a, first = layers[0, 0], layers[0, 1], layers[0, 2], layers[0, 4]
@@ -163,8 +186,14 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     # negative-index wraparound, and LLVM vectorises them (about 4x on the sum
     # channel).  Token ``pos`` is ``fixed[pos]`` (shared by every input) below ``nf``,
     # else ``tokens[b, pos - nf]``; layer 0 starts from ``pre``.
+    nflat = np.uint64(N * state_size)
     for b in range(lo, hi):
-        state[:, :] = 0
+        for e in range(nstart):
+            flat[e] = start[e]
+        for e in range(nstart, nflat):
+            flat[e] = 0
+        for pos in range(nf, N):
+            _init(pos, tk[b, pos - nf], ctx, state[pos], aux)
         h1 = np.uint64(SEED1)
         h2 = np.uint64(SEED2)
         failed = False
@@ -226,6 +255,7 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     # crashed once the buffers were large enough to be unmapped on free).
     return (
         state_mem.shape[0]
+        + start_mem.shape[0]
         + sym_mem.shape[0]
         + sk_mem.shape[0]
         + pre_mem.shape[0]

@@ -2,17 +2,20 @@
 
 A :class:`Protocol` has a name, a one-line description, typed parameters and a
 ``setup(ctx, params)`` that returns a :class:`Plan`: the layers (channel, symbols
-per speaker, alphabet, speakers), the state size, and three functions
+per speaker, alphabet, speakers), the state size, and three functions (a
+fourth, ``init``, is optional)
 
 - ``emit(layer, pos, bits, ctx, state, aux, out)``: write the ``k`` symbols of
   token ``pos`` into ``out[:k]``;
 - ``update(layer, pos, bits, ctx, state, sketch, aux)``: update ``state`` in
   place from the layer's sketch;
-- ``answer(pos, bits, ctx, state, aux) -> int``: the answer at query ``pos``.
+- ``answer(pos, bits, ctx, state, aux) -> int``: the answer at query ``pos``;
+- ``init(pos, bits, ctx, state, aux)``: token ``pos``'s starting state from its
+  own input (without it every state starts at zero).
 
 ``bits`` are the token's private input as uint64 words (see :mod:`sketchsim.minip.bits`),
 ``ctx`` is the int64 array ``[q, s, m, n_tokens]``, ``state`` an int64 array of
-the declared size, ``aux`` a float64 array the plan provides.  When all three
+the declared size, ``aux`` a float64 array the plan provides.  When all the
 functions are numba-jitted the engine is jitted; otherwise it runs in Python.
 """
 
@@ -211,13 +214,22 @@ class Plan:
     update: Callable
     answer: Callable
     aux: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    #: Optional ``init(pos, bits, ctx, state, aux)``: a token's starting state, computed
+    #: from its own input before any layer (``state`` starts at zero; None: zero).  The
+    #: engine runs it once per batch for the tokens every input shares.
+    init: Callable | None = None
     builtin: bool = field(default=False, repr=False)
+
+    def functions(self) -> tuple:
+        """``(emit, update, answer)``, then ``init`` when the plan has one."""
+        funcs = (self.emit, self.update, self.answer)
+        return funcs if self.init is None else (*funcs, self.init)
 
     @property
     def jitted(self) -> bool:
         from numba.core.registry import CPUDispatcher
 
-        return all(isinstance(f, CPUDispatcher) for f in (self.emit, self.update, self.answer))
+        return all(isinstance(f, CPUDispatcher) for f in self.functions())
 
 
 @dataclass(frozen=True)
@@ -317,6 +329,8 @@ def _check_plan(plan: Plan, name: str) -> None:
     for what in ("emit", "update", "answer"):
         if not callable(getattr(plan, what)):
             raise PluginError(f"protocol {name}: Plan.{what} must be a function")
+    if plan.init is not None and not callable(plan.init):
+        raise PluginError(f"protocol {name}: Plan.init must be a function or None")
     try:
         aux = np.ascontiguousarray(plan.aux, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):

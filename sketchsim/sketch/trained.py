@@ -329,17 +329,63 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
             f[dst + k] = _act(f[dst + k], act)
 
 
+# A token's state: the ``L H E`` stored sketch entries (``update``), then what
+# ``init`` computes from the token's own bits once (floats): the output bias term
+# ``<wb, u^0> + bb`` and, per head, layer 0's query features and readout (``r + d``);
+# then answer's float scratch of ``2 (m + r + d)``.
+
+
+@njit(inline="always")
+def _cache(aux):
+    """Offset in the state of the token's ``init`` cache (the bias term, then per head ``r + d``)."""
+    return int(aux[0]) * int(aux[1]) * int(aux[6])
+
+
+@njit(inline="always")
+def _cached(pos, ctx, aux):
+    """Whether ``init`` fills the cache of token ``pos``: every query; with several layers,
+    every token (``emit`` of the later layers runs layer 0 for each speaker)."""
+    return int(aux[0]) > 1 or pos < ctx[0]
+
+
 @njit(inline="always")
 def _scratch(state, aux):
-    """``answer``'s float scratch (:func:`_forward`): the token's state after the
-    ``L H E`` stored sketch entries, written before it is read.  (``emit`` may not
-    write the state, so it allocates its own.)"""
-    L, H, E = int(aux[0]), int(aux[1]), int(aux[6])
-    return state[L * H * E :].view(np.float64)
+    """``init``'s and ``answer``'s float scratch (:func:`_forward`): the token's state after
+    the sketch entries and the cache, written before it is read.  (``emit`` may not write
+    the state, so it allocates its own.)"""
+    H, r, d = int(aux[1]), int(aux[2]), int(aux[3])
+    return state[_cache(aux) + 1 + H * (r + d) :].view(np.float64)
+
+
+@njit(inline="always")
+def _unpack(bits, m, f):
+    """``f[:m] = u^0 = 2 x - 1`` from the packed token."""
+    for i in range(m):
+        f[i] = 2.0 * float((bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)) - 1.0
+
+
+@njit(inline="always")
+def _bias(aux, L, H, P, m, f):
+    """The output bias term ``<wb, u^0> + bb`` (``u^0`` in ``f[:m]``)."""
+    base = _HDR + L * H * P
+    y = aux[base + m]
+    for i in range(m):
+        y += aux[base + i] * f[i]
+    return y
+
+
+@njit(inline="always")
+def _query_side(aux, b, r, d, m, act, f):
+    """One head's query features and readout of ``f[:m]``, into ``f[2m : 2m + r + d]``
+    (``b``: the head's first aux entry)."""
+    o_wv = b + 2 * r * m + 2 * r
+    o_bv = o_wv + 2 * d * m
+    _affine(aux, b, b + 2 * r * m, r, m, f, 0, 2 * m, act)
+    _affine(aux, o_wv + d * m, o_bv + d, d, m, f, 0, 2 * m + r, -1)
 
 
 @njit(cache=True)
-def _forward(upto, bits, ctx, state, aux, f):
+def _forward(upto, bits, ctx, state, aux, f, cached):
     """Run layers ``0..upto-1`` for one token from its bits and the stored sketches.
 
     ``f``: float scratch of ``2 (m + r + d)``: ``u`` (``m``), ``delta`` (``m``), then
@@ -347,19 +393,20 @@ def _forward(upto, bits, ctx, state, aux, f):
     the token's residual stream in ``f[:m]`` and returns its output ``y`` (the
     readouts of those layers, plus the output bias when ``upto`` is all layers;
     then the last layer's residual update, which no output reads, is skipped).
+    ``cached``: the bias term and layer 0's query side are read from the token's
+    ``init`` cache in ``state`` (the same floats, computed once per token).
     """
     L, H, r, d, m, act, E, P = _dims(aux)
     eps = aux[8]
     N = float(ctx[3])
     DELTA, FQ, AV = m, 2 * m, 2 * m + r
-    for i in range(m):
-        f[i] = 2.0 * float((bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)) - 1.0
+    cv = state.view(np.float64)
+    c0 = _cache(aux)
+    if not (cached and upto == 1 and L == 1):  # there u^0 is read only through the cache
+        _unpack(bits, m, f)
     y = 0.0
     if upto == L:
-        base = _HDR + L * H * P
-        y = aux[base + m]
-        for i in range(m):
-            y += aux[base + i] * f[i]
+        y = cv[c0] if cached else _bias(aux, L, H, P, m, f)
     for lay in range(upto):
         residual = lay < upto - 1 or upto < L
         for i in range(m):
@@ -371,8 +418,12 @@ def _forward(upto, bits, ctx, state, aux, f):
             o_wu = o_bv + 2 * d
             o_lo = o_wu + m * d
             o_step = o_lo + E
-            _affine(aux, b, b + 2 * r * m, r, m, f, 0, FQ, act)
-            _affine(aux, o_wv + d * m, o_bv + d, d, m, f, 0, AV, -1)
+            if cached and lay == 0:
+                src = c0 + 1 + h * (r + d)
+                for k in range(r + d):
+                    f[FQ + k] = cv[src + k]
+            else:
+                _query_side(aux, b, r, d, m, act, f)
             s0 = (lay * H + h) * E
             den = eps if act != 2 else N
             if act != 2:
@@ -397,11 +448,29 @@ def _forward(upto, bits, ctx, state, aux, f):
 
 
 @njit(cache=True)
+def init(pos, bits, ctx, state, aux):
+    """The token's cache (:func:`_cached` tokens): its bias term and layer 0's query side."""
+    if not _cached(pos, ctx, aux):
+        return
+    L, H, r, d, m, act, E, P = _dims(aux)
+    cv = state.view(np.float64)
+    c0 = _cache(aux)
+    f = _scratch(state, aux)
+    _unpack(bits, m, f)
+    cv[c0] = _bias(aux, L, H, P, m, f)
+    for h in range(H):
+        _query_side(aux, _HDR + h * P, r, d, m, act, f)
+        dst = c0 + 1 + h * (r + d)
+        for k in range(r + d):
+            cv[dst + k] = f[2 * m + k]
+
+
+@njit(cache=True)
 def emit(layer, pos, bits, ctx, state, aux, out):
     L, H, r, d, m, act, E, P = _dims(aux)
     top = aux[9]
     f = np.empty(2 * (m + r + d))
-    _forward(layer, bits, ctx, state, aux, f)
+    _forward(layer, bits, ctx, state, aux, f, _cached(pos, ctx, aux))
     FK, V = 2 * m, 2 * m + r
     width = d if act == 2 else d + 1
     for h in range(H):
@@ -430,7 +499,7 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
 
 @njit(cache=True)
 def answer(pos, bits, ctx, state, aux):
-    y = _forward(int(aux[0]), bits, ctx, state, aux, _scratch(state, aux))
+    y = _forward(int(aux[0]), bits, ctx, state, aux, _scratch(state, aux), _cached(pos, ctx, aux))
     s = ctx[1]
     if not y == y:  # NaN
         return -1
@@ -455,8 +524,8 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
         )
     L, H, E = a["layers"], a["heads"], weights.entries()
     r, d, m = a["rank"], a["value_width"], a["m"]
-    # per token: its copies of the L layers' sketches, then answer's float scratch
-    state = L * H * E + 2 * m + 2 * (r + d)
+    # per token: its copies of the L layers' sketches, init's cache, the float scratch
+    state = L * H * E + 1 + H * (r + d) + 2 * (m + r + d)
     check_engine_size(ctx.n_tokens * state + H * E * (L + 1), what=f"{L} x {H} x {E} entries")
     layers = [Layer("sum", H * E, 2**bits, levels=2**bits) for _ in range(L)]
-    return Plan(layers, state, emit, update, answer, aux=_aux(weights, bits))
+    return Plan(layers, state, emit, update, answer, aux=_aux(weights, bits), init=init)

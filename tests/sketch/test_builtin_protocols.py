@@ -156,6 +156,7 @@ def test_builtin_engine_is_cached_across_processes(tmp_path):
 def test_plugins_and_unwritable_folders_are_compiled_in_memory(tmp_path, monkeypatch):
     from sketchsim.sketch import engine_cache
     from sketchsim.sketch.contract import checked_copy
+    from sketchsim.sketch.loop import no_init
 
     plan = resolve_spec("block-counts")[0].plan(HardFamily(2, 2).context(), {})
     assert engine_cache._global_name(plan.emit) == ("sketchsim.sketch.block_counts", "emit")
@@ -163,7 +164,7 @@ def test_plugins_and_unwritable_folders_are_compiled_in_memory(tmp_path, monkeyp
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("SKETCHSIM_CACHE_DIR", str(blocker))
-    assert engine_cache.cached_loop(plan.emit, plan.update, plan.answer) is None
+    assert engine_cache.cached_loop(plan.emit, plan.update, plan.answer, no_init) is None
 
 
 @pytest.mark.parametrize("spec", ["kernel", "kernel:r=2", "multihead:heads=3", "multihead:r=2"])

@@ -126,6 +126,60 @@ def test_emit_writing_its_state_is_refused(tmp_path, jit):
         run_plugin(path)
 
 
+# ---- init: a token's starting state from its own input ------------------------------------
+
+
+# init keeps 7 + pos in state[1]; update adds it to the count; answer subtracts 7 + pos,
+# so the answers are right only if init ran, once, on every token
+_INIT_PARTS = dict(
+    state_size="2",
+    init="init_state",
+    init_body="state[1] = 7 + pos",
+    update_body="if pos < ctx[0]:\n    state[0] = sketch[pos] + state[1]",
+    answer_body="return state[0] - 7 - pos",
+)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_plugin_with_init_runs_and_is_correct(tmp_path, jit):
+    rep = run_plugin(write_plugin(tmp_path, jit=jit, **_INIT_PARTS))
+    assert rep.correct_fraction == 1.0 and rep.meets_bound
+
+
+def test_plugin_without_its_init_is_wrong(tmp_path):
+    """The check above can fail: the same plug-in with init=None answers wrong."""
+    rep = run_plugin(write_plugin(tmp_path, **{**_INIT_PARTS, "init": "None"}))
+    assert rep.correct_fraction == 0.0
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_init_writing_its_bits_is_refused(tmp_path, jit):
+    parts = {**_INIT_PARTS, "init_body": "state[1] = 7 + pos\nbits[0] = 0"}
+    with pytest.raises(ProtocolError, match="protocol t: init .*read-only"):
+        run_plugin(write_plugin(tmp_path, jit=jit, **parts))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_raising_init_is_one_line(tmp_path, jit):
+    parts = {**_INIT_PARTS, "init_body": "raise ValueError('no start')"}
+    with pytest.raises(ProtocolError, match="protocol t: init at token 1 raised .*no start"):
+        run_plugin(write_plugin(tmp_path, jit=jit, **parts))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_init_writing_past_state_is_caught(tmp_path, jit):
+    parts = {**_INIT_PARTS, "init_body": "state[2] = 7"}
+    with pytest.raises(ProtocolError, match="protocol t: init at token 1 indexed outside"):
+        run_plugin(write_plugin(tmp_path, jit=jit, **parts))
+
+
+def test_init_with_hidden_state_is_refused(tmp_path):
+    """An init that counts its calls: the engine runs it once per batch for shared tokens."""
+    parts = {**_INIT_PARTS, "header": "CALLS = [0]", "init_body": "CALLS[0] += 1\nstate[1] = 7 + pos + (CALLS[0] > 5)"}
+    with pytest.raises(ProtocolError, match="not deterministic"):
+        run_plugin(write_plugin(tmp_path, jit=False, **parts))
+
+
 # ---- determinism -------------------------------------------------------------------------
 
 
@@ -203,6 +257,7 @@ def test_numba_typing_error_is_one_line(tmp_path):
         ("state_size", "1.5", "protocol t: Plan.state_size must be an integer >= 1, got 1.5"),
         ("state_size", "0", "Plan.state_size must be an integer >= 1, got 0"),
         ("symbols", "'3'", "a layer's symbols must be an integer"),
+        ("init", "3", "protocol t: Plan.init must be a function or None"),
     ],
 )
 def test_bad_plan_fields_are_one_line(tmp_path, part, value, needle):

@@ -132,14 +132,11 @@ def test_shared_tokens_emitted_once_change_nothing(spec, q, s):
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    seed=st.integers(0, 10**6),
-    layers=LAYERS,
-)
-def test_shared_tokens_on_multilayer_protocols(seed, layers):
-    """Later layers see the state the shared tokens' first-layer symbols produced."""
+@given(seed=st.integers(0, 10**6), layers=LAYERS, init=st.booleans())
+def test_shared_tokens_on_multilayer_protocols(seed, layers, init):
+    """Later layers see the state the shared tokens' first-layer symbols (and init) produced."""
     fam = HardFamily(3, 2, seed=1)
-    proto = random_protocol(seed, layers)
+    proto = random_protocol(seed, layers, init=init)
     ctx = fam.context()
     T = fam.all_answers()
     plan = proto.plan(ctx, {})
@@ -150,6 +147,45 @@ def test_shared_tokens_on_multilayer_protocols(seed, layers):
     np.testing.assert_array_equal(full.fingerprints, split.fingerprints)
     np.testing.assert_array_equal(full.answers, split.answers)
     np.testing.assert_array_equal(full.transcripts, split.transcripts)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    layers=LAYERS,
+    speakers=st.sampled_from(["all", "last"]),
+    init=st.booleans(),
+)
+def test_random_protocols_match_naive(seed, layers, speakers, init):
+    """Jitted (shared tokens split off) and plain-Python engines agree with naive.run_protocol."""
+    fam = HardFamily(2, 2, seed=2)
+    proto = random_protocol(seed, layers, speakers, init=init)
+    ctx = fam.context()
+    plan = proto.plan(ctx, {})
+    T = fam.all_answers()
+    jit = Engine(plan, ctx, proto.name).run(
+        fam.variable_tokens(T), store=True, fixed=fam.fixed_tokens()
+    )
+    with np.errstate(over="ignore"):  # the hashes wrap around on purpose
+        ref_tr, ref_ans = naive.run_protocol(plan, ctx, fam.tokens(T))
+        py = Engine(plan, ctx, proto.name, python=True).run(fam.tokens(T), store=True)
+    for res in (jit, py):
+        assert [tuple(t) for t in res.transcripts.tolist()] == ref_tr
+        np.testing.assert_array_equal(res.answers, ref_ans)
+
+
+def test_init_changes_the_transcript():
+    """The check above can fail: a protocol's init is not a no-op in either engine."""
+    fam = HardFamily(2, 2, seed=2)
+    ctx = fam.context()
+    T = fam.all_answers()
+    runs = [
+        Engine(random_protocol(5, [("concat", 4, 2)], init=i).plan(ctx, {}), ctx, "r").run(
+            fam.tokens(T), store=True
+        )
+        for i in (False, True)
+    ]
+    assert not np.array_equal(runs[0].transcripts, runs[1].transcripts)
 
 
 def test_python_engine_matches_jitted():
