@@ -225,7 +225,7 @@ def save_weights_file(path, header: dict, arrays: dict) -> Path:
 # ---------------------------------------------------------------------------------------
 # aux layout: a header of _HDR numbers, then one block of P numbers per (layer, head),
 # then wb (m) and bb (1).  Block: wq wk (r m each) bq bk (r) wv wa (d m) bv ba (d)
-# wu (m d), lo step (E).  Offsets inside a block are computed by _block_offsets.
+# wu (m d), lo step (E); the matrices transposed (column after column, :func:`_affine`).  Offsets inside a block are computed by _block_offsets.
 _HDR = 12
 
 
@@ -259,15 +259,15 @@ def _aux(w: Weights, bits: int) -> np.ndarray:
             span = g["span"]
             step = np.where(span > 0, span / top, 1.0)
             parts += [
-                g["wq"].ravel(),
-                g["wk"].ravel(),
+                g["wq"].T.ravel(),
+                g["wk"].T.ravel(),
                 g["bq"],
                 g["bk"],
-                g["wv"].ravel(),
-                g["wa"].ravel(),
+                g["wv"].T.ravel(),
+                g["wa"].T.ravel(),
                 g["bv"],
                 g["ba"],
-                g["wu"].ravel(),
+                g["wu"].T.ravel(),
                 g["lo"],
                 step,
             ]
@@ -302,26 +302,37 @@ def _dims(aux):
 def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
     """``f[dst + k] = act(sum_i W[k, i] f[src + i] + b[k])`` (``act < 0``: no activation).
 
-    Four rows at a time, in four registers, so that their sums do not wait on one
-    another; each still adds its terms in the order ``b, i = 0, 1, ...``, so every
-    float is the one of a row-by-row loop.
+    ``W`` is stored transposed (``W[k, i]`` at ``w_off + i rows + k``), so that eight
+    rows at a time read eight adjacent weights per ``i``: their eight sums run side by
+    side in vector registers (unsigned indices: no wraparound test between the
+    loads).  Each row still adds its terms in the order ``b, i = 0, 1, ...``, so
+    every float is the one of a row-by-row loop.
     """
     k = 0
-    while k + 4 <= rows:
+    o1, o2, o3, o4 = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
+    o5, o6, o7 = np.uint64(5), np.uint64(6), np.uint64(7)
+    while k + 8 <= rows:
         z0, z1, z2, z3 = aux[b_off + k], aux[b_off + k + 1], aux[b_off + k + 2], aux[b_off + k + 3]
-        w0 = w_off + k * m
+        z4, z5, z6, z7 = aux[b_off + k + 4], aux[b_off + k + 5], aux[b_off + k + 6], aux[b_off + k + 7]
+        w = np.uint64(w_off + k)
         for i in range(m):
             ui = f[src + i]
-            z0 += aux[w0 + i] * ui
-            z1 += aux[w0 + m + i] * ui
-            z2 += aux[w0 + 2 * m + i] * ui
-            z3 += aux[w0 + 3 * m + i] * ui
+            z0 += aux[w] * ui
+            z1 += aux[w + o1] * ui
+            z2 += aux[w + o2] * ui
+            z3 += aux[w + o3] * ui
+            z4 += aux[w + o4] * ui
+            z5 += aux[w + o5] * ui
+            z6 += aux[w + o6] * ui
+            z7 += aux[w + o7] * ui
+            w += np.uint64(rows)
         f[dst + k], f[dst + k + 1], f[dst + k + 2], f[dst + k + 3] = z0, z1, z2, z3
-        k += 4
+        f[dst + k + 4], f[dst + k + 5], f[dst + k + 6], f[dst + k + 7] = z4, z5, z6, z7
+        k += 8
     while k < rows:
         z = aux[b_off + k]
         for i in range(m):
-            z += aux[w_off + k * m + i] * f[src + i]
+            z += aux[w_off + i * rows + k] * f[src + i]
         f[dst + k] = z
         k += 1
     if act >= 0:
@@ -439,8 +450,9 @@ def _forward(upto, bits, ctx, state, aux, f, cached):
                 o = num / den
                 y += f[AV + c] * o
                 if residual:
-                    for i in range(m):
-                        f[DELTA + i] += aux[o_wu + i * d + c] * o
+                    w = np.uint64(o_wu + c * m)  # W_u stored transposed: row c is o_c's
+                    for i in range(np.uint64(m)):
+                        f[np.uint64(DELTA) + i] += aux[w + i] * o
         if residual:
             for i in range(m):
                 f[i] += f[DELTA + i]
