@@ -1110,6 +1110,91 @@ for _name in ("trained elu1 L=1", "trained elu1 L=2", "kernel:values=blocks", "k
         )  # fmt: skip
 
 
+# docs/benchmarks.md: issue #31, round 4 session 3 (bench_trained.py with its NumPy peer,
+# bench_main_job.py, bench_cold_compile.py)
+def _trained(name, key):
+    return [lambda d, n=name: lookup(d, ("rows", {"protocol": n}, key))]
+
+
+def _peer_over_engine(name):
+    def ratio(d):
+        peer = lookup(d, ("numpy_peer", {"protocol": name}, "numpy_us_per_input"))
+        return peer / lookup(d, ("rows", {"protocol": name}, "us_per_input"))
+
+    return (ratio,)
+
+
+_S3_FILES = (
+    ("c7d0b56 (session start)", "trained_session3_before"),
+    ("c7d0b56 (session start)", "trained_session3_before_run2"),
+    ("5800ab1 (init hook)", "trained_init"),
+    ("0c94ce4 (this code)", "trained_session3"),
+    ("0c94ce4 (this code)", "trained_session3_run2"),
+)
+for _name in ("trained elu1 L=1", "trained elu1 L=2"):
+    for _label, _file in _S3_FILES:
+        _json = f"docs/roofline/{_file}.json"
+        entry(
+            "docs/benchmarks.md",
+            f"| {_name} | {_label} | {{}} | {{}} | {{}} | {{}} | {{}}x |",
+            _json,
+            [("time_utc", lambda s: s[11:]), ("rows", {"protocol": _name}, "us_per_input"),
+             ("rows", {"protocol": _name}, "ns_per_coordinate"),
+             ("numpy_peer", {"protocol": _name}, "numpy_us_per_input"), _peer_over_engine(_name)],
+            ["{}", "{:.2f}", "{:.1f}", "{:.2f}", "{:.2f}"],
+        )  # fmt: skip
+_S3 = "docs/roofline/trained_session3.json"
+
+
+def _per_kernel(name):
+    def ratio(d):
+        kernel = lookup(d, ("rows", {"protocol": "kernel:values=blocks"}, "ns_per_coordinate"))
+        return lookup(d, ("rows", {"protocol": name}, "ns_per_coordinate")) / kernel
+
+    return (ratio,)
+
+
+entry(
+    "docs/benchmarks.md",
+    "the same shape) takes {} ns: the trained model is still {}x (L=1) and {}x\n(L=2) slower",
+    _S3,
+    [("rows", {"protocol": "kernel:values=blocks"}, "ns_per_coordinate"),
+     _per_kernel("trained elu1 L=1"), _per_kernel("trained elu1 L=2")],
+    ["{:.1f}", "{:.0f}", "{:.0f}"],
+)  # fmt: skip
+for _i, _label in enumerate(("c7d0b56", "0c94ce4")):
+    entry(
+        "docs/benchmarks.md",
+        f"| {_label} | {{}} s | {{}} s | {{}} s | {{}}x | {{}}x |",
+        "docs/roofline/main_job_session3.json",
+        [("rows", _i, k)
+         for k in ("warm_s", "cold_s", "peer_s", "warm_over_peer", "cold_over_warm")],
+        ["{:.2f}"] * 5,
+    )  # fmt: skip
+_CC = "docs/roofline/cold_compile_session3.json"
+
+
+def _loop_of(module_prefix):
+    """Compile seconds of the engine loop whose protocol module starts with the prefix."""
+
+    def seconds(d):
+        (name,) = [n for n, m in d["engine_loops"].items() if m.startswith(module_prefix)]
+        return lookup(d, ("functions", {"name": name}, "seconds"))
+
+    return (seconds,)
+
+
+entry(
+    "docs/benchmarks.md",
+    "job takes {} s, of which numba compiling {} s; the three engine loops\n{} s "
+    "(kernel heads {} s, block-counts {} s, raw {} s), the kernel\nheads' `emit` {} s",
+    _CC,
+    [("job_s",), ("compile_s",), ("engine_loops_s",), _loop_of("sketchsim.sketch.kernel_head"),
+     _loop_of("sketchsim.sketch.block_counts"), _loop_of("sketchsim_plugin_raw"),
+     ("functions", {"name": "sketchsim.sketch.kernel_head.emit"}, "seconds")],
+    ["{:.2f}"] * 7,
+)  # fmt: skip
+
 # docs/benchmarks.md: the GPU check (benchmarks/gpu_check.py on an H200)
 BM = "docs/benchmarks.md"
 GPU = "docs/gpu/gpu_check_h200.json"

@@ -278,7 +278,9 @@ REFERENCES: dict[str, Ref] = {
         _HEADS, "kernel_reference", via=(_HEAD_PLAN,), hook='"kernel'
     ),
     "sketchsim.sketch.trained._act": Ref(
-        _TRAINED, _TRAINED_REF, via=(*_TRAINED_INIT, _TRAINED_QUERY, "sketchsim.sketch.trained._affine")
+        _TRAINED,
+        _TRAINED_REF,
+        via=(*_TRAINED_INIT, _TRAINED_QUERY, "sketchsim.sketch.trained._affine"),
     ),
     "sketchsim.sketch.trained._dims": Ref(
         _TRAINED,

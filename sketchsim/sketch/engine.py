@@ -61,7 +61,8 @@ def _jitted_loop(emit, update, answer, init, cache: bool = False):
         if loop is None:
             if cache:
                 funcs = tuple(
-                    engine_loop.inlined(f, role) for f, role in zip(funcs, engine_loop.ROLES, strict=True)
+                    engine_loop.inlined(f, role)
+                    for f, role in zip(funcs, engine_loop.ROLES, strict=True)
                 )
             g = {**vars(engine_loop), **dict(zip(engine_loop.GLOBALS, funcs, strict=True))}
             loop = njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))

@@ -225,7 +225,8 @@ def save_weights_file(path, header: dict, arrays: dict) -> Path:
 # ---------------------------------------------------------------------------------------
 # aux layout: a header of _HDR numbers, then one block of P numbers per (layer, head),
 # then wb (m) and bb (1).  Block: wq wk (r m each) bq bk (r) wv wa (d m) bv ba (d)
-# wu (m d), lo step (E); the matrices transposed (column after column, :func:`_affine`).  Offsets inside a block are computed by _block_offsets.
+# wu (m d), lo step (E); the matrices stored transposed, column after column (:func:`_affine`).
+# Offsets inside a block are computed where they are read (``o_wv``, ``o_wu``, ...).
 _HDR = 12
 
 
@@ -313,7 +314,12 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
     o5, o6, o7 = np.uint64(5), np.uint64(6), np.uint64(7)
     while k + 8 <= rows:
         z0, z1, z2, z3 = aux[b_off + k], aux[b_off + k + 1], aux[b_off + k + 2], aux[b_off + k + 3]
-        z4, z5, z6, z7 = aux[b_off + k + 4], aux[b_off + k + 5], aux[b_off + k + 6], aux[b_off + k + 7]
+        z4, z5, z6, z7 = (
+            aux[b_off + k + 4],
+            aux[b_off + k + 5],
+            aux[b_off + k + 6],
+            aux[b_off + k + 7],
+        )
         w = np.uint64(w_off + k)
         for i in range(m):
             ui = f[src + i]
@@ -348,7 +354,7 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
 
 @njit(inline="always")
 def _cache(aux):
-    """Offset in the state of the token's ``init`` cache (the bias term, then per head ``r + d``)."""
+    """Offset in the state of the token's ``init`` cache (bias term, then per head ``r + d``)."""
     return int(aux[0]) * int(aux[1]) * int(aux[6])
 
 

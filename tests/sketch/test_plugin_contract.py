@@ -175,7 +175,11 @@ def test_init_writing_past_state_is_caught(tmp_path, jit):
 
 def test_init_with_hidden_state_is_refused(tmp_path):
     """An init that counts its calls: the engine runs it once per batch for shared tokens."""
-    parts = {**_INIT_PARTS, "header": "CALLS = [0]", "init_body": "CALLS[0] += 1\nstate[1] = 7 + pos + (CALLS[0] > 5)"}
+    parts = {
+        **_INIT_PARTS,
+        "header": "CALLS = [0]",
+        "init_body": "CALLS[0] += 1\nstate[1] = 7 + pos + (CALLS[0] > 5)",
+    }
     with pytest.raises(ProtocolError, match="not deterministic"):
         run_plugin(write_plugin(tmp_path, jit=False, **parts))
 
