@@ -34,7 +34,7 @@ compiled loop (``sketchsim.sketch.loop``) rebuilt with the protocol's ``emit``,
 the fingerprint ``fold``, ``update`` and ``answer`` switched on one at a time
 (no-ops before), each difference one stage; "channel + loop" is the loop with
 all four off (resetting the sketch and state, channel writes, storing the
-transcript).
+transcript; a plan's ``init``, where it has one, runs in every step).
 
 **Main job ratio** (``--main-job``): ``sketchsim transcript --q 64 --s 7 --quiet``
 (warm caches, a fresh process each time) against the NumPy peer of
@@ -192,11 +192,11 @@ def _no_fold(h1, h2, e, v):
     return h1, h2
 
 
-def variant_loop(emit, update, answer, fold):
+def variant_loop(emit, update, answer, fold, init=engine_loop.no_init):
     """The engine's loop compiled with these functions (as the engine binds them)."""
-    bind = engine_loop.inlined  # small built-in functions inlined
-    emit, update, answer = bind(emit, "emit"), bind(update, "update"), bind(answer, "answer")
-    g = {**vars(engine_loop), "_emit": emit, "_update": update, "_answer": answer, "fold": fold}
+    funcs = (emit, update, answer, init)
+    bound = (engine_loop.inlined(f, r) for f, r in zip(funcs, engine_loop.ROLES, strict=True))
+    g = {**vars(engine_loop), **dict(zip(engine_loop.GLOBALS, bound, strict=True)), "fold": fold}
     return njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
 
 
@@ -218,8 +218,9 @@ def engine_stages(spec, fam, T, repeat) -> dict:
     fixed = fam.fixed_tokens()
     outputs = engine.new_outputs(batch, True)
     times = {}
+    init = plan.init or engine_loop.no_init  # a plan's init runs in every step
     for name, (e, f, u, a) in steps:
-        loop = variant_loop(e, u, a, f)
+        loop = variant_loop(e, u, a, f, init)
 
         def run(loop=loop):
             for lo in range(0, n, batch):

@@ -304,10 +304,11 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
     """``f[dst + k] = act(sum_i W[k, i] f[src + i] + b[k])`` (``act < 0``: no activation).
 
     ``W`` is stored transposed (``W[k, i]`` at ``w_off + i rows + k``), so that eight
-    rows at a time read eight adjacent weights per ``i``: their eight sums run side by
-    side in vector registers (unsigned indices: no wraparound test between the
-    loads).  Each row still adds its terms in the order ``b, i = 0, 1, ...``, so
-    every float is the one of a row-by-row loop.
+    rows at a time read eight adjacent weights per ``i`` (unsigned indices: no
+    wraparound test between the loads) and keep eight independent sums in flight.
+    (numba leaves them scalar; the gain over four rows of the untransposed matrix is
+    in docs/benchmarks.md, round 4 session 3.)  Each row still adds its terms in the
+    order ``b, i = 0, 1, ...``, so every float is the one of a row-by-row loop.
     """
     k = 0
     o1, o2, o3, o4 = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)

@@ -5,7 +5,7 @@ references, by tests/sketch/test_results_unchanged.py.
 """
 
 from sketchsim.sketch.family import HardFamily
-from sketchsim.sketch.loop import INLINE_BYTECODE, inlined
+from sketchsim.sketch.loop import INLINE_BYTECODE, inlined, no_init
 from sketchsim.sketch.plugins import resolve_spec
 
 
@@ -30,6 +30,9 @@ def test_small_functions_are_inlined_large_ones_called():
     assert inlined(kernel.update, "update") is not kernel.update
     assert inlined(kernel.update, "emit") is kernel.update
     assert inlined(kernel.answer, "answer") is not kernel.answer
+    # a plan without init gets the empty one, inlined into the loop (nothing left of it)
+    out = inlined(no_init, "init")
+    assert out is not no_init and out.targetoptions.get("inline") == "always"
 
 
 def test_plain_python_functions_are_left_alone():

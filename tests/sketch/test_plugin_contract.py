@@ -130,7 +130,7 @@ def test_emit_writing_its_state_is_refused(tmp_path, jit):
 
 
 # init keeps 7 + pos in state[1]; update adds it to the count; answer subtracts 7 + pos,
-# so the answers are right only if init ran, once, on every token
+# so the answers are right only if init ran on every token (with its own pos)
 _INIT_PARTS = dict(
     state_size="2",
     init="init_state",
