@@ -197,6 +197,7 @@ def variant_loop(emit, update, answer, fold, init=engine_loop.no_init):
     funcs = (emit, update, answer, init)
     bound = (engine_loop.inlined(f, r) for f, r in zip(funcs, engine_loop.ROLES, strict=True))
     g = {**vars(engine_loop), **dict(zip(engine_loop.GLOBALS, bound, strict=True)), "fold": fold}
+    g["_has_init"] = init is not engine_loop.no_init
     return njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
 
 

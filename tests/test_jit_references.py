@@ -244,6 +244,15 @@ REFERENCES: dict[str, Ref] = {
             "sketchsim.sketch.loop.loop",
         ),
     ),
+    "sketchsim.sketch.loop.copy_start": Ref(
+        "tests/sketch/test_sketch_engine.py::test_random_protocols_match_naive",
+        "naive.run_protocol",
+        via=(
+            "sketchsim.sketch.engine.Engine",
+            "sketchsim.sketch.engine._jitted_loop",
+            "sketchsim.sketch.loop.loop",
+        ),
+    ),
     "sketchsim.sketch.loop.no_init": Ref(
         "tests/sketch/test_sketch_engine.py::test_jitted_engine_matches_naive",
         "naive.run_protocol",

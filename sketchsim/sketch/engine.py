@@ -65,6 +65,7 @@ def _jitted_loop(emit, update, answer, init, cache: bool = False):
                     for f, role in zip(funcs, engine_loop.ROLES, strict=True)
                 )
             g = {**vars(engine_loop), **dict(zip(engine_loop.GLOBALS, funcs, strict=True))}
+            g["_has_init"] = init is not engine_loop.no_init
             loop = njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
         _LOOPS[key] = loop
     return _LOOPS[key]

@@ -20,6 +20,7 @@ from sketchsim.sketch.fingerprint import SEED1, SEED2, fold
 __all__ = [
     "loop",
     "no_init",
+    "copy_start",
     "GLOBALS",
     "ROLES",
     "channel_write",
@@ -43,7 +44,8 @@ __all__ = [
 # ``(transcripts, fingerprints, answers, errors)``.  The hot loops take indices
 # and scalars; the only views made are the arguments the plug-in API defines.
 _emit = _update = _answer = _init = None  # bound per protocol
-#: The globals above, and the roles of the functions bound to them (:func:`inlined`).
+_has_init = False  # bound per protocol: ``_init`` is the plan's (a compile-time constant)
+#: The function globals above, and the roles of the functions bound to them (:func:`inlined`).
 GLOBALS = ("_emit", "_update", "_answer", "_init")
 ROLES = ("emit", "update", "answer", "init")
 
@@ -53,6 +55,14 @@ ROLES = ("emit", "update", "answer", "init")
 #: ``answer`` run for every token of every input, ``emit`` and ``init`` only for the
 #: tokens that are not shared by every input (the loop runs those once per batch).
 INLINE_BYTECODE = {"emit": 600, "update": 2000, "answer": 600, "init": 600}
+
+
+@njit(cache=True)
+def copy_start(dst, src, n):
+    """``dst[:n] = src[:n]`` (rows): the shared tokens' starting states, kept or restored."""
+    for pos in range(n):
+        for e in range(dst.shape[1]):
+            dst[pos, e] = src[pos, e]
 
 
 @njit(cache=True)
@@ -138,7 +148,7 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     nf = fixed.shape[0]
     N = nf + tokens.shape[1]
     state_mem = np.zeros((N, state_size), dtype=np.int64)
-    start_mem = np.zeros(max(1, nf * state_size), dtype=np.int64)
+    start_mem = np.zeros((max(1, nf), state_size), dtype=np.int64)
     sym_mem = np.zeros(max(1, kmax), dtype=np.int64)
     sk_mem = np.zeros(max(1, total_len), dtype=np.int64)
     pre_mem = np.zeros(max(1, total_len), dtype=np.int64)
@@ -147,7 +157,6 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     tk = unowned(tokens)
     fx = unowned(fixed)
     state = unowned(state_mem)
-    flat = unowned(state_mem.reshape(N * state_size))
     start = unowned(start_mem)
     sym = unowned(sym_mem)
     sk = unowned(sk_mem)
@@ -158,11 +167,10 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     # emit does not write its state.  So the fixed tokens' starting states are made
     # once, into ``start``, and their layer-0 symbols emitted once, into ``pre``; the
     # sums and counts are integer additions, so the order does not change a bit.
-    for pos in range(nf):
-        _init(pos, fx[pos], ctx, state[pos], aux)
-    nstart = np.uint64(nf * state_size)
-    for e in range(nstart):
-        start[e] = flat[e]
+    if _has_init:
+        for pos in range(nf):
+            _init(pos, fx[pos], ctx, state[pos], aux)
+        copy_start(start, state, nf)
     npre = 0
     if layers.shape[0] > 0:
         chan, k, a, first = layers[0, 0], layers[0, 1], layers[0, 2], layers[0, 4]
@@ -186,14 +194,14 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     # negative-index wraparound, and LLVM vectorises them (about 4x on the sum
     # channel).  Token ``pos`` is ``fixed[pos]`` (shared by every input) below ``nf``,
     # else ``tokens[b, pos - nf]``; layer 0 starts from ``pre``.
-    nflat = np.uint64(N * state_size)
     for b in range(lo, hi):
-        for e in range(nstart):
-            flat[e] = start[e]
-        for e in range(nstart, nflat):
-            flat[e] = 0
-        for pos in range(nf, N):
-            _init(pos, tk[b, pos - nf], ctx, state[pos], aux)
+        state[:, :] = 0
+        # _has_init is a compile-time constant: a plan without init gets none of
+        # this (a flat view of the state for the copy made raw 5% slower, even so)
+        if _has_init:
+            copy_start(state, start, nf)
+            for pos in range(nf, N):
+                _init(pos, tk[b, pos - nf], ctx, state[pos], aux)
         h1 = np.uint64(SEED1)
         h2 = np.uint64(SEED2)
         failed = False
