@@ -15,11 +15,12 @@ def test_roofline_tables_match_the_run_files():
     spec.loader.exec_module(bench)
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     runs = {}
-    for name in ("before", "after", "session2_before", "session2"):
+    for name in ("before", "after", "session2_before", "session2", "session3_before", "session3"):
         runs[name] = json.loads((ROOT / "docs" / "roofline" / f"{name}.json").read_text())
     # round 4 session 1 (before/after), and session 2 (its starting commit/this code)
     assert bench.doc_tables(runs["before"], runs["after"]) in page
     assert bench.doc_tables(runs["session2_before"], runs["session2"]) in page
+    assert bench.doc_tables(runs["session3_before"], runs["session3"]) in page
     after = runs["after"]
     assert [r["protocol"] for r in after["protocols"]] == [
         "raw", "block-counts", "clipped-counts", "kernel", "kernel:bits=6",
