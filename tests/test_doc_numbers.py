@@ -1077,27 +1077,32 @@ for _q in (4, 8, 16, 32, 64):
 
 # docs/benchmarks.md: issue #31, round 4 session 2 (benchmarks/bench_main_job.py,
 # bench_roofline.py --main-job, bench_trained.py)
-MJ = "docs/roofline/main_job_session2.json"
-for _i, _label in enumerate(("fbce0ce (session start)", "this code")):
-    entry(
-        "docs/benchmarks.md",
-        f"| {_label} | {{}} s | {{}} s | {{}} s | {{}}x | {{}}x |",
-        MJ,
-        [
-            ("rows", _i, k)
-            for k in ("warm_s", "cold_s", "peer_s", "warm_over_peer", "cold_over_warm")
-        ],
-        ["{:.2f}"] * 5,
-    )
-entry(
-    "docs/benchmarks.md",
+def main_job_rows(json_file, labels):
+    """The table rows of ``bench_main_job.py --json``: one per tree, in order."""
+    for i, label in enumerate(labels):
+        entry(
+            "docs/benchmarks.md",
+            f"| {label} | {{}} s | {{}} s | {{}} s | {{}}x | {{}}x |",
+            json_file,
+            [("rows", i, k)
+             for k in ("warm_s", "cold_s", "peer_s", "warm_over_peer", "cold_over_warm")],
+            ["{:.2f}"] * 5,
+        )  # fmt: skip
+
+
+def main_job_ratio(text, json_file):
+    """The main job and block-counts against the NumPy peer (``bench_roofline.py --main-job``)."""
+    keys = ("main_job_s", "numpy_peer_1m_s", "ratio", "block_counts_1m_s", "block_counts_speedup")
+    paths = [("main_job", k) for k in keys]
+    entry("docs/benchmarks.md", text, json_file, paths, ["{:.2f}"] * 3 + ["{:.3f}", "{:.2f}"])
+
+
+main_job_rows("docs/roofline/main_job_session2.json", ("fbce0ce (session start)", "this code"))
+main_job_ratio(
     "the main job {} s against the peer's\n{} s ({}x), and block-counts `measure()` on the peer's "
     "1,000,000 inputs,\nwarm in process, {} s: **{}x faster than the peer**.",
     "docs/roofline/session2.json",
-    [("main_job", k) for k in
-     ("main_job_s", "numpy_peer_1m_s", "ratio", "block_counts_1m_s", "block_counts_speedup")],
-    ["{:.2f}", "{:.2f}", "{:.2f}", "{:.3f}", "{:.2f}"],
-)  # fmt: skip
+)
 for _name in ("trained elu1 L=1", "trained elu1 L=2", "kernel:values=blocks", "kernel"):
     for _label, _file in (("fbce0ce", "trained_before"), ("this code", "trained_after")):
         entry(
@@ -1162,24 +1167,12 @@ entry(
      _per_kernel("trained elu1 L=1"), _per_kernel("trained elu1 L=2")],
     ["{:.1f}", "{:.0f}", "{:.0f}"],
 )  # fmt: skip
-for _i, _label in enumerate(("c7d0b56", "cac2c29")):
-    entry(
-        "docs/benchmarks.md",
-        f"| {_label} | {{}} s | {{}} s | {{}} s | {{}}x | {{}}x |",
-        "docs/roofline/main_job_session3.json",
-        [("rows", _i, k)
-         for k in ("warm_s", "cold_s", "peer_s", "warm_over_peer", "cold_over_warm")],
-        ["{:.2f}"] * 5,
-    )  # fmt: skip
-entry(
-    "docs/benchmarks.md",
+main_job_rows("docs/roofline/main_job_session3.json", ("c7d0b56", "cac2c29"))
+main_job_ratio(
     "split is steadier). In these runs: the main job {} s against the peer's {} s\n({}x); "
     "block-counts `measure()` on the peer's 1,000,000 inputs {} s, {}x\nfaster than the peer",
     "docs/roofline/session3.json",
-    [("main_job", k) for k in
-     ("main_job_s", "numpy_peer_1m_s", "ratio", "block_counts_1m_s", "block_counts_speedup")],
-    ["{:.2f}", "{:.2f}", "{:.2f}", "{:.3f}", "{:.2f}"],
-)  # fmt: skip
+)
 one(
     "docs/benchmarks.md",
     "(c7d0b56 in the same minutes: {}x).",
