@@ -17,10 +17,12 @@ The rate per coordinate is the time per input divided by the sketch coordinates
 per input (``L H E``): what the issue asks to be equal.  The ratio column is the
 trained model's time per coordinate over the kernel head's.
 
-The peer a user would write for the trained model is its batched NumPy forward
-(:func:`numpy_trained`, 4,096 inputs at a time, from the packed tokens to the
-answers; measured in the same run), and the share of inputs on which its answers
-equal the engine's is printed beside it (the float sums run in other orders).
+The peers a user would write for the trained model, measured in the same run,
+4,096 inputs at a time from the packed tokens to the answers: its batched NumPy
+forward over every token (:func:`numpy_trained`), and the same with the query
+tokens' layer-1 work done once, as the engine does (:func:`numpy_trained_shared`).
+The share of inputs on which their answers equal the engine's is printed beside
+them (the float sums run in other orders).
 """
 
 from __future__ import annotations
@@ -73,43 +75,103 @@ def random_model(path, fam, layers: int, seed: int = 0):
     return load_weights(path)
 
 
-def numpy_trained(weights, fam, packed, bits: int, chunk: int = 4096) -> np.ndarray:
-    """The answers a NumPy user would compute from the packed tokens ``[B, N, words]``:
-    the model's batched forward on every token of ``chunk`` inputs at a time, the
-    state through the engine's fixed-point format (per-token codes, summed,
-    saturated; ``sketchsim/sketch/trained.py``), only the queries' readout kept."""
+def _check_shape(weights):
     a = weights.arch
-    L, H, eps = a["layers"], a["heads"], a["eps"]
-    W = weights.arrays
-    top = 2.0**bits - 1
+    shape = (a["heads"], a["rank"], a["value_width"], a["feature_map"])
+    assert shape == (1, R, D, FMAP), f"the NumPy peers are written for this shape: {shape}"
+
+
+def _codes(u, g, top):
+    """Per-token fixed-point codes of one head's sketch entries (``[..., E]``, floats)."""
+    fk = elu1(u @ g["wk"].T + g["bk"])
+    v = u @ g["wv"].T + g["bv"]
+    c = np.concatenate([fk[..., :, None] * v[..., None, :], fk[..., :, None]], -1)
+    c = c.reshape(*u.shape[:-1], -1)
+    step = np.where(g["span"] > 0, g["span"] / top, 1.0)
+    return np.clip(np.floor((c - g["lo"]) / step + 0.5), 0, top), step
+
+
+def _readout(fq, code, step, g, N, top, eps):
+    """``num`` of one head for queries ``fq`` (``[B, n, r]``) from summed codes ``[B, E]``."""
+    state = (step * np.minimum(code, top) + N * g["lo"]).reshape(code.shape[0], R, D + 1)
+    num = np.einsum("bir,brc->bic", fq, state[..., :D])
+    return num / (np.einsum("bir,br->bi", fq, state[..., D]) + eps)[..., None]
+
+
+def _answers(y, s):
+    ans = np.clip(np.floor(y + 0.5), -1.0, s + 1.0)
+    return np.where(np.isnan(y), -1, ans).astype(np.int64)
+
+
+def numpy_trained(weights, fam, packed, bits: int, chunk: int = 4096) -> np.ndarray:
+    """The answers of the model's batched NumPy forward from the packed tokens
+    ``[B, N, words]``, every token of ``chunk`` inputs at a time, the state through
+    the engine's fixed-point format (per-token codes, summed, saturated;
+    ``sketchsim/sketch/trained.py``), only the queries' readout kept."""
+    _check_shape(weights)
+    a, W = weights.arch, weights.arrays
+    L, eps, top, q = a["layers"], a["eps"], 2.0**bits - 1, fam.q
     out = []
     for lo_i in range(0, packed.shape[0], chunk):
         u = 2.0 * unpack_bits(packed[lo_i : lo_i + chunk], fam.m) - 1.0
         N = u.shape[1]
-        y = u[:, : fam.q] @ W["wb"] + W["bb"][0]
+        y = u[:, :q] @ W["wb"] + W["bb"][0]
         for lay in range(L):
-            delta = np.zeros_like(u) if lay < L - 1 else None
-            for h in range(H):
-                g = {k: W[f"L{lay}.H{h}.{k}"] for k in HEAD_ARRAYS}
-                fk = elu1(u @ g["wk"].T + g["bk"])
-                v = u @ g["wv"].T + g["bv"]
-                c = np.concatenate([fk[..., :, None] * v[..., None, :], fk[..., :, None]], -1)
-                c = c.reshape(u.shape[0], N, -1)
-                step = np.where(g["span"] > 0, g["span"] / top, 1.0)
-                code = np.clip(np.floor((c - g["lo"]) / step + 0.5), 0, top).sum(1)
-                state = (step * np.minimum(code, top) + N * g["lo"]).reshape(u.shape[0], R, D + 1)
-                uq = u if delta is not None else u[:, : fam.q]
-                fq = elu1(uq @ g["wq"].T + g["bq"])
-                num = np.einsum("bir,brc->bic", fq, state[..., :D])
-                num /= (np.einsum("bir,br->bi", fq, state[..., D]) + eps)[..., None]
-                av = uq[:, : fam.q] @ g["wa"].T + g["ba"]
-                y = y + (av * num[:, : fam.q]).sum(-1)
-                if delta is not None:
-                    delta += num @ g["wu"].T
-            if delta is not None:
-                u = u + delta
-        ans = np.clip(np.floor(y + 0.5), -1.0, fam.s + 1.0)
-        out.append(np.where(np.isnan(y), -1, ans).astype(np.int64))
+            g = {k: W[f"L{lay}.H0.{k}"] for k in HEAD_ARRAYS}
+            code, step = _codes(u, g, top)
+            last = lay == L - 1
+            uq = u[:, :q] if last else u  # the last layer's readout: the queries only
+            num = _readout(elu1(uq @ g["wq"].T + g["bq"]), code.sum(1), step, g, N, top, eps)
+            y = y + ((u[:, :q] @ g["wa"].T + g["ba"]) * num[:, :q]).sum(-1)
+            if not last:
+                u = u + num @ g["wu"].T
+        out.append(_answers(y, fam.s))
+    return np.concatenate(out)
+
+
+def numpy_trained_shared(weights, fam, fixed, variable, bits: int, chunk: int = 4096):
+    """:func:`numpy_trained` as a user who knows the family would write it: the query
+    tokens (``fixed``, the same in every input) go through layer 1's features, codes,
+    readout weights and output bias once; per input only the data token's, then (with
+    more layers) every token from layer 2 on, which depends on layer 1's sketch."""
+    _check_shape(weights)
+    a, W = weights.arch, weights.arrays
+    L, eps, top, q = a["layers"], a["eps"], 2.0**bits - 1, fam.q
+    nf = fixed.shape[0]
+    assert nf >= q, "the queries are among the fixed tokens"
+    uf = 2.0 * unpack_bits(fixed[None], fam.m)[0] - 1.0  # [nf, m], once
+    g0 = {k: W[f"L0.H0.{k}"] for k in HEAD_ARRAYS}
+    code_f, step0 = _codes(uf, g0, top)
+    code_f = code_f.sum(0)
+    fq_f = elu1(uf @ g0["wq"].T + g0["bq"])
+    av_q = uf[:q] @ g0["wa"].T + g0["ba"]
+    y_q = uf[:q] @ W["wb"] + W["bb"][0]
+    out = []
+    for lo_i in range(0, variable.shape[0], chunk):
+        ud = 2.0 * unpack_bits(variable[lo_i : lo_i + chunk], fam.m) - 1.0  # [B, nd, m]
+        B, N = ud.shape[0], nf + ud.shape[1]
+        code_d, _ = _codes(ud, g0, top)
+        code = code_f + code_d.sum(1)
+        if L == 1:
+            num = _readout(np.broadcast_to(fq_f[:q], (B, q, R)), code, step0, g0, N, top, eps)
+            out.append(_answers(y_q + (av_q * num).sum(-1), fam.s))
+            continue
+        fq = np.concatenate(
+            [np.broadcast_to(fq_f, (B, nf, R)), elu1(ud @ g0["wq"].T + g0["bq"])], 1
+        )
+        num = _readout(fq, code, step0, g0, N, top, eps)
+        y = y_q + (av_q * num[:, :q]).sum(-1)
+        u = np.concatenate([np.broadcast_to(uf, (B, nf, fam.m)), ud], 1) + num @ g0["wu"].T
+        for lay in range(1, L):
+            g = {k: W[f"L{lay}.H0.{k}"] for k in HEAD_ARRAYS}
+            code, step = _codes(u, g, top)
+            last = lay == L - 1
+            uq = u[:, :q] if last else u
+            num = _readout(elu1(uq @ g["wq"].T + g["bq"]), code.sum(1), step, g, N, top, eps)
+            y = y + ((u[:, :q] @ g["wa"].T + g["ba"]) * num[:, :q]).sum(-1)
+            if not last:
+                u = u + num @ g["wu"].T
+        out.append(_answers(y, fam.s))
     return np.concatenate(out)
 
 
@@ -152,14 +214,17 @@ def main(argv=None):
     peers = []
     for L, w in models.items():
         ours = Engine(plans[L - 1][1], ctx, "t").run(tokens, fixed=fixed).answers
-        theirs = numpy_trained(w, fam, packed, BITS)
-        seconds = best_of(lambda w=w: numpy_trained(w, fam, packed, BITS), args.repeat)
-        peers.append(
-            {"protocol": f"trained elu1 L={L}", "numpy_us_per_input": seconds / args.inputs * 1e6,
-             "answers_agree": float((ours == theirs).all(axis=1).mean())}
-        )  # fmt: skip
-        print(f"  NumPy peer, L={L}: {seconds / args.inputs * 1e6:8.2f} us/input, answers agree "
-              f"on {peers[-1]['answers_agree']:.2%} of inputs", flush=True)  # fmt: skip
+        row = {"protocol": f"trained elu1 L={L}"}
+        for key, fn in (
+            ("numpy", lambda w=w: numpy_trained(w, fam, packed, BITS)),
+            ("numpy_shared", lambda w=w: numpy_trained_shared(w, fam, fixed, tokens, BITS)),
+        ):
+            agree = float((ours == fn()).all(axis=1).mean())
+            row[f"{key}_us_per_input"] = best_of(fn, args.repeat) / args.inputs * 1e6
+            row[f"{key}_answers_agree"] = agree
+            print(f"  NumPy peer ({key}), L={L}: {row[f'{key}_us_per_input']:8.2f} us/input, "
+                  f"answers agree on {agree:.2%} of inputs", flush=True)  # fmt: skip
+        peers.append(row)
     by_name = {r["protocol"]: r for r in rows}
     kernel = by_name["kernel:values=blocks"]
     report(
@@ -171,8 +236,9 @@ def main(argv=None):
         ]
         + [
             (f"{p['protocol']} per input", by_name[p["protocol"]]["us_per_input"] * 1e-6,
-             "NumPy batched forward", p["numpy_us_per_input"] * 1e-6)
+             peer, p[f"{key}_us_per_input"] * 1e-6)
             for p in peers
+            for key, peer in (("numpy", "NumPy forward"), ("numpy_shared", "NumPy, queries once"))
         ],
     )  # fmt: skip
     if args.json:

@@ -108,7 +108,8 @@ class Engine:
             for L, pos in zip(layers, speakers, strict=True)
         ]
         kmax = max([1] + [L.symbols for L in layers])
-        check_engine_size(n * plan.state_size + kmax + sum(lengths), name)
+        starts = (n if plan.init is not None else 0) * plan.state_size  # the loop's copy
+        check_engine_size(n * plan.state_size + starts + kmax + sum(lengths), name)
         self.speak = np.zeros((len(layers), n), dtype=np.bool_)
         self.layers = np.zeros((len(layers), 6), dtype=np.int64)
         end = 0

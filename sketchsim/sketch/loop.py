@@ -52,8 +52,9 @@ ROLES = ("emit", "update", "answer", "init")
 
 #: A built-in protocol function with at most this many bytes of Python bytecode is
 #: inlined into the loop (:func:`inlined`); larger ones are called.  ``update`` and
-#: ``answer`` run for every token of every input, ``emit`` and ``init`` only for the
-#: tokens that are not shared by every input (the loop runs those once per batch).
+#: ``answer`` run for every token of every input; ``init``, and ``emit`` at layer 0,
+#: only for the tokens that are not shared by every input (the loop runs those once
+#: per call); ``emit`` at later layers for every speaker.
 INLINE_BYTECODE = {"emit": 600, "update": 2000, "answer": 600, "init": 600}
 
 
@@ -148,7 +149,7 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
     nf = fixed.shape[0]
     N = nf + tokens.shape[1]
     state_mem = np.zeros((N, state_size), dtype=np.int64)
-    start_mem = np.zeros((max(1, nf), state_size), dtype=np.int64)
+    start_mem = np.zeros((max(1, nf) if _has_init else 1, state_size), dtype=np.int64)
     sym_mem = np.zeros(max(1, kmax), dtype=np.int64)
     sk_mem = np.zeros(max(1, total_len), dtype=np.int64)
     pre_mem = np.zeros(max(1, total_len), dtype=np.int64)

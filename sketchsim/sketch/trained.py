@@ -350,7 +350,7 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
 # A token's state: the ``L H E`` stored sketch entries (``update``), then what
 # ``init`` computes from the token's own bits once (floats): the output bias term
 # ``<wb, u^0> + bb`` and, per head, layer 0's query features and readout (``r + d``);
-# then answer's float scratch of ``2 (m + r + d)``.
+# then, with several layers, answer's float scratch of ``2 (m + r + d)``.
 
 
 @njit(inline="always")
@@ -368,9 +368,11 @@ def _cached(pos, ctx, aux):
 
 @njit(inline="always")
 def _scratch(state, aux):
-    """``init``'s and ``answer``'s float scratch (:func:`_forward`): the token's state after
-    the sketch entries and the cache, written before it is read.  (``emit`` may not write
-    the state, so it allocates its own.)"""
+    """``init``'s and ``answer``'s float scratch (:func:`_forward`) with several layers: the
+    token's state after the sketch entries and the cache, written before it is read.  With
+    one layer the state has none (``answer`` reads only the cache and the sketches, and
+    the engine copies every state into every input: a small state is a fast one); ``init``
+    then allocates its scratch, as ``emit``, which may not write the state, always does."""
     H, r, d = int(aux[1]), int(aux[2]), int(aux[3])
     return state[_cache(aux) + 1 + H * (r + d) :].view(np.float64)
 
@@ -417,7 +419,7 @@ def _forward(upto, bits, ctx, state, aux, f, cached):
     L, H, r, d, m, act, E, P = _dims(aux)
     eps = aux[8]
     N = float(ctx[3])
-    DELTA, FQ, AV = m, 2 * m, 2 * m + r
+    DELTA, FQ = m, 2 * m
     cv = state.view(np.float64)
     c0 = _cache(aux)
     if not (cached and upto == 1 and L == 1):  # there u^0 is read only through the cache
@@ -427,8 +429,9 @@ def _forward(upto, bits, ctx, state, aux, f, cached):
         y = cv[c0] if cached else _bias(aux, L, H, P, m, f)
     for lay in range(upto):
         residual = lay < upto - 1 or upto < L
-        for i in range(m):
-            f[DELTA + i] = 0.0
+        if residual:
+            for i in range(m):
+                f[DELTA + i] = 0.0
         for h in range(H):
             b = _HDR + (lay * H + h) * P
             o_wv = b + 2 * r * m + 2 * r
@@ -436,26 +439,26 @@ def _forward(upto, bits, ctx, state, aux, f, cached):
             o_wu = o_bv + 2 * d
             o_lo = o_wu + m * d
             o_step = o_lo + E
-            if cached and lay == 0:
-                src = c0 + 1 + h * (r + d)
-                for k in range(r + d):
-                    f[FQ + k] = cv[src + k]
+            if cached and lay == 0:  # read in place from the cache
+                qa, fq0 = cv, c0 + 1 + h * (r + d)
             else:
                 _query_side(aux, b, r, d, m, act, f)
+                qa, fq0 = f, FQ
+            av0 = fq0 + r
             s0 = (lay * H + h) * E
             den = eps if act != 2 else N
             if act != 2:
                 for k in range(r):
                     e = k * (d + 1) + d
-                    den += f[FQ + k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
+                    den += qa[fq0 + k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
             width = d if act == 2 else d + 1
             for c in range(d):
                 num = 0.0
                 for k in range(r):
                     e = k * width + c
-                    num += f[FQ + k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
+                    num += qa[fq0 + k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
                 o = num / den
-                y += f[AV + c] * o
+                y += qa[av0 + c] * o
                 if residual:
                     w = np.uint64(o_wu + c * m)  # W_u stored transposed: row c is o_c's
                     for i in range(np.uint64(m)):
@@ -474,7 +477,7 @@ def init(pos, bits, ctx, state, aux):
     L, H, r, d, m, act, E, P = _dims(aux)
     cv = state.view(np.float64)
     c0 = _cache(aux)
-    f = _scratch(state, aux)
+    f = _scratch(state, aux) if L > 1 else np.empty(2 * (m + r + d))
     _unpack(bits, m, f)
     cv[c0] = _bias(aux, L, H, P, m, f)
     for h in range(H):
@@ -518,7 +521,10 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
 
 @njit(cache=True)
 def answer(pos, bits, ctx, state, aux):
-    y = _forward(int(aux[0]), bits, ctx, state, aux, _scratch(state, aux), _cached(pos, ctx, aux))
+    L = int(aux[0])
+    # one layer: every query is cached and _forward reads no scratch (given the cache view)
+    f = _scratch(state, aux) if L > 1 else state.view(np.float64)
+    y = _forward(L, bits, ctx, state, aux, f, _cached(pos, ctx, aux))
     s = ctx[1]
     if not y == y:  # NaN
         return -1
@@ -544,7 +550,7 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
     L, H, E = a["layers"], a["heads"], weights.entries()
     r, d, m = a["rank"], a["value_width"], a["m"]
     # per token: its copies of the L layers' sketches, init's cache, the float scratch
-    state = L * H * E + 1 + H * (r + d) + 2 * (m + r + d)
+    state = L * H * E + 1 + H * (r + d) + (2 * (m + r + d) if L > 1 else 0)
     check_engine_size(ctx.n_tokens * state + H * E * (L + 1), what=f"{L} x {H} x {E} entries")
     layers = [Layer("sum", H * E, 2**bits, levels=2**bits) for _ in range(L)]
     return Plan(layers, state, emit, update, answer, aux=_aux(weights, bits), init=init)

@@ -111,7 +111,10 @@ def engine_answers(w, family, T, bits, python=False):
 
 
 @pytest.mark.parametrize("fmap", ["elu1", "relu", "signed"])
-@pytest.mark.parametrize("layers, heads, r, d", [(1, 1, 1, 4), (2, 2, 3, 2), (2, 4, 2, 3)])
+# (2, 1, 9, 11): eight-row blocks of the affine maps plus their tail, on two layers
+@pytest.mark.parametrize(
+    "layers, heads, r, d", [(1, 1, 1, 4), (2, 2, 3, 2), (2, 4, 2, 3), (2, 1, 9, 11)]
+)
 def test_engine_equals_numpy_reference_on_every_input(tmp_path, fmap, layers, heads, r, d):
     fam = HardFamily(3, 3, seed=1)  # 64 inputs: all of them
     T = fam.all_answers()
