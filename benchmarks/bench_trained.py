@@ -114,19 +114,24 @@ def numpy_trained(weights, fam, packed, bits: int, chunk: int = 4096) -> np.ndar
     out = []
     for lo_i in range(0, packed.shape[0], chunk):
         u = 2.0 * unpack_bits(packed[lo_i : lo_i + chunk], fam.m) - 1.0
-        N = u.shape[1]
         y = u[:, :q] @ W["wb"] + W["bb"][0]
-        for lay in range(L):
-            g = {k: W[f"L{lay}.H0.{k}"] for k in HEAD_ARRAYS}
-            code, step = _codes(u, g, top)
-            last = lay == L - 1
-            uq = u[:, :q] if last else u  # the last layer's readout: the queries only
-            num = _readout(elu1(uq @ g["wq"].T + g["bq"]), code.sum(1), step, g, N, top, eps)
-            y = y + ((u[:, :q] @ g["wa"].T + g["ba"]) * num[:, :q]).sum(-1)
-            if not last:
-                u = u + num @ g["wu"].T
-        out.append(_answers(y, fam.s))
+        out.append(_answers(_layers(W, u, y, range(L), q, top, eps), fam.s))
     return np.concatenate(out)
+
+
+def _layers(W, u, y, layers, q, top, eps):
+    """``y`` plus the readouts of ``layers`` (the last one: the queries only), from the
+    residual stream ``u`` (``[B, N, m]``) entering the first of them."""
+    N, last = u.shape[1], layers[-1]
+    for lay in layers:
+        g = {k: W[f"L{lay}.H0.{k}"] for k in HEAD_ARRAYS}
+        code, step = _codes(u, g, top)
+        uq = u[:, :q] if lay == last else u
+        num = _readout(elu1(uq @ g["wq"].T + g["bq"]), code.sum(1), step, g, N, top, eps)
+        y = y + ((u[:, :q] @ g["wa"].T + g["ba"]) * num[:, :q]).sum(-1)
+        if lay != last:
+            u = u + num @ g["wu"].T
+    return y
 
 
 def numpy_trained_shared(weights, fam, fixed, variable, bits: int, chunk: int = 4096):
@@ -162,16 +167,7 @@ def numpy_trained_shared(weights, fam, fixed, variable, bits: int, chunk: int = 
         num = _readout(fq, code, step0, g0, N, top, eps)
         y = y_q + (av_q * num[:, :q]).sum(-1)
         u = np.concatenate([np.broadcast_to(uf, (B, nf, fam.m)), ud], 1) + num @ g0["wu"].T
-        for lay in range(1, L):
-            g = {k: W[f"L{lay}.H0.{k}"] for k in HEAD_ARRAYS}
-            code, step = _codes(u, g, top)
-            last = lay == L - 1
-            uq = u[:, :q] if last else u
-            num = _readout(elu1(uq @ g["wq"].T + g["bq"]), code.sum(1), step, g, N, top, eps)
-            y = y + ((u[:, :q] @ g["wa"].T + g["ba"]) * num[:, :q]).sum(-1)
-            if not last:
-                u = u + num @ g["wu"].T
-        out.append(_answers(y, fam.s))
+        out.append(_answers(_layers(W, u, y, range(1, L), q, top, eps), fam.s))
     return np.concatenate(out)
 
 
