@@ -1188,6 +1188,12 @@ one(
     ("main_job", "block_counts_speedup"),
     "{:.2f}",
 )
+for _file, _text in (
+    ("session3_before", "which measures each limit once: {} G\npopcount words/s there"),
+    ("session3", "popcount words/s there, against {} here"),
+):
+    one("docs/benchmarks.md", _text, f"docs/roofline/{_file}.json",
+        ("popcount_words_per_s", 0, lambda v: v / 1e9), "{:.2f}")  # fmt: skip
 _CC = "docs/roofline/cold_compile_session3.json"
 
 
