@@ -58,7 +58,6 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from types import FunctionType
 
 import numba
 import numpy as np
@@ -197,11 +196,7 @@ def _no_fold(h1, h2, e, v):
 
 def variant_loop(emit, update, answer, fold, init=engine_loop.no_init):
     """The engine's loop compiled with these functions (as the engine binds them)."""
-    funcs = (emit, update, answer, init)
-    bound = (engine_loop.inlined(f, r) for f, r in zip(funcs, engine_loop.ROLES, strict=True))
-    g = {**vars(engine_loop), **dict(zip(engine_loop.GLOBALS, bound, strict=True)), "fold": fold}
-    g["_has_init"] = init is not engine_loop.no_init
-    return njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
+    return engine_loop.compiled((emit, update, answer, init), inline=True, fold=fold)
 
 
 def engine_stages(spec, fam, T, repeat) -> dict:

@@ -241,6 +241,7 @@ REFERENCES: dict[str, Ref] = {
         via=(
             "sketchsim.sketch.engine.Engine",
             "sketchsim.sketch.engine._jitted_loop",
+            "sketchsim.sketch.loop.compiled",
             "sketchsim.sketch.loop.loop",
         ),
     ),
@@ -250,6 +251,7 @@ REFERENCES: dict[str, Ref] = {
         via=(
             "sketchsim.sketch.engine.Engine",
             "sketchsim.sketch.engine._jitted_loop",
+            "sketchsim.sketch.loop.compiled",
             "sketchsim.sketch.loop.loop",
         ),
     ),

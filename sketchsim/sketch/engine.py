@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from types import FunctionType
 
 import numba
 import numpy as np
-from numba import njit
 
 from sketchsim.errors import ProtocolError, SketchsimError
 from sketchsim.sketch import loop as engine_loop
@@ -59,14 +57,7 @@ def _jitted_loop(emit, update, answer, init, cache: bool = False):
     if key not in _LOOPS:
         loop = cached_loop(*funcs) if cache else None
         if loop is None:
-            if cache:
-                funcs = tuple(
-                    engine_loop.inlined(f, role)
-                    for f, role in zip(funcs, engine_loop.ROLES, strict=True)
-                )
-            g = {**vars(engine_loop), **dict(zip(engine_loop.GLOBALS, funcs, strict=True))}
-            g["_has_init"] = init is not engine_loop.no_init
-            loop = njit(nogil=True)(FunctionType(engine_loop.loop.__code__, g, "loop"))
+            loop = engine_loop.compiled(funcs, inline=cache)
         _LOOPS[key] = loop
     return _LOOPS[key]
 

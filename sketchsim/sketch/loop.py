@@ -6,10 +6,13 @@ compilation, issue #31).  The protocol's functions are not arguments: the
 engine (:mod:`sketchsim.sketch.engine`) compiles this code object with
 ``_emit``, ``_update``, ``_answer`` and ``_init`` bound as globals, or
 :mod:`sketchsim.sketch.engine_cache` writes this source into a generated module
-that numba caches on disk.  Nothing here runs as plain Python.
+that numba caches on disk (:func:`compiled` builds the former).  The loop never
+runs as plain Python.
 """
 
 from __future__ import annotations
+
+from types import FunctionType
 
 import numpy as np
 from numba import carray, njit, types
@@ -21,6 +24,8 @@ __all__ = [
     "loop",
     "no_init",
     "copy_start",
+    "compiled",
+    "uses_init",
     "GLOBALS",
     "ROLES",
     "channel_write",
@@ -89,6 +94,25 @@ def inlined(fn, role: str):
     if py is None or len(py.__code__.co_code) > INLINE_BYTECODE[role]:
         return fn
     return njit(inline="always")(py)
+
+
+def compiled(funcs, inline: bool, **extra):
+    """:func:`loop` compiled in memory with ``funcs`` (emit, update, answer, init) bound.
+
+    ``inline``: pass each through :func:`inlined` (sketchsim's own functions).
+    ``extra``: more globals to rebind (the benchmarks swap ``fold``).
+    ``_has_init`` is derived here, from ``init`` being :func:`no_init` or not.
+    """
+    g = {**globals(), "_has_init": uses_init(funcs[3]), **extra}
+    if inline:
+        funcs = tuple(inlined(f, role) for f, role in zip(funcs, ROLES, strict=True))
+    g.update(zip(GLOBALS, funcs, strict=True))
+    return njit(nogil=True)(FunctionType(loop.__code__, g, "loop"))
+
+
+def uses_init(init) -> bool:
+    """Whether ``init`` is a plan's own (the loop's ``_has_init``), not :func:`no_init`."""
+    return init is not no_init
 
 
 @intrinsic
