@@ -94,6 +94,13 @@ _TRAINED_QUERY = "sketchsim.sketch.trained._query_side"
 _MINIP_BYTES = f"{_BITS}::test_minip_bytes_and_packed_match_naive"
 _RAW = "tests/sketch/test_builtin_protocols.py::test_raw_matches_dense_min_ip"
 _KV = f"{_KREF}::test_kv_sum_matches_dense_reference"
+#: From the engine to its compiled loop.
+_ENGINE_LOOP = (
+    "sketchsim.sketch.engine.Engine",
+    "sketchsim.sketch.engine._jitted_loop",
+    "sketchsim.sketch.loop.compiled",
+    "sketchsim.sketch.loop.loop",
+)
 
 REFERENCES: dict[str, Ref] = {
     # certify
@@ -238,22 +245,12 @@ REFERENCES: dict[str, Ref] = {
     "sketchsim.sketch.loop.channel_write": Ref(
         "tests/sketch/test_sketch_engine.py::test_jitted_engine_matches_naive",
         "naive.run_protocol",
-        via=(
-            "sketchsim.sketch.engine.Engine",
-            "sketchsim.sketch.engine._jitted_loop",
-            "sketchsim.sketch.loop.compiled",
-            "sketchsim.sketch.loop.loop",
-        ),
+        via=_ENGINE_LOOP,
     ),
     "sketchsim.sketch.loop.copy_start": Ref(
         "tests/sketch/test_sketch_engine.py::test_random_protocols_match_naive",
         "naive.run_protocol",
-        via=(
-            "sketchsim.sketch.engine.Engine",
-            "sketchsim.sketch.engine._jitted_loop",
-            "sketchsim.sketch.loop.compiled",
-            "sketchsim.sketch.loop.loop",
-        ),
+        via=_ENGINE_LOOP,
     ),
     "sketchsim.sketch.loop.no_init": Ref(
         "tests/sketch/test_sketch_engine.py::test_jitted_engine_matches_naive",
