@@ -347,8 +347,8 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
             f[dst + k] = _act(f[dst + k], act)
 
 
-# A token's state: the ``L H E`` stored sketch entries (``update``), then what
-# ``init`` computes from the token's own bits once (floats): the output bias term
+# A token's state (floats in int64 words): the ``L H E`` sketch entries decoded
+# (``update``), then what ``init`` computes from the token's own bits once: the output bias term
 # ``<wb, u^0> + bb`` and, per head, layer 0's query features and readout (``r + d``);
 # then, with several layers, answer's float scratch of ``2 (m + r + d)``.
 
@@ -434,33 +434,30 @@ def _forward(upto, bits, ctx, state, aux, f, cached):
                 f[DELTA + i] = 0.0
         for h in range(H):
             b = _HDR + (lay * H + h) * P
-            o_wv = b + 2 * r * m + 2 * r
-            o_bv = o_wv + 2 * d * m
-            o_wu = o_bv + 2 * d
-            o_lo = o_wu + m * d
-            o_step = o_lo + E
             if cached and lay == 0:  # read in place from the cache
                 qa, fq0 = cv, c0 + 1 + h * (r + d)
             else:
                 _query_side(aux, b, r, d, m, act, f)
                 qa, fq0 = f, FQ
-            av0 = fq0 + r
-            s0 = (lay * H + h) * E
+            # the head's decoded state (update) from s0; unsigned indices: numba then
+            # tests no index for wraparound, which made this loop over 2x slower
+            s0, uq = np.uint64((lay * H + h) * E), np.uint64(fq0)
+            ur, ud = np.uint64(r), np.uint64(d)
+            uw = ud if act == 2 else ud + np.uint64(1)
             den = eps if act != 2 else N
             if act != 2:
-                for k in range(r):
-                    e = k * (d + 1) + d
-                    den += qa[fq0 + k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
-            width = d if act == 2 else d + 1
-            for c in range(d):
+                for k in range(ur):
+                    den += qa[uq + k] * cv[s0 + k * uw + ud]
+            uav = uq + ur
+            uwu = np.uint64(b + 2 * r * m + 2 * r + 2 * d * m + 2 * d)
+            for c in range(ud):
                 num = 0.0
-                for k in range(r):
-                    e = k * width + c
-                    num += qa[fq0 + k] * (aux[o_step + e] * state[s0 + e] + N * aux[o_lo + e])
+                for k in range(ur):
+                    num += qa[uq + k] * cv[s0 + k * uw + c]
                 o = num / den
-                y += qa[av0 + c] * o
+                y += qa[uav + c] * o
                 if residual:
-                    w = np.uint64(o_wu + c * m)  # W_u stored transposed: row c is o_c's
+                    w = uwu + c * np.uint64(m)  # W_u stored transposed: row c is o_c's
                     for i in range(np.uint64(m)):
                         f[np.uint64(DELTA) + i] += aux[w + i] * o
         if residual:
@@ -513,10 +510,20 @@ def emit(layer, pos, bits, ctx, state, aux, out):
 
 @njit(cache=True)
 def update(layer, pos, bits, ctx, state, sketch, aux):
-    H, E = int(aux[1]), int(aux[6])
-    s0 = layer * H * E
-    for e in range(H * E):
-        state[s0 + e] = sketch[e]
+    """Store the layer's sketch decoded, entry ``e`` of a head as ``step_e register + N lo_e``
+    (a float in the integer state), once per token rather than once per reading of it.
+    The last layer's is read only by the queries' ``answer``: the other tokens skip it."""
+    L, H, r, d, m, act, E, P = _dims(aux)
+    if layer == L - 1 and pos >= ctx[0]:
+        return
+    N = float(ctx[3])
+    cv = state.view(np.float64)
+    for h in range(H):
+        lo = np.uint64(_HDR + (layer * H + h) * P + 2 * r * m + 2 * r + 2 * d * m + 2 * d + m * d)
+        step = lo + np.uint64(E)
+        s0, k0 = np.uint64((layer * H + h) * E), np.uint64(h * E)
+        for e in range(np.uint64(E)):
+            cv[s0 + e] = aux[step + e] * sketch[k0 + e] + N * aux[lo + e]
 
 
 @njit(cache=True)
