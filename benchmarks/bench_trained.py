@@ -48,7 +48,6 @@ from sketchsim.sketch.trained import (  # noqa: E402
     head_entries,
     load_weights,
     save_weights_file,
-    trained_plan,
 )
 
 Q, S, R, D, FMAP, BITS = 16, 3, 1, 16, "elu1", 8
@@ -188,12 +187,17 @@ def main(argv=None):
     tokens, fixed = fam.variable_tokens(T), fam.fixed_tokens()
     load = os.getloadavg()[0]
     rows = []
+    plans, models = [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        models = {L: random_model(f"{tmp}/m{L}.npz", fam, L) for L in (1, 2)}
-    plans = [(f"trained elu1 L={L}", trained_plan(ctx, w, BITS)) for L, w in models.items()]
-    for spec in ("kernel:values=blocks", "kernel"):
-        proto, params, _ = resolve_spec(spec)
-        plans.append((spec, proto.plan(ctx, params)))
+        for L in (1, 2):
+            models[L] = random_model(f"{tmp}/m{L}.npz", fam, L)
+            # through the built-in protocol, as `sketchsim capacity` runs it (a plan of
+            # trained_plan alone would be a plug-in's: bounds-checked and not inlined)
+            plans.append((f"trained elu1 L={L}", f"trained:weights={tmp}/m{L}.npz,bits={BITS}"))
+        plans += [(spec, spec) for spec in ("kernel:values=blocks", "kernel")]
+        for i, (name, spec) in enumerate(plans):
+            proto, params, _ = resolve_spec(spec)
+            plans[i] = (name, proto.plan(ctx, params))
     for name, plan in plans:
         engine = Engine(plan, ctx, name)
         engine.run(tokens[:256], fixed=fixed)  # compile, check the contract

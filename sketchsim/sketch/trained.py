@@ -404,6 +404,36 @@ def _query_side(aux, b, r, d, m, act, f):
     _affine(aux, o_wv + d * m, o_bv + d, d, m, f, 0, 2 * m + r, -1)
 
 
+@njit(inline="always")
+def _head_readout(y, aux, b, sv, s0, qa, fq0, r, d, m, act, eps, N, f, residual):
+    """``y`` plus one head's ``<a(u), o>``, its query features and readout at ``qa[fq0:]``.
+
+    ``b``: the head's first aux entry; ``sv[s0:]``: its decoded state (:func:`update`).
+    ``residual``: also add ``W_u o`` to ``delta`` (``f[m : 2m]``).  Every sum adds its
+    terms in the order of the model's definition.  Unsigned indices: numba then tests
+    no index for wraparound, which made this readout over 2x slower.
+    """
+    s0, uq, ur, ud, um = np.uint64(s0), np.uint64(fq0), np.uint64(r), np.uint64(d), np.uint64(m)
+    uw = ud if act == 2 else ud + np.uint64(1)
+    den = eps if act != 2 else N
+    if act != 2:
+        for k in range(ur):
+            den += qa[uq + k] * sv[s0 + k * uw + ud]
+    uav = uq + ur
+    uwu = np.uint64(b + 2 * r * m + 2 * r + 2 * d * m + 2 * d)
+    for c in range(ud):
+        num = 0.0
+        for k in range(ur):
+            num += qa[uq + k] * sv[s0 + k * uw + c]
+        o = num / den
+        y += qa[uav + c] * o
+        if residual:
+            w = uwu + c * um  # W_u stored transposed: row c is o_c's
+            for i in range(um):
+                f[um + i] += aux[w + i] * o
+    return y
+
+
 @njit(cache=True)
 def _forward(upto, bits, ctx, state, aux, f, cached):
     """Run layers ``0..upto-1`` for one token from its bits and the stored sketches.
@@ -422,8 +452,7 @@ def _forward(upto, bits, ctx, state, aux, f, cached):
     DELTA, FQ = m, 2 * m
     cv = state.view(np.float64)
     c0 = _cache(aux)
-    if not (cached and upto == 1 and L == 1):  # there u^0 is read only through the cache
-        _unpack(bits, m, f)
+    _unpack(bits, m, f)
     y = 0.0
     if upto == L:
         y = cv[c0] if cached else _bias(aux, L, H, P, m, f)
@@ -439,27 +468,8 @@ def _forward(upto, bits, ctx, state, aux, f, cached):
             else:
                 _query_side(aux, b, r, d, m, act, f)
                 qa, fq0 = f, FQ
-            # the head's decoded state (update) from s0; unsigned indices: numba then
-            # tests no index for wraparound, which made this loop over 2x slower
-            s0, uq = np.uint64((lay * H + h) * E), np.uint64(fq0)
-            ur, ud = np.uint64(r), np.uint64(d)
-            uw = ud if act == 2 else ud + np.uint64(1)
-            den = eps if act != 2 else N
-            if act != 2:
-                for k in range(ur):
-                    den += qa[uq + k] * cv[s0 + k * uw + ud]
-            uav = uq + ur
-            uwu = np.uint64(b + 2 * r * m + 2 * r + 2 * d * m + 2 * d)
-            for c in range(ud):
-                num = 0.0
-                for k in range(ur):
-                    num += qa[uq + k] * cv[s0 + k * uw + c]
-                o = num / den
-                y += qa[uav + c] * o
-                if residual:
-                    w = uwu + c * np.uint64(m)  # W_u stored transposed: row c is o_c's
-                    for i in range(np.uint64(m)):
-                        f[np.uint64(DELTA) + i] += aux[w + i] * o
+            s0 = (lay * H + h) * E
+            y = _head_readout(y, aux, b, cv, s0, qa, fq0, r, d, m, act, eps, N, f, residual)
         if residual:
             for i in range(m):
                 f[i] += f[DELTA + i]
@@ -529,9 +539,19 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
 @njit(cache=True)
 def answer(pos, bits, ctx, state, aux):
     L = int(aux[0])
-    # one layer: every query is cached and _forward reads no scratch (given the cache view)
-    f = _scratch(state, aux) if L > 1 else state.view(np.float64)
-    y = _forward(L, bits, ctx, state, aux, f, _cached(pos, ctx, aux))
+    if L == 1:  # every query is cached: its output is the bias and the readout of the cache
+        L, H, r, d, m, act, E, P = _dims(aux)
+        cv = state.view(np.float64)
+        c0 = _cache(aux)
+        y = cv[c0]
+        for h in range(H):
+            fq0 = c0 + 1 + h * (r + d)
+            y = _head_readout(
+                y, aux, _HDR + h * P, cv, h * E, cv, fq0, r, d, m, act, aux[8], float(ctx[3]),
+                cv, False,
+            )  # fmt: skip
+    else:
+        y = _forward(L, bits, ctx, state, aux, _scratch(state, aux), _cached(pos, ctx, aux))
     s = ctx[1]
     if not y == y:  # NaN
         return -1
