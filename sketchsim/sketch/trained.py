@@ -536,26 +536,31 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
             cv[s0 + e] = aux[step + e] * sketch[k0 + e] + N * aux[lo + e]
 
 
+@njit(inline="always")
+def _cached_output(ctx, state, aux):
+    """A query's output with one layer: its cached bias term and readout of its cache."""
+    L, H, r, d, m, act, E, P = _dims(aux)
+    cv = state.view(np.float64)
+    c0 = _cache(aux)
+    eps, N = aux[8], float(ctx[3])
+    y = cv[c0]
+    for h in range(H):
+        b, fq0 = _HDR + h * P, c0 + 1 + h * (r + d)
+        y = _head_readout(y, aux, b, cv, h * E, cv, fq0, r, d, m, act, eps, N, cv, False)
+    return y
+
+
 @njit(cache=True)
 def answer(pos, bits, ctx, state, aux):
-    L = int(aux[0])
-    if L == 1:  # every query is cached: its output is the bias and the readout of the cache
-        L, H, r, d, m, act, E, P = _dims(aux)
-        cv = state.view(np.float64)
-        c0 = _cache(aux)
-        y = cv[c0]
-        for h in range(H):
-            fq0 = c0 + 1 + h * (r + d)
-            y = _head_readout(
-                y, aux, _HDR + h * P, cv, h * E, cv, fq0, r, d, m, act, aux[8], float(ctx[3]),
-                cv, False,
-            )  # fmt: skip
+    if int(aux[0]) == 1:  # every query is cached
+        y = _cached_output(ctx, state, aux)
     else:
-        y = _forward(L, bits, ctx, state, aux, _scratch(state, aux), _cached(pos, ctx, aux))
-    s = ctx[1]
+        y = _forward(
+            int(aux[0]), bits, ctx, state, aux, _scratch(state, aux), _cached(pos, ctx, aux)
+        )
     if not y == y:  # NaN
         return -1
-    return int(min(max(math.floor(y + 0.5), -1.0), float(s + 1)))
+    return int(min(max(math.floor(y + 0.5), -1.0), float(ctx[1] + 1)))
 
 
 def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
