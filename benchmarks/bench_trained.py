@@ -6,7 +6,8 @@ On F(16, 3), a family of the capacity suite (docs/capacity.md), the engine alone
 (``Engine.run`` on prebuilt data tokens, the family's fixed tokens shared, warm,
 min of repeats, numba's threads) runs:
 
-- ``trained:`` models of the capacity suite's shape (``elu1``, one head, feature
+- ``trained:`` models (through the built-in protocol, as ``sketchsim capacity``
+  runs them) of the capacity suite's shape (``elu1``, one head, feature
   rank 1, value width 16: ``E = r (d + 1) = 17`` coordinates per layer), with one
   and two layers; seeded random weights, calibrated to ``lo = 0, span = 1`` (the
   speed does not depend on the values);
@@ -22,7 +23,8 @@ The peers a user would write for the trained model, measured in the same run,
 forward over every token (:func:`numpy_trained`), and the same with the query
 tokens' layer-1 work done once, as the engine does (:func:`numpy_trained_shared`).
 The share of inputs on which their answers equal the engine's is printed beside
-them (the float sums run in other orders).
+them (the float sums run in other orders).  The JSON names the commit of the
+sketchsim it imported (run another tree with ``PYTHONPATH`` set to it).
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_main_job import tree_label  # noqa: E402
 from ratios import best_of, report  # noqa: E402
 
+import sketchsim  # noqa: E402
 from sketchsim.minip.bits import unpack_bits  # noqa: E402
 from sketchsim.sketch import HardFamily  # noqa: E402
 from sketchsim.sketch.engine import Engine  # noqa: E402
@@ -177,7 +181,7 @@ def elu1(z):
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--inputs", type=int, default=20_000)
+    ap.add_argument("--inputs", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -248,6 +252,7 @@ def main(argv=None):
             args.json,
             {
                 "family": f"F({Q}, {S})",
+                "code": tree_label(os.path.dirname(os.path.dirname(sketchsim.__file__))),
                 "inputs": args.inputs,
                 "repeat": args.repeat,
                 "threads": numba.config.NUMBA_NUM_THREADS,
