@@ -1176,6 +1176,57 @@ entry(
     ["{:.1f}", "{:.0f}", "{:.0f}"],
 )  # fmt: skip
 main_job_rows("docs/roofline/main_job_session3.json", ("c7d0b56", "f023f9f"))
+
+
+# docs/benchmarks.md: issue #31, round 4 session 4 (bench_trained.py, two runs of each code)
+_S4 = "docs/roofline/trained_session4_{}.json"
+_S4_FILES = (("before_run1", "session start"), ("before_run2", "session start"),
+             ("run1", "this code"), ("run2", "this code"))  # fmt: skip
+for _name in ("trained elu1 L=1", "trained elu1 L=2"):
+    _cells = [("time_utc", lambda s: s[11:]), ("rows", {"protocol": _name}, "us_per_input"),
+              ("rows", {"protocol": _name}, "ns_per_coordinate"),
+              ("numpy_peer", {"protocol": _name}, "numpy_us_per_input"),
+              _over_engine(_name, "numpy_us_per_input")]  # fmt: skip
+    for _run, _label in _S4_FILES:
+        entry(
+            "docs/benchmarks.md",
+            f"| {_name} | {{}} ({_label}) | {{}} | {{}} | {{}} | {{}} | {{}}x | {{}} | {{}}x |",
+            _S4.format(_run),
+            [("code",)] + _cells
+            + [("numpy_peer", {"protocol": _name}, "numpy_shared_us_per_input"),
+               _over_engine(_name, "numpy_shared_us_per_input")],
+            ["{}"] + _formats + ["{:.2f}", "{:.2f}"],
+        )  # fmt: skip
+
+
+def _s4_speedups(name):
+    """Session 4's speed-ups of ``name`` (before / after, run by run): the lowest and highest."""
+
+    def us(run):
+        data = json.loads((ROOT / _S4.format(run)).read_text())
+        return lookup(data, ("rows", {"protocol": name}, "us_per_input"))
+
+    lo, hi = sorted(us(f"before_{run}") / us(run) for run in ("run1", "run2"))
+    return [(lambda d: lo,), (lambda d: hi,)]
+
+
+entry(
+    "docs/benchmarks.md",
+    "The one-layer model is {}-{}x faster than at the session's start, the\n"
+    "two-layer model {}-{}x.",
+    _S4.format("run1"),
+    _s4_speedups("trained elu1 L=1") + _s4_speedups("trained elu1 L=2"),
+    ["{:.1f}"] * 4,
+)
+entry(
+    "docs/benchmarks.md",
+    "coordinates, the same shape) takes {} ns in the first run: the trained model is {}x\n"
+    "(L=1) and {}x (L=2) slower per coordinate.",
+    _S4.format("run1"),
+    [("rows", {"protocol": "kernel:values=blocks"}, "ns_per_coordinate"),
+     _per_kernel("trained elu1 L=1"), _per_kernel("trained elu1 L=2")],
+    ["{:.1f}", "{:.1f}", "{:.0f}"],
+)  # fmt: skip
 main_job_ratio(
     "split is steadier). In these runs: the main job {} s against the peer's {} s\n({}x); "
     "block-counts `measure()` on the peer's 1,000,000 inputs {} s, {}x\nfaster than the peer",
