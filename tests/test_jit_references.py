@@ -310,6 +310,14 @@ REFERENCES: dict[str, Ref] = {
     "sketchsim.sketch.trained._forward": Ref(
         _TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN, _TRAINED_ANSWER)
     ),
+    "sketchsim.sketch.trained._cached_output": Ref(  # one layer (the test runs one and two)
+        _TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN, _TRAINED_ANSWER)
+    ),
+    "sketchsim.sketch.trained._head_readout": Ref(
+        _TRAINED,
+        _TRAINED_REF,
+        via=(_TRAINED_PLAN, _TRAINED_ANSWER, "sketchsim.sketch.trained._cached_output"),
+    ),
     "sketchsim.sketch.trained.emit": Ref(_TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN,)),
     "sketchsim.sketch.trained.update": Ref(_TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN,)),
     "sketchsim.sketch.trained.answer": Ref(_TRAINED, _TRAINED_REF, via=(_TRAINED_PLAN,)),

@@ -111,9 +111,11 @@ def engine_answers(w, family, T, bits, python=False):
 
 
 @pytest.mark.parametrize("fmap", ["elu1", "relu", "signed"])
-# (2, 1, 9, 11): eight-row blocks of the affine maps plus their tail, on two layers
+# (2, 1, 9, 11): eight-row blocks of the affine maps plus their tail, on two layers;
+# (1, 3, 2, 3): one layer's readout of the cache (answer without _forward) over heads
 @pytest.mark.parametrize(
-    "layers, heads, r, d", [(1, 1, 1, 4), (2, 2, 3, 2), (2, 4, 2, 3), (2, 1, 9, 11)]
+    "layers, heads, r, d",
+    [(1, 1, 1, 4), (1, 3, 2, 3), (2, 2, 3, 2), (2, 4, 2, 3), (2, 1, 9, 11)],
 )
 def test_engine_equals_numpy_reference_on_every_input(tmp_path, fmap, layers, heads, r, d):
     fam = HardFamily(3, 3, seed=1)  # 64 inputs: all of them
