@@ -14,6 +14,7 @@ __all__ = [  # noqa: F822
     "pack_bits",
     "unpack_bits",
     "popcount64",
+    "trailing_zeros64",
     "load_u64",
     "gather8",
     "n_words",
@@ -25,7 +26,7 @@ __all__ = [  # noqa: F822
 #: (partial products sit at distinct bits ``8i + 7j + 7``, so nothing carries).
 GATHER_MAGIC = 0x0102040810204080
 
-_JIT_NAMES = ("popcount64", "load_u64", "gather8")
+_JIT_NAMES = ("popcount64", "trailing_zeros64", "load_u64", "gather8")
 
 
 def __getattr__(name):
@@ -38,7 +39,8 @@ def __getattr__(name):
 
 
 def _jit_helpers() -> dict:
-    """Build the helpers jitted kernels call: popcount, unaligned 8-byte load, bit gather."""
+    """Build the helpers jitted kernels call: popcount, lowest set bit, unaligned 8-byte
+    load, bit gather."""
     from numba import config as numba_config
     from numba import njit, types
     from numba.extending import intrinsic
@@ -50,6 +52,11 @@ def _jit_helpers() -> dict:
             """Number of set bits of a 64-bit word (Python fallback)."""
             return int(x).bit_count()
 
+        def trailing_zeros64(x):
+            """Index of the lowest set bit of a 64-bit word, 64 for 0 (Python fallback)."""
+            x = int(x)
+            return (x & -x).bit_length() - 1 if x else 64
+
         def load_u64(flat, offset):
             """Bytes ``flat[offset : offset + 8]`` as a little-endian uint64 (Python fallback)."""
             return np.uint64(int.from_bytes(flat[offset : offset + 8].tobytes(), "little"))
@@ -58,7 +65,12 @@ def _jit_helpers() -> dict:
             """Bit ``i`` of the result is byte ``i`` of ``v`` (0/1 bytes; Python fallback)."""
             return np.uint64(((int(v) * GATHER_MAGIC) & mask) >> 56)
 
-        return {"popcount64": popcount64, "load_u64": load_u64, "gather8": gather8}
+        return {
+            "popcount64": popcount64,
+            "trailing_zeros64": trailing_zeros64,
+            "load_u64": load_u64,
+            "gather8": gather8,
+        }
 
     from llvmlite import ir
 
@@ -71,6 +83,19 @@ def _jit_helpers() -> dict:
 
         def codegen(context, builder, signature, args):
             return builder.ctpop(args[0])
+
+        return sig, codegen
+
+    @intrinsic
+    def _cttz64(typingctx, x):
+        """LLVM ``cttz`` on a uint64 (64 for 0), returned as int64."""
+        if not isinstance(x, types.Integer):
+            return None
+        sig = types.int64(types.uint64)
+
+        def codegen(context, builder, signature, args):
+            # zero is not poison: cttz(0) = 64 (tzcnt gives it; without BMI, bsf + cmov)
+            return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
 
         return sig, codegen
 
@@ -99,6 +124,11 @@ def _jit_helpers() -> dict:
         return _ctpop64(np.uint64(x))
 
     @njit(inline="always")
+    def trailing_zeros64(x):
+        """Index of the lowest set bit of a 64-bit word, as int64; 64 for 0 (LLVM ``cttz``)."""
+        return _cttz64(np.uint64(x))
+
+    @njit(inline="always")
     def load_u64(flat, offset):
         """Bytes ``flat[offset : offset + 8]`` as a little-endian uint64 (no bounds check)."""
         return _load_u64(flat, offset)
@@ -108,7 +138,12 @@ def _jit_helpers() -> dict:
         """Bit ``i`` of the result is byte ``i`` of ``v`` (bytes must be 0/1)."""
         return (v * magic) >> shift
 
-    return {"popcount64": popcount64, "load_u64": load_u64, "gather8": gather8}
+    return {
+        "popcount64": popcount64,
+        "trailing_zeros64": trailing_zeros64,
+        "load_u64": load_u64,
+        "gather8": gather8,
+    }
 
 
 def n_words(m: int) -> int:

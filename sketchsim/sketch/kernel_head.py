@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from sketchsim.errors import PluginError
-from sketchsim.minip.bits import popcount64
+from sketchsim.minip.bits import popcount64, trailing_zeros64
 from sketchsim.sketch.contract import check_engine_size
 from sketchsim.sketch.packed_tokens import count_ones
 from sketchsim.sketch.protocol import Layer, Param, Plan
@@ -48,12 +48,6 @@ def _word_below(bits, w, d):
     if rem < 64:
         x &= (np.uint64(1) << np.uint64(rem)) - np.uint64(1)
     return x
-
-
-@njit(inline="always")
-def _lowest(x):
-    """Index of the lowest set bit of a nonzero uint64."""
-    return popcount64((x & (np.uint64(0) - x)) - np.uint64(1))
 
 
 # Value coordinate c goes to head h = c mod H, slot c // H.  ``aux`` carries, after
@@ -82,7 +76,7 @@ def emit(layer, pos, bits, ctx, state, aux, out):
         for w in range(min(bits.shape[0], (d + 63) >> 6)):
             x = _word_below(bits, w, d)
             while x:
-                c = w * 64 + _lowest(x)
+                c = w * 64 + trailing_zeros64(x)
                 x &= x - np.uint64(1)
                 if H == 1:
                     out[1 + c + k * (d + 1)] = 1
@@ -104,71 +98,139 @@ def _value_sum(sketch, aux, d, r, c):
     return t
 
 
+# A query's set bits are walked word by word, each nonzero word by a loop counted
+# in advance (its popcount), not by one that tests the word after every bit.
+
+
+@njit(inline="always")
+def _one_feature_sum(bits, sketch, d):
+    """``(sum of sketch[1 + c], number of c)`` over the token's set elements ``c < d``."""
+    num = 0
+    ones = 0
+    for w in range(min(bits.shape[0], (d + 63) >> 6)):
+        x = _word_below(bits, w, d)
+        if x == 0:
+            continue
+        p = popcount64(x)
+        ones += p
+        base = 1 + w * 64
+        for _ in range(p):
+            num += sketch[base + trailing_zeros64(x)]
+            x &= x - np.uint64(1)
+    return num, ones
+
+
+@njit(inline="always")
+def _features_sum(bits, sketch, d, r):
+    """As :func:`_one_feature_sum`, each element's value summed over ``r`` features."""
+    num = 0
+    ones = 0
+    for w in range(min(bits.shape[0], (d + 63) >> 6)):
+        x = _word_below(bits, w, d)
+        if x == 0:
+            continue
+        p = popcount64(x)
+        ones += p
+        for _ in range(p):
+            c = w * 64 + trailing_zeros64(x)
+            x &= x - np.uint64(1)
+            for k in range(r):
+                num += sketch[1 + c + k * (d + 1)]
+    return num, ones
+
+
+@njit(inline="always")
+def _head_sums(bits, state, sketch, aux, d, r):
+    """Each head's value sum over the token's set elements ``c < d`` into
+    ``state[1 + h]``; returns their number."""
+    for h in range(1, int(aux[0]) + 1):
+        state[h] = 0
+    ones = 0
+    for w in range(min(bits.shape[0], (d + 63) >> 6)):
+        x = _word_below(bits, w, d)
+        if x == 0:
+            continue
+        p = popcount64(x)
+        ones += p
+        for _ in range(p):
+            c = w * 64 + trailing_zeros64(x)
+            x &= x - np.uint64(1)
+            state[1 + int(aux[_T + 2 * d + c])] += _value_sum(sketch, aux, d, r, c)
+    return ones
+
+
+@njit(inline="always")
+def _feature_sum(sketch, off, dh, r):
+    """A head's normalizer: its ``r`` feature entries, from ``off`` by ``dh + 1``, as a float."""
+    z = 0.0
+    for k in range(r):
+        z += sketch[off + k * (dh + 1)]
+    return z
+
+
 @njit(cache=True)
 def update(layer, pos, bits, ctx, state, sketch, aux):
     q, s, N = ctx[0], ctx[1], ctx[3]
     if pos >= q:
         return
     H, r, mode, d = int(aux[0]), int(aux[1]), int(aux[2]), int(aux[3])
-    heads = _T + 3 * d
     # The value sums are integers: summed as int64 they equal the float sums they
-    # replace (every partial sum is at most N (s + 1) r m, far below 2^53).  With
-    # several heads each head's sum is kept in state[1 + h].
-    num = 0
-    ones = 0
-    words = min(bits.shape[0], (d + 63) >> 6)
-    # (the first loop is the second's case H = r = 1 without its branches: 1.4x
-    # faster for the kernel protocol, issue #31)
-    if mode == 0 and H == 1 and r == 1:  # one head, one feature: entry 1 + c, no table
-        for w in range(words):
-            x = _word_below(bits, w, d)
-            while x:
-                c = w * 64 + _lowest(x)
-                x &= x - np.uint64(1)
-                ones += 1
-                num += sketch[1 + c]
-    elif mode == 0:  # the query's own set bits pick the value sums
-        if H > 1:
-            for h in range(1, H + 1):
-                state[h] = 0
-        for w in range(words):
-            x = _word_below(bits, w, d)
-            while x:
-                c = w * 64 + _lowest(x)
-                x &= x - np.uint64(1)
-                ones += 1
-                if H > 1:
-                    state[1 + int(aux[_T + 2 * d + c])] += _value_sum(sketch, aux, d, r, c)
-                else:
-                    for k in range(r):
-                        num += sketch[1 + c + k * (d + 1)]
-    elif pos < d:  # blocks: e_pos, its own count
-        num = _value_sum(sketch, aux, d, r, pos)
-    y = 0.0
-    for h in range(H):
-        if H == 1:  # the head's first entry is 0 and it carries all d values
-            off, dh = 0, d
-        else:
-            off, dh = int(aux[heads + h]), int(aux[heads + H + h])
-        z = 0.0
-        for k in range(r):
-            z += sketch[off + k * (dh + 1)]
-        if H == 1:
-            v = num if mode == 0 or pos < d else 0
-        elif mode == 0:
-            v = state[1 + h]
-        else:
-            v = num if pos < d and int(aux[_T + 2 * d + pos]) == h else 0
-        if dh > 0:
+    # replace (every partial sum is at most N (s + 1) r m, far below 2^53).  One
+    # head and several take separate paths, each case of the value sum its own
+    # loop: one loop with branches on H, r and mode ran the kernel protocol 1.4x,
+    # and a readout with them 1.15x, slower (issue #31).  The float operations and
+    # their order are the same on every path.
+    if H == 1 and mode == 0 and r == 1:  # one feature: entry 1 + c, normalizer entry 0
+        num, ones = _one_feature_sum(bits, sketch, d)
+        y = 0.0
+        if d > 0:
+            z = float(sketch[0])
             if z == 0.0:
                 state[0] = -1
                 return
-            y += N * float(v) / z
-    if mode == 0:
-        y -= ones + (q - 1) * (s + 1)
-    else:
-        y -= s
-    state[0] = int(round(y))
+            y += N * float(num) / z
+        state[0] = int(round(y - (ones + (q - 1) * (s + 1))))
+        return
+    if H == 1:  # the head's first entry is 0 and it carries all d values
+        if mode == 0:
+            num, ones = _features_sum(bits, sketch, d, r)
+            bias = ones + (q - 1) * (s + 1)
+        else:  # blocks: e_pos, its own count
+            num = _value_sum(sketch, aux, d, r, pos) if pos < d else 0
+            bias = s
+        y = 0.0
+        if d > 0:
+            z = _feature_sum(sketch, 0, d, r)
+            if z == 0.0:
+                state[0] = -1
+                return
+            y += N * float(num) / z
+        state[0] = int(round(y - bias))
+        return
+    heads = _T + 3 * d
+    y = 0.0
+    if mode == 0:  # the query's own set bits pick the heads' value sums
+        bias = _head_sums(bits, state, sketch, aux, d, r) + (q - 1) * (s + 1)
+        for h in range(H):
+            off, dh = int(aux[heads + h]), int(aux[heads + H + h])
+            if dh > 0:
+                z = _feature_sum(sketch, off, dh, r)
+                if z == 0.0:
+                    state[0] = -1
+                    return
+                y += N * float(state[1 + h]) / z
+    else:  # blocks: e_pos, its own count, in head pos mod H
+        bias = s
+        for h in range(H):
+            off, dh = int(aux[heads + h]), int(aux[heads + H + h])
+            if dh > 0:
+                z = _feature_sum(sketch, off, dh, r)
+                if z == 0.0:
+                    state[0] = -1
+                    return
+                own = pos < d and int(aux[_T + 2 * d + pos]) == h
+                y += N * float(_value_sum(sketch, aux, d, r, pos) if own else 0) / z
+    state[0] = int(round(y - bias))
 
 
 @njit(cache=True)
