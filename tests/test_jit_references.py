@@ -194,6 +194,10 @@ REFERENCES: dict[str, Ref] = {
     "sketchsim.minip.bits.popcount64": Ref(
         f"{_BITS}::test_popcount_random_words", "inline: int(w).bit_count()"
     ),
+    "sketchsim.minip.bits.trailing_zeros64": Ref(
+        f"{_BITS}::test_trailing_zeros_is_the_lowest_set_bit",
+        "inline: (x & -x).bit_length() - 1 if x else 64",
+    ),
     "sketchsim.minip.bits.load_u64": Ref(
         f"{_BITS}::test_gather8_is_the_byte_gather",
         'inline: int.from_bytes(b[3:11].tobytes(), "little")',
@@ -263,8 +267,29 @@ REFERENCES: dict[str, Ref] = {
         via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
         hook='"kernel',
     ),
-    "sketchsim.sketch.kernel_head._lowest": Ref(
-        f"{_KREF}::test_lowest_set_bit", "inline: (x & -x).bit_length() - 1"
+    "sketchsim.sketch.kernel_head._one_feature_sum": Ref(
+        _HEADS,
+        "kernel_reference",
+        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
+        hook='"kernel',
+    ),
+    "sketchsim.sketch.kernel_head._features_sum": Ref(
+        _HEADS,
+        "kernel_reference",
+        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
+        hook='"kernel',
+    ),
+    "sketchsim.sketch.kernel_head._head_sums": Ref(
+        _HEADS,
+        "kernel_reference",
+        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
+        hook='"kernel',
+    ),
+    "sketchsim.sketch.kernel_head._feature_sum": Ref(
+        _HEADS,
+        "kernel_reference",
+        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
+        hook='"kernel',
     ),
     "sketchsim.sketch.kernel_head._word_below": Ref(
         f"{_KREF}::test_word_below_clears_elements_from_d",

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from nojit import run_without_jit
 
 from sketchsim import minip_targets, pack_bits, unpack_bits
-from sketchsim.minip.bits import popcount64
+from sketchsim.minip.bits import popcount64, trailing_zeros64
 from sketchsim.minip.kernel import minip_targets_packed
 
 EDGE_M = [1, 63, 64, 65, 128, 456]
@@ -39,6 +39,26 @@ def test_popcount_random_words():
         assert popcount64(w) == int(w).bit_count()
     for k in range(65):  # the k lowest bits set: 0 .. all ones
         assert popcount64(np.uint64((1 << k) - 1)) == int((1 << k) - 1).bit_count() == k
+
+
+def _trailing_zeros_words():
+    rng = np.random.default_rng(1)
+    words = [0, 1, 2, 3, 1 << 63, 2**64 - 1, *rng.integers(1, 2**63, 100).tolist()]
+    return words + [int(w) << s for s, w in enumerate(rng.integers(1, 2**16, 48))]
+
+
+def test_trailing_zeros_is_the_lowest_set_bit():
+    for x in _trailing_zeros_words():
+        expected = (x & -x).bit_length() - 1 if x else 64
+        assert trailing_zeros64(np.uint64(x)) == expected, x
+
+
+def test_trailing_zeros_without_jit():
+    code = (
+        "import numpy as np; from sketchsim.minip.bits import trailing_zeros64;"
+        "print([trailing_zeros64(np.uint64(x)) for x in (0, 1, 12, 1 << 63, 2**64 - 1)])"
+    )
+    assert run_without_jit(code)[0] == "[64, 0, 2, 63, 0]"
 
 
 @pytest.mark.parametrize("m", EDGE_M)

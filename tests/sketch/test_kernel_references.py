@@ -15,7 +15,7 @@ from sketchsim.sketch.entry_tally import _count_dense
 from sketchsim.sketch.estimators import match_answers
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.fingerprint import fold, fold_py
-from sketchsim.sketch.kernel_head import _T, _lowest, _word_below, head_dims, kernel_plan
+from sketchsim.sketch.kernel_head import _T, _word_below, head_dims, kernel_plan
 from sketchsim.sketch.mqar import MQARFamily
 from sketchsim.sketch.plugins import resolve_spec
 
@@ -213,11 +213,3 @@ def test_word_below_clears_elements_from_d(d):
         for w in range(words):  # the callers' range: words holding an element below d
             keep = min(64, d - 64 * w)
             assert int(_word_below(bits, w, d)) == int(bits[w]) & ((1 << keep) - 1)
-
-
-def test_lowest_set_bit():
-    rng = np.random.default_rng(1)
-    words = [1, 2, 3, 1 << 63, 2**64 - 1, *rng.integers(1, 2**63, 100).tolist()]
-    words += [int(w) << s for s, w in enumerate(rng.integers(1, 2**16, 48))]
-    for x in words:
-        assert _lowest(np.uint64(x)) == (x & -x).bit_length() - 1, x
