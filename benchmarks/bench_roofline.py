@@ -64,8 +64,10 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_main_job import tree_label  # noqa: E402
 from ratios import best_of, report  # noqa: E402
 
+import sketchsim  # noqa: E402
 from sketchsim.sketch import loop as engine_loop  # noqa: E402
 from sketchsim.sketch.engine import Engine  # noqa: E402
 from sketchsim.sketch.family import HARD, HardFamily  # noqa: E402
@@ -405,6 +407,8 @@ def main(argv=None):
             "splits": splits,
             "main_job": job,
             "cpu": _cpu(),
+            # the commit of the sketchsim it timed (PYTHONPATH may point at another tree)
+            "code": tree_label(os.path.dirname(os.path.dirname(sketchsim.__file__))),
             "time_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         }
         write_json_atomic(args.json, payload)
