@@ -267,30 +267,15 @@ REFERENCES: dict[str, Ref] = {
         via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
         hook='"kernel',
     ),
-    "sketchsim.sketch.kernel_head._one_feature_sum": Ref(
-        _HEADS,
-        "kernel_reference",
-        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
-        hook='"kernel',
-    ),
-    "sketchsim.sketch.kernel_head._features_sum": Ref(
-        _HEADS,
-        "kernel_reference",
-        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
-        hook='"kernel',
-    ),
-    "sketchsim.sketch.kernel_head._head_sums": Ref(
-        _HEADS,
-        "kernel_reference",
-        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
-        hook='"kernel',
-    ),
-    "sketchsim.sketch.kernel_head._feature_sum": Ref(
-        _HEADS,
-        "kernel_reference",
-        via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
-        hook='"kernel',
-    ),
+    **{  # the readout's inline helpers, each reached through update
+        f"sketchsim.sketch.kernel_head.{name}": Ref(
+            _HEADS,
+            "kernel_reference",
+            via=(_HEAD_PLAN, "sketchsim.sketch.kernel_head.update"),
+            hook='"kernel',
+        )
+        for name in ("_one_feature_sum", "_features_sum", "_head_sums", "_feature_sum")
+    },
     "sketchsim.sketch.kernel_head._word_below": Ref(
         f"{_KREF}::test_word_below_clears_elements_from_d",
         "inline: int(bits[w]) & ((1 << keep) - 1)",
