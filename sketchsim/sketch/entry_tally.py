@@ -17,6 +17,19 @@ __all__ = ["EntryTally", "DENSE_VALUES", "DENSE_TOTAL"]
 DENSE_VALUES = 1 << 12
 #: At most this many dense counters per tally (8 bytes each).
 DENSE_TOTAL = 1 << 22
+#: Counters per cache line.
+_LINE = 8
+
+
+def _padded(sizes: np.ndarray) -> np.ndarray:
+    """Counters each dense entry takes in the table: its range, in an odd number of lines.
+
+    A row's increments walk the entries in order; with blocks of 2^k lines (ranges
+    like 256) they would all fall in the same few cache sets and evict each other.
+    An odd line stride spreads consecutive entries over every set.
+    """
+    lines = -(-np.asarray(sizes, dtype=np.int64) // _LINE)
+    return _LINE * (lines + (lines % 2 == 0))
 
 
 @njit(nogil=True, cache=True)
@@ -216,11 +229,12 @@ class EntryTally:
         self.n_entries = ranges.size
         dense = (ranges > 0) & (ranges <= DENSE_VALUES)
         cols = np.flatnonzero(dense)
-        keep = np.cumsum(ranges[cols]) <= DENSE_TOTAL
+        keep = np.cumsum(_padded(ranges[cols])) <= DENSE_TOTAL
         self.cols = cols[keep].astype(np.int64)
         self.sizes = ranges[self.cols]
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
-        self.hist = np.zeros(int(self.sizes.sum()), dtype=np.int64)
+        room = _padded(self.sizes)
+        self.offsets = np.concatenate([[0], np.cumsum(room)[:-1]]).astype(np.int64)
+        self.hist = np.zeros(int(room.sum()), dtype=np.int64)
         sparse = np.ones(self.n_entries, dtype=bool)
         sparse[self.cols] = False
         self.sparse_cols = np.flatnonzero(sparse).astype(np.int64)

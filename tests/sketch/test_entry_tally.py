@@ -27,6 +27,7 @@ from sketchsim.sketch.entry_tally import (
     EntryTally,
     _drop_varying,
     _gather_varying,
+    _padded,
     _run_end,
     _small_runs,
     _sorted_runs,
@@ -466,6 +467,18 @@ def test_values_outside_a_declared_range():
     batches[5][19, 3] = -(1 << 63)
     for threads in (1, 2):
         check_tally(run_tally(batches, ranges, threads), np.concatenate(batches))
+
+
+def test_dense_blocks_take_an_odd_number_of_cache_lines():
+    sizes = np.arange(1, 600, dtype=np.int64)
+    room = _padded(sizes)
+    assert (room >= sizes).all() and (room < sizes + 16).all()
+    assert (room % 8 == 0).all() and ((room // 8) % 2 == 1).all()
+    tally = EntryTally(np.array([256, 3, 256, 8, 9], dtype=np.int64))
+    starts = tally.offsets * 8 // 64  # lines, from the table's start
+    assert np.unique(starts % 64).size == starts.size  # different cache sets
+    assert (np.diff(tally.offsets) >= tally.sizes[:-1]).all()
+    assert tally.hist.size == tally.offsets[-1] + _padded(tally.sizes[-1:])[0]
 
 
 def test_entries_beyond_the_dense_budget_are_sparse():
