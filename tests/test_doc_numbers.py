@@ -1269,6 +1269,49 @@ entry(
     ["{:.2f}"] * 7,
 )  # fmt: skip
 
+# docs/benchmarks.md: issue #31, round 4 sessions 5 and 6 (two bench_roofline runs of each code)
+_S6_FILES = (("session6_before", "session start"), ("session6_before_run2", "session start"),
+             ("session6", "this code"), ("session6_run2", "this code"))  # fmt: skip
+for _spec in ("kernel", "kernel:values=blocks,bits=7", "multihead:heads=4"):
+    for _file, _label in _S6_FILES:
+        _row = ("protocols", {"protocol": _spec})
+        entry(
+            "docs/benchmarks.md",
+            f"| {_spec} | {{}} ({_label}) | {{}} | {{}} us | {{}}% | {{}} us | {{}} us | {{}} us |",
+            f"docs/roofline/{_file}.json",
+            [("code",), ("time_utc", lambda s: s[11:]), (*_row, "measure_us"),
+             (*_row, "fraction_measure", lambda v: 100 * v), (*_row, "engine_us"),
+             ("splits", _spec, "measure", "entry tally", lambda v: 1e6 * v),
+             ("splits", _spec, "engine", "update", lambda v: 1e6 * v)],
+            ["{}", "{}", "{:.2f}", "{:.1f}", "{:.2f}", "{:.3f}", "{:.3f}"],
+        )  # fmt: skip
+main_job_rows(
+    "docs/roofline/main_job_session6.json", ("3828e3f (session 5 start)", "876e5dd (this code)")
+)
+one(
+    "docs/benchmarks.md",
+    "cold one lost {} s, about what session 5's",
+    "docs/roofline/main_job_session6.json",
+    (lambda d: d["rows"][1]["cold_s"] - d["rows"][0]["cold_s"],),
+    "{:.1f}",
+)
+_CC6 = "docs/roofline/cold_compile_session6.json"
+entry(
+    "docs/benchmarks.md",
+    "the job takes {} s,\nof which numba compiling {} s; the kernel heads' engine loop\n{} s "
+    "(3.39 s in session 3), block-counts'\n{} s, raw's {} s.",
+    _CC6,
+    [("job_s",), ("compile_s",), _loop_of("sketchsim.sketch.kernel_head"),
+     _loop_of("sketchsim.sketch.block_counts"), _loop_of("sketchsim_plugin_raw")],
+    ["{:.2f}"] * 5,
+)  # fmt: skip
+one("docs/benchmarks.md", "({} s in session 3)", _CC, ("functions", 0, "seconds"), "{:.2f}")
+main_job_ratio(
+    "right after the runs above): the main job\n{} s against the NumPy peer's {} s ({}x);\n"
+    "block-counts `measure()` on the peer's 1,000,000 inputs {} s,\n{}x faster than the peer.",
+    "docs/roofline/session6_main_job.json",
+)
+
 # docs/benchmarks.md: the GPU check (benchmarks/gpu_check.py on an H200)
 BM = "docs/benchmarks.md"
 GPU = "docs/gpu/gpu_check_h200.json"

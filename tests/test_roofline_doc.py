@@ -15,12 +15,14 @@ def test_roofline_tables_match_the_run_files():
     spec.loader.exec_module(bench)
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     runs = {}
-    for name in ("before", "after", "session2_before", "session2", "session3_before", "session3"):
+    names = ("before", "after", "session2_before", "session2", "session3_before", "session3")
+    for name in names + ("session6_before", "session6", "session6_before_run2", "session6_run2"):
         runs[name] = json.loads((ROOT / "docs" / "roofline" / f"{name}.json").read_text())
     # round 4 session 1 (before/after), and session 2 (its starting commit/this code)
     assert bench.doc_tables(runs["before"], runs["after"]) in page
     assert bench.doc_tables(runs["session2_before"], runs["session2"]) in page
     assert bench.doc_tables(runs["session3_before"], runs["session3"]) in page
+    assert bench.doc_tables(runs["session6_before"], runs["session6"]) in page  # sessions 5, 6
     after = runs["after"]
     assert [r["protocol"] for r in after["protocols"]] == [
         "raw", "block-counts", "clipped-counts", "kernel", "kernel:bits=6",
