@@ -229,10 +229,11 @@ class EntryTally:
         self.n_entries = ranges.size
         dense = (ranges > 0) & (ranges <= DENSE_VALUES)
         cols = np.flatnonzero(dense)
-        keep = np.cumsum(_padded(ranges[cols])) <= DENSE_TOTAL
+        padded = _padded(ranges[cols])
+        keep = np.cumsum(padded) <= DENSE_TOTAL
         self.cols = cols[keep].astype(np.int64)
         self.sizes = ranges[self.cols]
-        room = _padded(self.sizes)
+        room = padded[keep]
         self.offsets = np.concatenate([[0], np.cumsum(room)[:-1]]).astype(np.int64)
         self.hist = np.zeros(int(room.sum()), dtype=np.int64)
         sparse = np.ones(self.n_entries, dtype=bool)
