@@ -8,6 +8,7 @@ same report either way), writing the result file after each protocol.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from sketchsim import config
@@ -160,6 +161,7 @@ def run(
     on_protocol : callable, optional
         ``on_protocol(spec, entry, resumed)`` after each protocol.
     """
+    from sketchsim.sketch import prewarm
     from sketchsim.sketch.family_plugins import family_identity
     from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
     from sketchsim.sketch.transcript import InputLimitError
@@ -169,14 +171,15 @@ def run(
     resolved = resolve_protocols(plan.protocols or default_specs)
     check_support(resolved, family)
     fam_id = family_identity(plan.family, family)
-    with open_cluster(cluster, log=say) as (client, spec):
+    with open_cluster(cluster, log=say) as (client, spec), ExitStack() as stack:
         try:
             if client is None:
-                measure_one, mode, n_inputs, units, extra = _local(plan, family)
+                measure_one, mode, n_inputs, units, extra, T = _local(plan, family)
             else:
                 measure_one, mode, n_inputs, units, extra = _clustered(
                     plan, family, client, spec, len(resolved), say
                 )
+                T = None
         except InputLimitError as exc:
             raise SketchsimError(f"{exc}; {limit_hint(exc)}") from None
         header = {
@@ -206,8 +209,17 @@ def run(
         result = TranscriptRun(family, mode, n_inputs, header, extra=extra)
         if on_start is not None:
             on_start(result)
-        for spec_text, r in resolved:
-            key = unit_key(r.protocol.name, r.params, r.identity, fam_id)
+        keys = [unit_key(r.protocol.name, r.params, r.identity, fam_id) for _, r in resolved]
+        if T is None:
+            helper = prewarm.Prewarm()
+        else:  # the engine loops of the protocols to measure, compiled beside this process
+            pending = [
+                item for item, key in zip(resolved, keys, strict=True) if store.get(key) is None
+            ]
+            family_args = (plan.family, plan.q, plan.s, plan.samples, plan.seed)
+            helper = prewarm.start(family_args, family, pending, T)
+        stack.callback(helper.close)
+        for (spec_text, r), key in zip(resolved, keys, strict=True):
             old = store.get(key)
             if old is not None:
                 result.entries.append(old)
@@ -222,6 +234,7 @@ def run(
                 def update(done, total, spec_text=spec_text):
                     progress(spec_text, done, total)
 
+            helper.wait(spec_text)
             rep, stats = measure_one(spec_text, r, update)
             rep.spec = spec_text
             # identities: the protocol's source and the family's (file hash, module
@@ -246,7 +259,7 @@ def _local(plan: TranscriptPlan, family):
     def measure_one(spec, r, update):
         return measure(family, T, r.protocol, r.params, r.source, progress=update), None
 
-    return measure_one, mode, int(T.shape[0]), int(T.shape[0]), {}
+    return measure_one, mode, int(T.shape[0]), int(T.shape[0]), {}, T
 
 
 def _clustered(plan: TranscriptPlan, family, client, spec, n_protocols: int, say):

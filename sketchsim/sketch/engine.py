@@ -38,7 +38,7 @@ from sketchsim.sketch.contract import (
 from sketchsim.sketch.engine_cache import cached_loop
 from sketchsim.sketch.protocol import Context, Plan
 
-__all__ = ["RunResult", "Engine", "full_tokens"]
+__all__ = ["RunResult", "Engine", "full_tokens", "loop_functions"]
 
 _LOOPS: dict = {}
 
@@ -60,6 +60,16 @@ def _jitted_loop(emit, update, answer, init, cache: bool = False):
             loop = engine_loop.compiled(funcs, inline=cache)
         _LOOPS[key] = loop
     return _LOOPS[key]
+
+
+def loop_functions(plan: Plan) -> tuple:
+    """``(emit, update, answer, init)`` that the engine loop of ``plan`` is compiled for.
+
+    A plan without ``init`` gets :func:`~sketchsim.sketch.loop.no_init`.  Plug-ins'
+    functions are these before the engine's bounds-checked copies.
+    """
+    init = engine_loop.no_init if plan.init is None else plan.init
+    return (plan.emit, plan.update, plan.answer, init)
 
 
 @dataclass
@@ -116,14 +126,10 @@ class Engine:
         self.threads = numba.config.NUMBA_NUM_THREADS
         self._validated = False
         if self.jitted:
-            funcs = (plan.emit, plan.update, plan.answer)
+            funcs = loop_functions(plan)
             if not plan.builtin:  # not ours: bounds-checked for the whole run
-                funcs = tuple(checked_copy(f) for f in funcs)
-            if plan.init is None:
-                init = engine_loop.no_init
-            else:
-                init = plan.init if plan.builtin else checked_copy(plan.init)
-            self._loop = _jitted_loop(*funcs, init, cache=plan.builtin)
+                funcs = tuple(f if f is engine_loop.no_init else checked_copy(f) for f in funcs)
+            self._loop = _jitted_loop(*funcs, cache=plan.builtin)
 
     def run(
         self, tokens: np.ndarray, store: bool = False, fixed: np.ndarray | None = None

@@ -39,7 +39,7 @@ from sketchsim.machine import package_digest
 from sketchsim.results import atomic_path
 from sketchsim.sketch import loop as engine_loop
 
-__all__ = ["CACHE_DIR_ENV", "cache_dir", "cached_loop"]
+__all__ = ["CACHE_DIR_ENV", "cache_dir", "cached_loop", "loop_file"]
 
 CACHE_DIR_ENV = "SKETCHSIM_CACHE_DIR"
 
@@ -86,27 +86,43 @@ def _module_text(names, has_init: bool) -> str:
     )
 
 
+def _located(funcs) -> tuple[str, str, Path] | None:
+    """``(module text, module name, file)`` of the loop for ``funcs``; None if not cacheable."""
+    names = [_global_name(f) for f in funcs]
+    folder = cache_dir() if None not in names else None
+    if folder is None:
+        return None
+    text = _module_text(names, engine_loop.uses_init(funcs[3]))
+    h = hashlib.sha256(package_digest().encode())
+    for source in sorted({inspect.getsourcefile(f.py_func) for f in funcs}):
+        h.update(Path(source).read_bytes())
+    h.update(text.encode())
+    digest = h.hexdigest()[:20]
+    return text, f"sketchsim_engine_{digest}", folder / f"engine_{digest}.py"
+
+
+def loop_file(emit, update, answer, init) -> Path | None:
+    """The generated module that holds (or will hold) the loop for these functions.
+
+    None when the loop is not cached on disk (see :func:`cached_loop`).  The file
+    exists once a process has compiled, or is compiling, this loop with this code.
+    """
+    found = _located((emit, update, answer, init))
+    return None if found is None else found[2]
+
+
 def cached_loop(emit, update, answer, init):
     """The engine loop for these functions from a generated, numba-cached module.
 
     Returns None when a function is not importable by name or the cache folder
     cannot be written (the caller then compiles the loop in memory).
     """
-    funcs = (emit, update, answer, init)
-    names = [_global_name(f) for f in funcs]
-    folder = cache_dir() if None not in names else None
-    if folder is None:
+    found = _located((emit, update, answer, init))
+    if found is None:
         return None
-    text = _module_text(names, engine_loop.uses_init(init))
-    h = hashlib.sha256(package_digest().encode())
-    for source in sorted({inspect.getsourcefile(f.py_func) for f in funcs}):
-        h.update(Path(source).read_bytes())
-    h.update(text.encode())
-    digest = h.hexdigest()[:20]
-    modname = f"sketchsim_engine_{digest}"
+    text, modname, path = found
     if modname in sys.modules:
         return sys.modules[modname].loop
-    path = folder / f"engine_{digest}.py"
     try:
         if not path.exists() or path.read_text() != text:
             with atomic_path(path) as tmp:
