@@ -163,12 +163,10 @@ def start(family_args: tuple, family, resolved, T: np.ndarray) -> Prewarm:
         "folder": str(folder),
     }
     (folder / "job.json").write_text(json.dumps(job))
-    import sketchsim
-
     env = dict(os.environ)
     env[PREWARM_ENV] = "0"  # the helper's own imports start no helper
     # the same sketchsim as here, wherever it was imported from
-    root = str(Path(sketchsim.__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     process = subprocess.Popen(
         [sys.executable, "-m", "sketchsim.sketch.prewarm", str(folder / "job.json")],

@@ -1,0 +1,108 @@
+"""The cold run's helper (sketchsim.sketch.prewarm): which loops it takes, the claims, results."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from plugin_files import write_plugin
+
+from sketchsim.sketch import HardFamily
+from sketchsim.sketch.engine import loop_functions
+from sketchsim.sketch.engine_cache import loop_file
+from sketchsim.sketch.inputs import resolve_protocols
+from sketchsim.sketch.prewarm import Prewarm, claim, cold_loops
+from sketchsim.sketch.transcript import DEFAULT_SPECS
+
+
+def test_cold_loops_group_the_main_jobs_protocols_by_engine_loop(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKETCHSIM_CACHE_DIR", str(tmp_path))
+    fam = HardFamily(4, 1)
+    plug = write_plugin(tmp_path)
+    resolved = resolve_protocols([*DEFAULT_SPECS, f"{plug}:P", "kernel:bits=200"])
+    groups = cold_loops(fam, resolved)
+    # raw; the two count protocols; the four kernel heads (one loop, shared); the
+    # plug-in and a spec whose plan fails are left to the measuring process
+    kernels = [s for s in DEFAULT_SPECS if s.startswith(("kernel", "multihead"))]
+    assert groups == [["raw"], ["block-counts", "clipped-counts"], kernels]
+    # a loop whose generated module exists is warm: no longer handed to a helper
+    proto = dict(resolved)["block-counts"].protocol
+    loop_file(*loop_functions(proto.plan(fam.context(), {}))).write_text("")
+    assert cold_loops(fam, resolved) == [["raw"], kernels]
+
+
+def test_a_loop_goes_to_the_first_claim(tmp_path):
+    assert claim(tmp_path, 0) and not claim(tmp_path, 0)
+    assert claim(tmp_path, 1)
+
+
+class _Helper:
+    """A stand-in for the helper process: running until ``exit_code`` is set."""
+
+    def __init__(self):
+        self.exit_code = None
+
+    def poll(self):
+        return self.exit_code
+
+    def kill(self):
+        self.exit_code = -9
+
+    def wait(self):
+        return self.exit_code
+
+
+def test_wait_claims_free_loops_and_waits_only_for_the_helpers(tmp_path):
+    helper = _Helper()
+    warm = Prewarm(helper, tmp_path, {"raw": 0, "kernel": 1, "multihead": 1, "other": 2})
+    warm.wait("raw")  # free: taken here, returns at once
+    assert not claim(tmp_path, 0)
+    warm.wait("not-cold")  # not handed over: returns at once
+    claim(tmp_path, 1)  # the helper's, finished
+    (tmp_path / "done_1").touch()
+    warm.wait("kernel")
+    warm.wait("multihead")
+    claim(tmp_path, 2)  # the helper's, which has died before finishing it
+    helper.exit_code = 1
+    warm.wait("other")
+    helper.exit_code = None
+    warm.close()  # kills a helper that still runs and drops the folder
+    assert helper.exit_code == -9 and not tmp_path.exists() and warm.process is None
+
+
+_CHILD = """
+import json, sys
+from sketchsim.runs.transcript import TranscriptPlan, run
+from sketchsim.sketch import engine
+res = run(TranscriptPlan(q=3, s=2, protocols=("raw", "block-counts", "clipped-counts")))
+loops = {fn.__module__: sum(fn.stats.cache_hits.values()) for fn in engine._LOOPS.values()}
+entries = [{k: v for k, v in e.items() if k != "seconds"} for e in res.entries]
+print(json.dumps({"entries": entries, "hits": sorted(loops.values())}))
+"""
+
+
+def _run_child(tmp_path, prewarm: str) -> dict:
+    env = {
+        **os.environ,
+        "SKETCHSIM_CACHE_DIR": str(tmp_path / prewarm / "engines"),
+        "NUMBA_CACHE_DIR": str(tmp_path / prewarm / "numba"),
+        "SKETCHSIM_PREWARM": prewarm,
+        "TMPDIR": str(tmp_path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_cold_run_loads_the_helpers_loop_and_measures_the_same(tmp_path):
+    with_helper = _run_child(tmp_path, "1")
+    alone = _run_child(tmp_path, "0")
+    assert with_helper["entries"] == alone["entries"]
+    # alone, both loops are compiled here; with the helper, the count protocols'
+    # loop (the last needed) comes from the cache it filled
+    assert alone["hits"] == [0, 0]
+    assert with_helper["hits"] == [0, 1]
+    assert not list(tmp_path.glob("sketchsim-prewarm-*"))  # the helper's folder is gone
