@@ -1295,6 +1295,17 @@ one(
     (lambda d: d["rows"][1]["cold_s"] - d["rows"][0]["cold_s"],),
     "{:.1f}",
 )
+# docs/benchmarks.md: round 4 session 7 (the cold run's helper)
+main_job_rows(
+    "docs/roofline/main_job_session7.json", ("a32c726 (session start)", "b74c6bc (this code)")
+)
+entry(
+    RM,
+    "took {} s warm and\n{} s cold (empty compile caches)",
+    "docs/roofline/main_job_session7.json",
+    [("rows", 1, "warm_s"), ("rows", 1, "cold_s")],
+    ["{:.2f}"] * 2,
+)
 _CC6 = "docs/roofline/cold_compile_session6.json"
 entry(
     "docs/benchmarks.md",
