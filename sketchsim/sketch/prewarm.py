@@ -87,7 +87,11 @@ def claim(folder: Path, index: int) -> bool:
 
 
 def _enabled() -> bool:
+    from sketchsim.numba_cache import configure
+
     if os.environ.get(PREWARM_ENV, "1") == "0" or numba.config.DISABLE_JIT:
+        return False
+    if configure().source == "off":  # nothing the helper compiles would reach this process
         return False
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -155,23 +159,29 @@ def start(family_args: tuple, family, resolved, T: np.ndarray) -> Prewarm:
     loops = cold_loops(family, resolved)
     if len(loops) < 2:
         return Prewarm()
-    folder = Path(tempfile.mkdtemp(prefix="sketchsim-prewarm-"))
     job = {
         "family": list(family_args),
         "specs": [specs[0] for specs in loops],
         "answers": [int(t) for t in T[0]],
-        "folder": str(folder),
     }
-    (folder / "job.json").write_text(json.dumps(job))
     env = dict(os.environ)
     env[PREWARM_ENV] = "0"  # the helper's own imports start no helper
     # the same sketchsim as here, wherever it was imported from
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sketchsim.sketch.prewarm", str(folder / "job.json")],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    folder = None
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="sketchsim-prewarm-"))
+        (folder / "job.json").write_text(json.dumps({**job, "folder": str(folder)}))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sketchsim.sketch.prewarm", str(folder / "job.json")],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+    except OSError:  # no temporary folder or no process: compile here, as without a helper
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        return Prewarm()
     owned = {spec: i for i, specs in enumerate(loops) for spec in specs}
     return Prewarm(process, folder, owned)
 

@@ -71,6 +71,59 @@ def test_wait_claims_free_loops_and_waits_only_for_the_helpers(tmp_path):
     assert helper.exit_code == -9 and not tmp_path.exists() and warm.process is None
 
 
+def test_no_helper_without_jit_a_numba_cache_or_a_second_cpu(monkeypatch):
+    import numba
+
+    from sketchsim.sketch import prewarm
+
+    monkeypatch.setenv("SKETCHSIM_PREWARM", "1")
+    monkeypatch.setattr(prewarm.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert prewarm._enabled()
+    monkeypatch.setattr(prewarm.os, "sched_getaffinity", lambda pid: {0})
+    assert not prewarm._enabled()
+    monkeypatch.setattr(prewarm.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
+    assert not prewarm._enabled()
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", False)
+    from sketchsim import numba_cache
+
+    monkeypatch.setattr(numba_cache, "configure", lambda: numba_cache.CacheChoice("off", None))
+    assert not prewarm._enabled()
+    monkeypatch.undo()
+    monkeypatch.setenv("SKETCHSIM_PREWARM", "0")
+    assert not prewarm._enabled()
+
+
+@pytest.mark.parametrize("fails", ["mkdtemp", "Popen"])
+def test_a_helper_that_cannot_start_leaves_the_run_to_this_process(fails, tmp_path, monkeypatch):
+    from sketchsim.sketch import prewarm
+
+    monkeypatch.setenv("SKETCHSIM_CACHE_DIR", str(tmp_path / "engines"))
+    monkeypatch.setattr(prewarm, "_enabled", lambda: True)
+    made = []
+
+    def mkdtemp(prefix):
+        if fails == "mkdtemp":
+            raise OSError("read-only")
+        made.append(tmp_path / "job")
+        made[-1].mkdir()
+        return str(made[-1])
+
+    def popen(*args, **kwargs):
+        raise OSError("no processes left")
+
+    monkeypatch.setattr(prewarm.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(prewarm.subprocess, "Popen", popen)
+    fam = HardFamily(4, 1)
+    resolved = resolve_protocols(["raw", "block-counts"])
+    assert len(cold_loops(fam, resolved)) == 2
+    helper = prewarm.start(("hard", 4, 1, 10, 0), fam, resolved, fam.sample_answers(3))
+    assert helper.process is None
+    helper.wait("raw")  # nothing to wait for
+    helper.close()
+    assert not any(p.exists() for p in made)  # a folder made before Popen failed is gone
+
+
 _CHILD = """
 import json, sys
 from sketchsim.runs.transcript import TranscriptPlan, run
