@@ -396,6 +396,16 @@ REFERENCES: dict[str, Ref] = {
     "sketchsim.sketch.fingerprint.fold": Ref(
         f"{_KREF}::test_fold_matches_fold_py", "sketchsim.sketch.fingerprint.fold_py"
     ),
+    "sketchsim.sketch.grouping._bucket_sort": Ref(
+        "tests/sketch/test_grouping.py::test_bucket_order_is_numpys_stable_argsort",
+        "inline: np.argsort(keys, kind=\"stable\")",
+        via=("sketchsim.sketch.grouping.bucket_order",),
+    ),
+    "sketchsim.sketch.grouping._groups_by_fp0": Ref(
+        "tests/sketch/test_grouping.py::test_group_transcripts_equals_python_sorting",
+        "_python_groups",
+        via=("sketchsim.sketch.grouping.group_transcripts",),
+    ),
     "sketchsim.sketch.grouping._collision_pairs": Ref(
         "tests/sketch/test_measure.py::test_collision_candidates_match_numpy_on_a_large_input",
         "inline: np.minimum.at(first, inverse, np.arange(B))",
