@@ -398,7 +398,7 @@ REFERENCES: dict[str, Ref] = {
     ),
     "sketchsim.sketch.grouping._bucket_sort": Ref(
         "tests/sketch/test_grouping.py::test_bucket_order_is_numpys_stable_argsort",
-        "inline: np.argsort(keys, kind=\"stable\")",
+        'inline: np.argsort(keys, kind="stable")',
         via=("sketchsim.sketch.grouping.bucket_order",),
     ),
     "sketchsim.sketch.grouping._groups_by_fp0": Ref(
