@@ -1306,6 +1306,20 @@ entry(
     [("rows", 1, "warm_s"), ("rows", 1, "cold_s")],
     ["{:.2f}"] * 2,
 )
+_S7_FILES = (("session7_before", "a32c726 (session start)"), ("session7", "bd2a791 (this code)"),
+             ("session7_before_run2", "a32c726 (session start)"),
+             ("session7_run2", "bd2a791 (this code)"))  # fmt: skip
+for _file, _label in _S7_FILES:
+    entry(
+        "docs/benchmarks.md",
+        f"| {_label} | {{}} | {{}} us | {{}} s | {{}} s | {{}}x | {{}} s |",
+        f"docs/roofline/{_file}.json",
+        [("time_utc", lambda s: s[11:]),
+         ("splits", "block-counts", "measure", "grouping", lambda v: 1e6 * v),
+         ("main_job", "block_counts_1m_s"), ("main_job", "numpy_peer_1m_s"),
+         ("main_job", "block_counts_speedup"), ("main_job", "main_job_s")],
+        ["{}", "{:.3f}", "{:.3f}", "{:.2f}", "{:.2f}", "{:.2f}"],
+    )  # fmt: skip
 _CC6 = "docs/roofline/cold_compile_session6.json"
 entry(
     "docs/benchmarks.md",
