@@ -401,7 +401,7 @@ REFERENCES: dict[str, Ref] = {
         'inline: np.argsort(keys, kind="stable")',
         via=("sketchsim.sketch.grouping.bucket_order",),
     ),
-    "sketchsim.sketch.grouping._groups_by_fp0": Ref(
+    "sketchsim.sketch.grouping._number_groups": Ref(
         "tests/sketch/test_grouping.py::test_group_transcripts_equals_python_sorting",
         "_python_groups",
         via=("sketchsim.sketch.grouping.group_transcripts",),

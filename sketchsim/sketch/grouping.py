@@ -65,14 +65,16 @@ def sort_groups(fp0: np.ndarray, fp1: np.ndarray, presorted: bool = False):
 # Fingerprints are hashes, so their top bits spread the inputs evenly: a counting
 # sort on the top k bits (about two inputs per bucket) and an insertion sort inside
 # each bucket order them in O(B).  The counting sort keeps input order, so a bucket
-# that is already in order (one transcript shared by many inputs) is left as it is;
-# another large one is merge-sorted.  numpy's argsort took 2-4x longer (issue #31).
+# that is already in order (one transcript shared by many inputs) is left as it is.
+# Any other large bucket (keys that are not hashes) sends the whole sort to NumPy.
+# numpy's argsort alone took 2-4x longer on hashes (issue #31).
 _BUCKET_BITS_MAX = 22
 _INSERTION_MAX = 32
 
 
 @njit(cache=True)
 def _bucket_sort(fp0):
+    """``(order, fp0[order], ok)``; ``ok`` False when a large bucket was out of order."""
     n = fp0.shape[0]
     k = 1
     while k < _BUCKET_BITS_MAX and (np.int64(1) << (k + 1)) <= n:
@@ -94,43 +96,43 @@ def _bucket_sort(fp0):
         pos[b] = p + 1
     for b in range(1 << k):
         lo, hi = start[b], start[b + 1]
-        if hi - lo <= _INSERTION_MAX:
+        if hi - lo > _INSERTION_MAX:
             for j in range(lo + 1, hi):
-                key, at = keys[j], order[j]
-                t = j
-                while t > lo and keys[t - 1] > key:
-                    keys[t] = keys[t - 1]
-                    order[t] = order[t - 1]
-                    t -= 1
-                keys[t] = key
-                order[t] = at
+                if keys[j] < keys[j - 1]:
+                    return order, keys, False
             continue
-        ordered = True
-        for j in range(lo + 1, hi):
-            if keys[j] < keys[j - 1]:
-                ordered = False
-                break
-        if not ordered:
-            sub = np.argsort(keys[lo:hi], kind="mergesort") + lo
-            keys[lo:hi] = keys[sub]
-            order[lo:hi] = order[sub]
-    return order, keys
+        for j in range(lo + 1, hi):  # insertion sort: stable
+            key, at = keys[j], order[j]
+            t = j
+            while t > lo and keys[t - 1] > key:
+                keys[t] = keys[t - 1]
+                order[t] = order[t - 1]
+                t -= 1
+            keys[t] = key
+            order[t] = at
+    return order, keys, True
 
 
 def bucket_order(fp0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(order, fp0[order])``: the stable sorting permutation of ``fp0`` (uint64, n >= 1).
+    """``(order, fp0[order])``: the stable sorting permutation of ``fp0`` (uint64).
 
     The same as ``np.argsort(fp0, kind="stable")``, in about O(n) for hashes.
     """
-    return _bucket_sort(fp0)
+    fp0 = np.ascontiguousarray(fp0, dtype=np.uint64)
+    if fp0.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), fp0.copy()
+    order, keys, ok = _bucket_sort(fp0)
+    if not ok:
+        order = np.argsort(fp0, kind="stable")
+        keys = fp0[order]
+    return order, keys
 
 
 @njit(cache=True)
-def _groups_by_fp0(fp0, fp1):
-    """``(conflict, inverse, counts)``: groups of equal ``fp0`` in ``fp0`` order;
-    ``conflict`` when two inputs of a group differ in ``fp1``."""
-    n = fp0.shape[0]
-    order, keys = _bucket_sort(fp0)
+def _number_groups(order, keys, fp1):
+    """``(conflict, inverse, counts)`` for inputs sorted by ``keys`` (``fp0[order]``):
+    groups of equal ``fp0`` in that order; ``conflict`` when one group's ``fp1`` differ."""
+    n = order.shape[0]
     inverse = np.empty(n, dtype=np.int64)
     counts = np.zeros(n, dtype=np.int64)
     g = -1
@@ -164,7 +166,9 @@ def group_transcripts(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     B = fingerprints.shape[0]
     if B == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    conflict, inverse, counts = _groups_by_fp0(fingerprints[:, 0], fingerprints[:, 1])
+    order, keys = bucket_order(fingerprints[:, 0])
+    fp1 = np.ascontiguousarray(fingerprints[:, 1], dtype=np.uint64)
+    conflict, inverse, counts = _number_groups(order, keys, fp1)
     if not conflict:
         return inverse, counts
     order, new = sort_groups(fingerprints[:, 0], fingerprints[:, 1])
