@@ -1297,7 +1297,7 @@ one(
 )
 # docs/benchmarks.md: round 4 session 7 (the cold run's helper)
 main_job_rows(
-    "docs/roofline/main_job_session7.json", ("a32c726 (session start)", "b74c6bc (this code)")
+    "docs/roofline/main_job_session7.json", ("a32c726 (session start)", "c2df0ab (this code)")
 )
 entry(
     RM,
@@ -1306,9 +1306,9 @@ entry(
     [("rows", 1, "warm_s"), ("rows", 1, "cold_s")],
     ["{:.2f}"] * 2,
 )
-_S7_FILES = (("session7_before", "a32c726 (session start)"), ("session7", "bd2a791 (this code)"),
+_S7_FILES = (("session7_before", "a32c726 (session start)"), ("session7", "25a0fc7 (this code)"),
              ("session7_before_run2", "a32c726 (session start)"),
-             ("session7_run2", "bd2a791 (this code)"))  # fmt: skip
+             ("session7_run2", "25a0fc7 (this code)"))  # fmt: skip
 for _file, _label in _S7_FILES:
     entry(
         "docs/benchmarks.md",
