@@ -114,11 +114,15 @@ class Prewarm:
 
     def __init__(self, process=None, folder=None, owned=None):
         self.process, self.folder, self.owned = process, folder, owned or {}
+        self.mine: set[int] = set()  # loops this process claimed (and so compiles)
 
     def wait(self, spec: str) -> None:
         """Claim ``spec``'s loop, or wait until the helper has compiled it or exited."""
         index = self.owned.get(spec)
-        if index is None or self.process is None or claim(self.folder, index):
+        if index is None or self.process is None or index in self.mine:
+            return
+        if claim(self.folder, index):
+            self.mine.add(index)
             return
         done = self.folder / f"done_{index}"
         while not done.exists() and self.process.poll() is None:
@@ -159,26 +163,35 @@ def start(family_args: tuple, family, resolved, T: np.ndarray) -> Prewarm:
     loops = cold_loops(family, resolved)
     if len(loops) < 2:
         return Prewarm()
-    job = {
-        "family": list(family_args),
-        "specs": [specs[0] for specs in loops],
-        "answers": [int(t) for t in T[0]],
-    }
+    from sketchsim.machine import package_digest
+
+    spec, q, s, samples, seed = family_args
     env = dict(os.environ)
     env[PREWARM_ENV] = "0"  # the helper's own imports start no helper
-    # the same sketchsim as here, wherever it was imported from
+    # the same sketchsim as here, wherever it was imported from (the helper also
+    # checks the package digest); -P: not the working folder's packages first
     root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    if root not in _site_folders():
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     folder = None
     try:
+        job = {
+            "family": [spec, int(q), int(s), None if samples is None else int(samples), int(seed)],
+            "specs": [specs[0] for specs in loops],
+            "answers": [int(t) for t in T[0]],
+            "dtype": str(T.dtype),
+            "digest": package_digest(),
+            "parent": os.getpid(),
+        }
         folder = Path(tempfile.mkdtemp(prefix="sketchsim-prewarm-"))
         (folder / "job.json").write_text(json.dumps({**job, "folder": str(folder)}))
         process = subprocess.Popen(
-            [sys.executable, "-m", "sketchsim.sketch.prewarm", str(folder / "job.json")],
+            [sys.executable, "-P", "-m", "sketchsim.sketch.prewarm", str(folder / "job.json")],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-    except OSError:  # no temporary folder or no process: compile here, as without a helper
+    except (OSError, TypeError, ValueError):  # no folder, no process or odd arguments:
+        # this process compiles every loop, as without a helper
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         return Prewarm()
@@ -186,21 +199,47 @@ def start(family_args: tuple, family, resolved, T: np.ndarray) -> Prewarm:
     return Prewarm(process, folder, owned)
 
 
+def _site_folders() -> set[str]:
+    import site
+
+    folders = [*site.getsitepackages(), site.getusersitepackages()]
+    return {str(Path(f).resolve()) for f in folders}
+
+
+def _die_with_parent(parent: int) -> bool:
+    """Ask Linux to kill this process when its parent exits; False if it already has."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the run's close() still stops it
+        pass
+    return os.getppid() == parent
+
+
 def compile_loops(job_path: str) -> None:
     """The helper: compile each unclaimed loop of the job, the last first.
 
     Stops at the first loop the measuring process has claimed (it claims them in
-    order, so it has passed every loop before that one).
+    order, so it has passed every loop before that one), and at once when its
+    sketchsim is not the measuring process's (another package digest: its loops
+    would never be found in the cache).
     """
+    from sketchsim.machine import package_digest
     from sketchsim.sketch.engine import Engine
+    from sketchsim.sketch.family import check_variable_tokens
     from sketchsim.sketch.inputs import build_family, resolve_protocols
 
     job = json.loads(Path(job_path).read_text())
+    if not _die_with_parent(job["parent"]) or package_digest() != job["digest"]:
+        return
     folder = Path(job["folder"])
     family, _ = build_family(*job["family"])
     ctx = family.context()
     fixed = np.ascontiguousarray(family.fixed_tokens())
-    tokens = family.variable_tokens(np.array([job["answers"]], dtype=np.int64))
+    T = np.array([job["answers"]], dtype=job["dtype"])
+    tokens = check_variable_tokens(family, family.variable_tokens(T), 1)
     resolved = resolve_protocols(job["specs"])
     for index in range(len(resolved) - 1, -1, -1):
         if not claim(folder, index):

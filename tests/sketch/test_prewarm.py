@@ -38,12 +38,16 @@ def test_a_loop_goes_to_the_first_claim(tmp_path):
 
 
 class _Helper:
-    """A stand-in for the helper process: running until ``exit_code`` is set."""
+    """A stand-in for the helper process: running until ``exit_code`` is set, or
+    until polled ``exit_after`` times (so that a wrong wait fails instead of hanging)."""
 
-    def __init__(self):
-        self.exit_code = None
+    def __init__(self, exit_after=None):
+        self.exit_code, self.exit_after, self.polls = None, exit_after, 0
 
     def poll(self):
+        self.polls += 1
+        if self.exit_after is not None and self.polls > self.exit_after:
+            self.exit_code = 0
         return self.exit_code
 
     def kill(self):
@@ -67,6 +71,13 @@ def test_wait_claims_free_loops_and_waits_only_for_the_helpers(tmp_path):
     helper.exit_code = 1
     warm.wait("other")
     helper.exit_code = None
+    # a loop this process claimed for one spec is its own for the next: no waiting
+    # on a helper that runs on (a stand-in that never exits)
+    running = _Helper(exit_after=3)
+    mine = Prewarm(running, tmp_path, {"block-counts": 3, "clipped-counts": 3})
+    mine.wait("block-counts")
+    mine.wait("clipped-counts")
+    assert mine.mine == {3} and running.polls == 0
     warm.close()  # kills a helper that still runs and drops the folder
     assert helper.exit_code == -9 and not tmp_path.exists() and warm.process is None
 
@@ -122,6 +133,37 @@ def test_a_helper_that_cannot_start_leaves_the_run_to_this_process(fails, tmp_pa
     helper.wait("raw")  # nothing to wait for
     helper.close()
     assert not any(p.exists() for p in made)  # a folder made before Popen failed is gone
+
+
+def test_the_helpers_job_is_plain_json_with_the_answers_dtype(tmp_path, monkeypatch):
+    import numpy as np
+
+    from sketchsim.machine import package_digest
+    from sketchsim.sketch import prewarm
+
+    monkeypatch.setenv("SKETCHSIM_CACHE_DIR", str(tmp_path / "engines"))
+    monkeypatch.setattr(prewarm, "_enabled", lambda: True)
+    started = []
+
+    def popen(cmd, **kwargs):
+        started.append((cmd, kwargs["env"]))
+        return _Helper()
+
+    monkeypatch.setattr(prewarm.subprocess, "Popen", popen)
+    fam = HardFamily(4, 1)
+    T = fam.sample_answers(3)
+    resolved = resolve_protocols(["raw", "block-counts"])
+    args = ("hard", np.int64(4), np.int64(1), np.int64(10), np.int64(0))  # NumPy ints from a script
+    helper = prewarm.start(args, fam, resolved, T)
+    ((cmd, env),) = started
+    assert cmd[1:4] == ["-P", "-m", "sketchsim.sketch.prewarm"]
+    assert env["SKETCHSIM_PREWARM"] == "0"
+    job = json.loads(open(cmd[-1]).read())
+    assert job["family"] == ["hard", 4, 1, 10, 0] and job["specs"] == ["raw", "block-counts"]
+    assert job["dtype"] == str(T.dtype) and job["answers"] == T[0].tolist()
+    assert job["digest"] == package_digest() and job["parent"] == os.getpid()
+    helper.close()
+    assert not os.path.exists(job["folder"])
 
 
 _CHILD = """
