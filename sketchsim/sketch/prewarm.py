@@ -18,7 +18,9 @@ dies, this process compiles what is left.  No helper is started when the loops'
 generated modules already exist (warm caches), numba is disabled, fewer than
 two CPUs are usable, the protocols are plug-ins (their loops are not cached on
 disk), or ``SKETCHSIM_PREWARM=0``.  A fresh interpreter, not ``multiprocessing``,
-so that a user's script is never imported again in the helper.
+so that a user's script is never imported again in the helper; it runs with
+``-P`` and stops at once unless it imported the same sketchsim (package digest),
+and on Linux it dies with the run.
 """
 
 from __future__ import annotations
