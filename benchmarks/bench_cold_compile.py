@@ -3,7 +3,8 @@
 Run: python benchmarks/bench_cold_compile.py [--top N] [--json PATH]
 
 Runs ``sketchsim transcript --q 64 --s 7 --quiet`` once in a fresh process with
-empty ``NUMBA_CACHE_DIR`` and ``SKETCHSIM_CACHE_DIR`` (a fresh install), listening
+empty ``NUMBA_CACHE_DIR`` and ``SKETCHSIM_CACHE_DIR`` (a fresh install) and
+no compiling helper (``SKETCHSIM_PREWARM=0``, so that every loop compiles here), listening
 to numba's ``numba:compile`` events.  A function's time is *exclusive*: the
 compilations it triggers (a called, not inlined, protocol function; NumPy
 overloads) are counted under their own names, so the rows add up to the total
@@ -76,7 +77,9 @@ def main(argv=None):
         return child(args.child)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "NUMBA_CACHE_DIR": f"{tmp}/numba", "SKETCHSIM_CACHE_DIR": f"{tmp}/sk"}
+        # no helper process (sketchsim.sketch.prewarm): every compilation in this process
+        env = {**os.environ, "NUMBA_CACHE_DIR": f"{tmp}/numba", "SKETCHSIM_CACHE_DIR": f"{tmp}/sk",
+               "SKETCHSIM_PREWARM": "0"}  # fmt: skip
         out = f"{tmp}/out.json"
         t = time.perf_counter()
         subprocess.run([sys.executable, os.path.abspath(__file__), "--child", out], env=env,
