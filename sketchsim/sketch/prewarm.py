@@ -215,7 +215,7 @@ def _die_with_parent(parent: int) -> bool:
         import signal
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the run's close() still stops it
+    except (OSError, AttributeError, TypeError):  # not Linux: the run's close() still stops it
         pass
     return os.getppid() == parent
 

@@ -166,6 +166,21 @@ def test_the_helpers_job_is_plain_json_with_the_answers_dtype(tmp_path, monkeypa
     assert not os.path.exists(job["folder"])
 
 
+def test_a_helper_of_another_sketchsim_or_an_ended_run_compiles_nothing(tmp_path):
+    """The helper stops before any claim when its package digest is not the run's, or
+    when the run that started it has ended (its parent is not the job's)."""
+    from sketchsim.machine import package_digest
+
+    job = {"family": ["hard", 3, 2, 10, 0], "specs": ["raw", "block-counts"],
+           "answers": [0, 1, 2], "dtype": "uint8", "folder": str(tmp_path)}  # fmt: skip
+    for digest, parent in (("another", os.getpid()), (package_digest(), -1)):
+        (tmp_path / "job.json").write_text(json.dumps({**job, "digest": digest, "parent": parent}))
+        env = {**os.environ, "SKETCHSIM_PREWARM": "0", "SKETCHSIM_CACHE_DIR": str(tmp_path)}
+        cmd = [sys.executable, "-P", "-m", "sketchsim.sketch.prewarm", str(tmp_path / "job.json")]
+        subprocess.run(cmd, env=env, check=True, timeout=60)
+        assert not list(tmp_path.glob("claim_*")) and not list(tmp_path.glob("done_*"))
+
+
 _CHILD = """
 import json, sys
 from sketchsim.runs.transcript import TranscriptPlan, run
