@@ -167,7 +167,6 @@ def start(family_args: tuple, family, resolved, T: np.ndarray) -> Prewarm:
         return Prewarm()
     from sketchsim.machine import package_digest
 
-    spec, q, s, samples, seed = family_args
     env = dict(os.environ)
     env[PREWARM_ENV] = "0"  # the helper's own imports start no helper
     # the same sketchsim as here, wherever it was imported from (the helper also
@@ -177,16 +176,19 @@ def start(family_args: tuple, family, resolved, T: np.ndarray) -> Prewarm:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     folder = None
     try:
+        family_spec, q, s, samples, seed = family_args
+        folder = Path(tempfile.mkdtemp(prefix="sketchsim-prewarm-"))
         job = {
-            "family": [spec, int(q), int(s), None if samples is None else int(samples), int(seed)],
+            "family": [family_spec, int(q), int(s), None if samples is None else int(samples),
+                       int(seed)],
             "specs": [specs[0] for specs in loops],
             "answers": [int(t) for t in T[0]],
             "dtype": str(T.dtype),
             "digest": package_digest(),
             "parent": os.getpid(),
-        }
-        folder = Path(tempfile.mkdtemp(prefix="sketchsim-prewarm-"))
-        (folder / "job.json").write_text(json.dumps({**job, "folder": str(folder)}))
+            "folder": str(folder),
+        }  # fmt: skip
+        (folder / "job.json").write_text(json.dumps(job))
         process = subprocess.Popen(
             [sys.executable, "-P", "-m", "sketchsim.sketch.prewarm", str(folder / "job.json")],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -197,7 +199,7 @@ def start(family_args: tuple, family, resolved, T: np.ndarray) -> Prewarm:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         return Prewarm()
-    owned = {spec: i for i, specs in enumerate(loops) for spec in specs}
+    owned = {spec: index for index, specs in enumerate(loops) for spec in specs}
     return Prewarm(process, folder, owned)
 
 
