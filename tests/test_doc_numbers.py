@@ -1297,7 +1297,7 @@ one(
 )
 # docs/benchmarks.md: round 4 session 7 (the cold run's helper)
 main_job_rows(
-    "docs/roofline/main_job_session7.json", ("a32c726 (session start)", "c2df0ab (this code)")
+    "docs/roofline/main_job_session7.json", ("a32c726 (session start)", "cf761ef (this code)")
 )
 entry(
     RM,
