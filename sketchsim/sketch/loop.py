@@ -197,36 +197,25 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
             _init(pos, fx[pos], ctx, state[pos], aux)
         copy_start(start, state, nf)
     npre = 0
-    if layers.shape[0] > 0:
-        chan, k, a, first = layers[0, 0], layers[0, 1], layers[0, 2], layers[0, 4]
-        for pos in range(nf):
-            if not speak[0, pos]:
-                continue
-            for c in range(k):
-                sym[c] = 0
-            _emit(0, pos, fx[pos], ctx, state[pos], aux, sym)
-            c = channel_write(chan, k, a, first, npre, sym, pre)
-            if c >= 0:  # every input stops here, as it would on its own
-                for b in range(lo, hi):
-                    errors[b, 0] = 1
-                    errors[b, 1] = 0
-                    errors[b, 2] = pos
-                    errors[b, 3] = sym[c]
-                    errors[b, 4] = c
-                return 0
-            npre += 1
     # Per input.  Inner loops run over unsigned indices: numba then emits no
     # negative-index wraparound, and LLVM vectorises them (about 4x on the sum
     # channel).  Token ``pos`` is ``fixed[pos]`` (shared by every input) below ``nf``,
-    # else ``tokens[b, pos - nf]``; layer 0 starts from ``pre``.
-    for b in range(lo, hi):
-        state[:, :] = 0
-        # _has_init is a compile-time constant: a plan without init gets none of
-        # this (a flat view of the state for the copy made raw 5% slower, even so)
-        if _has_init:
-            copy_start(state, start, nf)
-            for pos in range(nf, N):
-                _init(pos, tk[b, pos - nf], ctx, state[pos], aux)
+    # else ``tokens[b, pos - nf]``; layer 0 starts from ``pre``.  The first pass,
+    # ``b = lo - 1``, is the fixed tokens' layer 0 into ``pre``: one site of
+    # ``_emit`` and ``channel_write`` serves both (each inlined site costs numba
+    # about 0.3 s of compilation, issue #31).
+    for b in range(lo - 1, hi):
+        fixed_pass = b < lo
+        if fixed_pass and layers.shape[0] == 0:
+            continue
+        if not fixed_pass:
+            state[:, :] = 0
+            # _has_init is a compile-time constant: a plan without init gets none of
+            # this (a flat view of the state for the copy made raw 5% slower, even so)
+            if _has_init:
+                copy_start(state, start, nf)
+                for pos in range(nf, N):
+                    _init(pos, tk[b, pos - nf], ctx, state[pos], aux)
         h1 = np.uint64(SEED1)
         h2 = np.uint64(SEED2)
         failed = False
@@ -235,8 +224,13 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
             levels, lo_e, hi_e = layers[lay, 3], layers[lay, 4], layers[lay, 5]
             uk, ulo, uhi = np.uint64(k), np.uint64(lo_e), np.uint64(hi_e)
             first = 0
+            last = N
             spoken = 0
-            if lay == 0:
+            if fixed_pass:
+                last = nf
+                for e in range(ulo, uhi):
+                    sk[e] = 0
+            elif lay == 0:
                 for e in range(ulo, uhi):
                     sk[e] = pre[e]
                 first = nf
@@ -244,7 +238,7 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
             else:
                 for e in range(ulo, uhi):
                     sk[e] = 0
-            for pos in range(first, N):
+            for pos in range(first, last):
                 if not speak[lay, pos]:
                     continue
                 for c in range(uk):
@@ -252,15 +246,24 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
                 bits = fx[pos] if pos < nf else tk[b, pos - nf]
                 _emit(lay, pos, bits, ctx, state[pos], aux, sym)
                 c = channel_write(chan, k, a, lo_e, spoken, sym, sk)
-                if c >= 0:  # this input stops: report the first bad slot
-                    errors[b, 0] = 1
-                    errors[b, 1] = lay
-                    errors[b, 2] = pos
-                    errors[b, 3] = sym[c]
-                    errors[b, 4] = c
+                if c >= 0:  # this input stops: report the first bad slot (a fixed
+                    # token's stops every input, as it would each on its own)
+                    first_b = lo if fixed_pass else b
+                    end_b = hi if fixed_pass else b + 1
+                    for i in range(first_b, end_b):
+                        errors[i, 0] = 1
+                        errors[i, 1] = lay
+                        errors[i, 2] = pos
+                        errors[i, 3] = sym[c]
+                        errors[i, 4] = c
                     failed = True
                     break
                 spoken += 1
+            if fixed_pass:
+                npre = spoken
+                for e in range(ulo, uhi):
+                    pre[e] = sk[e]
+                break
             if failed:
                 break
             if chan == 0 and levels > 0:
@@ -272,7 +275,9 @@ def loop(lo, hi, tokens, fixed, ctx, aux, layers, speak, sizes, queries, store, 
             for pos in range(N):
                 bits = fx[pos] if pos < nf else tk[b, pos - nf]
                 _update(lay, pos, bits, ctx, state[pos], layer_sketch, aux)
-        if failed:
+        if fixed_pass and failed:
+            return 0
+        if failed or fixed_pass:
             continue
         fingerprints[b, 0] = h1
         fingerprints[b, 1] = h2
