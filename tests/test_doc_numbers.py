@@ -1272,19 +1272,35 @@ entry(
 # docs/benchmarks.md: issue #31, round 4 sessions 5 and 6 (two bench_roofline runs of each code)
 _S6_FILES = (("session6_before", "session start"), ("session6_before_run2", "session start"),
              ("session6", "this code"), ("session6_run2", "this code"))  # fmt: skip
-for _spec in ("kernel", "kernel:values=blocks,bits=7", "multihead:heads=4"):
-    for _file, _label in _S6_FILES:
-        _row = ("protocols", {"protocol": _spec})
-        entry(
-            "docs/benchmarks.md",
-            f"| {_spec} | {{}} ({_label}) | {{}} | {{}} us | {{}}% | {{}} us | {{}} us | {{}} us |",
-            f"docs/roofline/{_file}.json",
-            [("code",), ("time_utc", lambda s: s[11:]), (*_row, "measure_us"),
-             (*_row, "fraction_measure", lambda v: 100 * v), (*_row, "engine_us"),
-             ("splits", _spec, "measure", "entry tally", lambda v: 1e6 * v),
-             ("splits", _spec, "engine", "update", lambda v: 1e6 * v)],
-            ["{}", "{}", "{:.2f}", "{:.1f}", "{:.2f}", "{:.3f}", "{:.3f}"],
-        )  # fmt: skip
+
+
+def roofline_rows(specs, files, text, paths, formats):
+    """One table row per protocol and ``bench_roofline.py`` file (``docs/roofline/<file>.json``).
+
+    ``text`` is formatted with ``spec`` and ``label``; ``paths(spec)`` gives the
+    JSON paths of its numbers, ``row`` being the protocol's entry.
+    """
+    for spec in specs:
+        for file, label in files:
+            entry("docs/benchmarks.md", text.format(spec=spec, label=label),
+                  f"docs/roofline/{file}.json", paths(spec), formats)  # fmt: skip
+
+
+def _proto(spec):
+    return ("protocols", {"protocol": spec})
+
+
+roofline_rows(
+    ("kernel", "kernel:values=blocks,bits=7", "multihead:heads=4"),
+    _S6_FILES,
+    "| {spec} | {{}} ({label}) | {{}} | {{}} us | {{}}% | {{}} us | {{}} us | {{}} us |",
+    lambda spec: [("code",), ("time_utc", lambda s: s[11:]), (*_proto(spec), "measure_us"),
+                  (*_proto(spec), "fraction_measure", lambda v: 100 * v),
+                  (*_proto(spec), "engine_us"),
+                  ("splits", spec, "measure", "entry tally", lambda v: 1e6 * v),
+                  ("splits", spec, "engine", "update", lambda v: 1e6 * v)],
+    ["{}", "{}", "{:.2f}", "{:.1f}", "{:.2f}", "{:.3f}", "{:.3f}"],
+)  # fmt: skip
 main_job_rows(
     "docs/roofline/main_job_session6.json", ("3828e3f (session 5 start)", "876e5dd (this code)")
 )
@@ -1353,36 +1369,15 @@ entry(
 one("docs/benchmarks.md", "| main job warm <= 3x the NumPy peer on 1M inputs | {}x in the main-job",
     _MJ8, ("rows", 1, "warm_over_peer"), "{:.2f}")  # fmt: skip
 _CC7, _CC8 = "docs/roofline/cold_compile_session7.json", "docs/roofline/cold_compile_session8.json"
-entry(
-    "docs/benchmarks.md",
-    "helper off): the job takes {} s,\nof which numba compiling {} s",
-    _CC8,
-    [("job_s",), ("compile_s",)],
-    ["{:.2f}"] * 2,
-)
-entry(
-    "docs/benchmarks.md",
-    "(session 7: {} s and {} s); the kernel",
-    _CC7,
-    [("job_s",), ("compile_s",)],
-    ["{:.2f}"] * 2,
-)
-entry(
-    "docs/benchmarks.md",
-    "heads' engine loop {} s, raw's {} s, block-counts' {} s (session 7:",
-    _CC8,
-    [_loop_of("sketchsim.sketch.kernel_head"), _loop_of("sketchsim_plugin_raw"),
-     _loop_of("sketchsim.sketch.block_counts")],
-    ["{:.2f}"] * 3,
-)  # fmt: skip
-entry(
-    "docs/benchmarks.md",
-    "(session 7:\n{} s, {} s, {} s).",
-    _CC7,
-    [_loop_of("sketchsim.sketch.kernel_head"), _loop_of("sketchsim_plugin_raw"),
-     _loop_of("sketchsim.sketch.block_counts")],
-    ["{:.2f}"] * 3,
-)  # fmt: skip
+_LOOPS3 = [_loop_of("sketchsim.sketch.kernel_head"), _loop_of("sketchsim_plugin_raw"),
+           _loop_of("sketchsim.sketch.block_counts")]  # fmt: skip
+for _file, _jobs, _loops in (
+    (_CC8, "helper off): the job takes {} s,\nof which numba compiling {} s",
+     "heads' engine loop {} s, raw's {} s, block-counts' {} s (session 7:"),
+    (_CC7, "(session 7: {} s and {} s); the kernel", "(session 7:\n{} s, {} s, {} s)."),
+):  # fmt: skip
+    entry("docs/benchmarks.md", _jobs, _file, [("job_s",), ("compile_s",)], ["{:.2f}"] * 2)
+    entry("docs/benchmarks.md", _loops, _file, _LOOPS3, ["{:.2f}"] * 3)
 entry(
     "docs/benchmarks.md",
     "a cold job's work is now {} s of compiling",
@@ -1403,16 +1398,14 @@ assert max(f["seconds"] for f in load(_CC8)["functions"]) < 4
 _S8_FILES = (("session8_before", "0295f8c (session start)"), ("session8", "260161e (this code)"),
              ("session8_before_run2", "0295f8c (session start)"),
              ("session8_run2", "260161e (this code)"))  # fmt: skip
-for _spec in ("raw", "block-counts", "kernel", "kernel:values=blocks,bits=7", "multihead:heads=4"):
-    for _file, _label in _S8_FILES:
-        _row = ("protocols", {"protocol": _spec})
-        entry(
-            "docs/benchmarks.md",
-            f"| {_spec} | {_label} | {{}} | {{}} us | {{}} us |",
-            f"docs/roofline/{_file}.json",
-            [("time_utc", lambda s: s[11:]), (*_row, "engine_us"), (*_row, "measure_us")],
-            ["{}", "{:.2f}", "{:.2f}"],
-        )
+roofline_rows(
+    ("raw", "block-counts", "kernel", "kernel:values=blocks,bits=7", "multihead:heads=4"),
+    _S8_FILES,
+    "| {spec} | {label} | {{}} | {{}} us | {{}} us |",
+    lambda spec: [("time_utc", lambda s: s[11:]), (*_proto(spec), "engine_us"),
+                  (*_proto(spec), "measure_us")],
+    ["{}", "{:.2f}", "{:.2f}"],
+)  # fmt: skip
 _LS8 = "docs/roofline/loop_spread_session8.json"
 for _spec in ("raw", "kernel", "multihead:heads=4"):
     for _code, _label in (("0295f8c", "session start"), ("6c1d705", "this code")):
