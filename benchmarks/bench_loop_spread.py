@@ -6,7 +6,7 @@ Run: python benchmarks/bench_loop_spread.py [--loop-from PATH ...] [--protocols 
 LLVM lays out each compilation's machine code anew, so the same source compiled
 twice can run a few percent apart. To tell a change of the engine loop from that
 spread, this script compiles the loop of each protocol ``--compiles`` times in one
-process, in memory (as :func:`sketchsim.sketch.loop.compiled` does). It does so
+process, in memory (with :func:`sketchsim.sketch.loop.compiled`). It does so
 for this tree's ``loop``, and for the ``loop`` function of each ``--loop-from``
 file: a ``sketchsim/sketch/loop.py`` of another checkout, compiled with this
 tree's protocol functions and helpers. Every compilation then runs
@@ -23,11 +23,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from types import FunctionType
 
 import numba
 import numpy as np
-from numba import njit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_main_job import tree_label  # noqa: E402
@@ -52,14 +50,6 @@ def loop_code(path: Path):
             exec(compile(module, str(path), "exec"), namespace)
             return namespace["loop"].__code__
     raise SystemExit(f"{path}: no function named loop")
-
-
-def compile_loop(code, funcs):
-    """``code`` compiled as the engine compiles its loop for the built-in ``funcs``."""
-    g = {**vars(engine_loop), "_has_init": engine_loop.uses_init(funcs[3])}
-    inlined = (engine_loop.inlined(f, r) for f, r in zip(funcs, engine_loop.ROLES, strict=True))
-    g.update(zip(engine_loop.GLOBALS, inlined, strict=True))
-    return njit(nogil=True)(FunctionType(code, g, "loop"))
 
 
 def main(argv=None):
@@ -87,7 +77,7 @@ def main(argv=None):
         for label, code in sources:
             for _ in range(args.compiles):
                 e = Engine(proto.plan(ctx, params), ctx, proto.name)
-                e._loop = compile_loop(code, loop_functions(e.plan))
+                e._loop = engine_loop.compiled(loop_functions(e.plan), inline=True, code=code)
                 res = e.run(tokens, fixed=fixed)
                 if first is None:
                     first = res

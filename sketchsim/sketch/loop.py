@@ -96,10 +96,12 @@ def inlined(fn, role: str):
     return njit(inline="always")(py)
 
 
-def compiled(funcs, inline: bool, **extra):
+def compiled(funcs, inline: bool, code=None, **extra):
     """:func:`loop` compiled in memory with ``funcs`` (emit, update, answer, init) bound.
 
     ``inline``: pass each through :func:`inlined` (sketchsim's own functions).
+    ``code``: another code object to compile in place of :func:`loop`'s (the
+    benchmarks compare another checkout's loop).
     ``extra``: more globals to rebind (the benchmarks swap ``fold``).
     ``_has_init`` is derived here, from ``init`` being :func:`no_init` or not.
     """
@@ -107,7 +109,7 @@ def compiled(funcs, inline: bool, **extra):
     if inline:
         funcs = tuple(inlined(f, role) for f, role in zip(funcs, ROLES, strict=True))
     g.update(zip(GLOBALS, funcs, strict=True))
-    return njit(nogil=True)(FunctionType(loop.__code__, g, "loop"))
+    return njit(nogil=True)(FunctionType(code or loop.__code__, g, "loop"))
 
 
 def uses_init(init) -> bool:
