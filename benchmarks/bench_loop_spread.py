@@ -70,11 +70,11 @@ def main(argv=None):
     tokens, fixed = fam.variable_tokens(T), fam.fixed_tokens()
     print(f"load average {load:.1f}; F(64, 7), {args.inputs:,} inputs, "
           f"{numba.config.NUMBA_NUM_THREADS} threads, min of {args.repeat}")  # fmt: skip
-    engines = []  # (protocol, source label, engine)
+    engines = []  # (protocol, source index, engine)
     for spec in args.protocols:
         proto, params, _ = resolve_spec(spec)
         first = None
-        for label, code in sources:
+        for k, (label, code) in enumerate(sources):
             for _ in range(args.compiles):
                 e = Engine(proto.plan(ctx, params), ctx, proto.name)
                 e._loop = engine_loop.compiled(loop_functions(e.plan), inline=True, code=code)
@@ -84,7 +84,7 @@ def main(argv=None):
                 for a, b in ((first.answers, res.answers), (first.fingerprints, res.fingerprints)):
                     if not np.array_equal(a, b):
                         raise SystemExit(f"{spec}: the loop of {label} gave other results")
-                engines.append((spec, label, e))
+                engines.append((spec, k, e))
     best = [float("inf")] * len(engines)
     for _ in range(args.repeat):
         for i, (_, _, e) in enumerate(engines):
@@ -93,11 +93,11 @@ def main(argv=None):
             best[i] = min(best[i], time.perf_counter() - t)
     rows = []
     for spec in args.protocols:
-        for label, _ in sources:
+        for k, (label, _) in enumerate(sources):
             us = [
                 1e6 * t / args.inputs
-                for (s, lb, _), t in zip(engines, best, strict=True)
-                if (s, lb) == (spec, label)
+                for (s, src, _), t in zip(engines, best, strict=True)
+                if (s, src) == (spec, k)
             ]
             rows.append({"protocol": spec, "code": label, "us_per_input": us})
             text = ", ".join(f"{u:.3f}" for u in us)
