@@ -42,14 +42,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def loop_code(path: Path):
     """The code object of the function ``loop`` defined in the file ``path``."""
-    tree = ast.parse(path.read_text())
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "loop":
             module = ast.Module(body=[node], type_ignores=[])
             namespace: dict = {}
             exec(compile(module, str(path), "exec"), namespace)
             return namespace["loop"].__code__
-    raise SystemExit(f"{path}: no function named loop")
+    raise ValueError(f"{path}: no function named loop")
 
 
 def main(argv=None):
@@ -63,7 +66,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     load = os.getloadavg()[0]
     sources = [(tree_label(str(ROOT)), engine_loop.loop.__code__)]
-    sources += [(tree_label(str(p.resolve().parents[2])), loop_code(p)) for p in args.loop_from]
+    try:
+        sources += [(tree_label(str(p.resolve().parents[2])), loop_code(p)) for p in args.loop_from]
+    except ValueError as exc:
+        ap.error(str(exc))
     fam = HardFamily(64, 7, seed=0)
     ctx = fam.context()
     T = fam.sample_answers(args.inputs)
