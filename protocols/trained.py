@@ -25,7 +25,7 @@ PROTOCOL = Protocol(
     "a saved kernel-attention model whose per-head state crosses K-bit sum registers",
     setup,
     params=(
-        Param("weights", "str", "", "weights file (.npz) written by sweep --save-weights"),
+        Param("weights", "path", "", "weights file (.npz) written by sweep --save-weights"),
         Param("bits", "int", MAX_BITS, f"bits per state register (1..{MAX_BITS})", minimum=1),
     ),
     families=("hard", "mqar"),

@@ -141,7 +141,9 @@ def flag_message(exc: SketchsimError) -> str:
     message = message.replace("pass allow_large", "pass --allow-large")
     if not param:
         return message
-    flag = "--" + param.replace("_", "-")
+    flag = getattr(exc, "flag", "--" + param.replace("_", "-"))
+    if flag is None:  # a parameter of a plug-in or of a file, not an option of the command
+        return message
     if message.startswith(param + " ") or message.startswith(param + ":"):
         return flag + message[len(param) :]
     return f"{message} ({flag})"

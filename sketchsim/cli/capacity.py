@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.paths import OutputPath
+from sketchsim.errors import SketchsimError
 
 
 def _num(v, fmt: str) -> str:
@@ -56,8 +58,9 @@ def capacity(folder, samples, json_path, plot_path):
     for col in cols:
         table.add_column(col, justify="left" if col == "architecture" else "right")
     for r in result["rows"]:
+        flag = " [red]![/red]" if r.get("accuracy_mismatch") else ""
         table.add_row(
-            r["architecture"],
+            escape(r["architecture"]) + flag,
             str(r["seed"]),
             str(r["q"]),
             str(r["s"]),
@@ -71,7 +74,18 @@ def capacity(folder, samples, json_path, plot_path):
             r["mode"],
             f"{r['correct_fraction']:.4f}",
         )
+    for bad in result["unreadable"]:
+        table.add_row(escape(bad["weights"]), *["-"] * (len(cols) - 2), "[red]unreadable[/red]")
     render.console.print(table)
+    for r in result["rows"]:
+        if r.get("accuracy_mismatch"):
+            render.console.print(
+                f"[red]![/red] {escape(r['weights'])}: the engine at K = 32 is right on "
+                f"{r['engine_accuracy_k32']:.3f} of the inputs where training recorded "
+                f"{r['float_accuracy']:.3f}: the file may not run the model that was trained"
+            )
+    for bad in result["unreadable"]:
+        render.console.print(f"unreadable: {escape(bad['weights'])}: {escape(bad['reason'])}")
     for ref in result["references"]:
         render.console.print(
             f"{ref['protocol']} on {ref['family']} q={ref['q']} s={ref['s']}: "
@@ -87,4 +101,10 @@ def capacity(folder, samples, json_path, plot_path):
         from sketchsim.experiments.capacity import plot_capacity
 
         plot_capacity(result, plot_path)
-        render.console.print(f"plot written to {plot_path}")
+        render.console.print(f"plot written to {escape(str(plot_path))}")
+    if result["unreadable"]:
+        n, total = len(result["unreadable"]), len(result["unreadable"]) + len(result["rows"])
+        raise SketchsimError(
+            f"{n} of {total} weights files could not be measured (listed above"
+            + (", and in the JSON file)" if json_path else ")")
+        )

@@ -110,22 +110,11 @@ def _name_max(folder: Path) -> int:
         return 255
 
 
-def _named_files(value) -> list[str]:
-    """Existing files an argument value names, directly or as ``file.py:NAME`` specs."""
-    values = value if isinstance(value, list | tuple) else [value]
-    out = []
-    for v in values:
-        if not isinstance(v, str | os.PathLike) or not str(v):
-            continue
-        text = str(v)
-        for cand in (text, text.split(":", 1)[0]):
-            try:
-                if cand and os.path.isfile(cand):
-                    out.append(os.path.realpath(cand))
-                    break
-            except (OSError, ValueError):
-                continue
-    return out
+def _param_name(param) -> str:
+    """How help names a parameter: its first flag, or an argument's metavar (``FOLDER``)."""
+    if isinstance(param, click.Argument):
+        return param.human_readable_name
+    return param.opts[0] if param.opts else param.name
 
 
 class CheckedCommand(click.Command):
@@ -141,14 +130,26 @@ class CheckedCommand(click.Command):
                     raise click.UsageError(f"{flag} and {outputs[real]} name the same file")
                 outputs[real] = flag
         if outputs:
-            for param in self.params:
-                if isinstance(param.type, OutputPath):
-                    continue
-                for real in _named_files(ctx.params.get(param.name)):
-                    if real in outputs:
-                        flag = param.opts[0] if param.opts else param.name
-                        raise click.UsageError(
-                            f"{outputs[real]} would overwrite the input {real} ({flag}); "
-                            "choose another output path"
-                        )
-        return super().invoke(ctx)
+            from sketchsim.errors import SketchsimError
+            from sketchsim.input_files import refuse_overwrite
+
+            inputs = [
+                (_param_name(param), ctx.params.get(param.name))
+                for param in self.params
+                if not isinstance(param.type, OutputPath)
+            ]
+            try:
+                refuse_overwrite({path: flag for path, flag in outputs.items()}, inputs)
+            except SketchsimError as exc:
+                raise click.UsageError(str(exc)) from None
+        from sketchsim.errors import SketchsimError
+
+        try:
+            return super().invoke(ctx)
+        except SketchsimError as exc:
+            # how this command names the library parameter at fault (None: it has no such option)
+            param = getattr(exc, "param", None)
+            if param and not hasattr(exc, "flag"):
+                named = [p for p in self.params if p.name == param.replace("-", "_")]
+                exc.flag = _param_name(named[0]) if named else None
+            raise

@@ -206,8 +206,25 @@ def measure_weights(
         "search": "scan",
         "curve": curve,
     }
+    row.update(accuracy_check(row["float_accuracy"], curve[-1]["accuracy"], n_curve))
     theorem_guard(row, str(path))
     return row
+
+
+def accuracy_check(recorded, engine: float, inputs: int) -> dict:
+    """Whether the engine at K = 32 reproduces the accuracy recorded at training.
+
+    ``engine`` is the engine's accuracy at K = 32 on ``inputs`` inputs; a row
+    whose recorded accuracy differs by more than ``max(0.01, 4 sigma)`` (sigma:
+    the binomial standard error of the recorded accuracy on ``inputs`` draws)
+    is flagged: its file does not run the model that was trained.
+    """
+    out = {"engine_accuracy_k32": engine, "accuracy_mismatch": None}
+    if recorded is None:
+        return out
+    sigma = math.sqrt(max(recorded * (1 - recorded), 0.0) / max(inputs, 1))
+    out["accuracy_mismatch"] = abs(engine - recorded) > max(0.01, 4 * sigma)
+    return out
 
 
 def _label(a: dict) -> str:
@@ -284,12 +301,14 @@ def _mean(values):
 def capacity_dir(folder, samples: int = 20_000, references: bool = True, progress=None) -> dict:
     """Measure every ``*.npz`` weights file in ``folder`` (sorted by name).
 
-    Returns ``{"rows", "summary", "references"}``.
+    Returns ``{"rows", "summary", "references", "unreadable"}``: a file that
+    cannot be measured (malformed, another family's, a guard failure) is listed
+    in ``unreadable`` with its reason and the others are measured.
 
     Raises
     ------
     SketchsimError
-        No weights file in ``folder``, a malformed one, or a guard failure.
+        ``folder`` is not a folder or holds no weights file.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -297,9 +316,12 @@ def capacity_dir(folder, samples: int = 20_000, references: bool = True, progres
     files = sorted(folder.glob("*.npz"))
     if not files:
         raise SketchsimError(f"{folder} holds no weights files (*.npz)", param="folder")
-    rows = []
+    rows, unreadable = [], []
     for k, path in enumerate(files):
-        rows.append(measure_weights(path, samples))
+        try:
+            rows.append(measure_weights(path, samples))
+        except SketchsimError as exc:  # the others are still measured
+            unreadable.append({"weights": path.name, "reason": str(exc)})
         if progress:
             progress(k + 1, len(files))
     refs = []
@@ -307,7 +329,12 @@ def capacity_dir(folder, samples: int = 20_000, references: bool = True, progres
         seen = sorted({(r["family"], r["q"], r["s"]) for r in rows})
         for fam, q, s in seen:
             refs += reference_points(make_family(fam, q, s), samples)
-    return {"rows": rows, "summary": summarize_rows(rows), "references": refs}
+    return {
+        "rows": rows,
+        "summary": summarize_rows(rows),
+        "references": refs,
+        "unreadable": unreadable,
+    }
 
 
 def plot_capacity(result: dict, path) -> Path:

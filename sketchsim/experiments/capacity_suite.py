@@ -177,10 +177,13 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         "steps": step,
         "seconds": seconds,
         "weights": None,
+        "weights_refused": None,
     }
     if save_to is not None and _exportable(model):
         # the file's name within the --save-weights folder: no machine paths in results
-        row["weights"] = _save(spec, fam, model, T, acc, save_to).name
+        saved, why = _save(spec, fam, model, T, Te, acc, save_to)
+        row["weights"] = saved and saved.name
+        row["weights_refused"] = why
     return row
 
 
@@ -195,10 +198,21 @@ def _exportable(model) -> bool:
     )
 
 
-def _save(spec: CapacitySpec, fam, model, T, accuracy: float, folder) -> Path:
-    from sketchsim.machine import versions
-    from sketchsim.sketch.trained import save_weights_file
+def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
+    """``(path, None)`` of the weights file written, or ``(None, why)`` when it is refused.
 
+    A file is written only when the model's outputs on the evaluated inputs ``Te``
+    are finite and the engine running the file at K = 32 gives the answers the
+    trained torch model gives (:func:`engine_disagreement`): a file never
+    describes another model than the one trained.
+    """
+    from sketchsim.machine import versions
+    from sketchsim.sketch.trained import FORMAT, FORMAT_VERSION, Weights, save_weights_file
+
+    y = _outputs(model, fam, Te)
+    bad = int((~np.isfinite(y)).any(1).sum())
+    if bad:
+        return None, f"the model's outputs are not finite on {bad:,} of {len(Te):,} inputs"
     extra = _answers(fam, CALIBRATION_EXTRA, spec.seed, 13)
     calib = np.concatenate([T, extra]) if fam.size > spec.train_inputs else T
     cal = calibrate(model, _tensor(fam, calib, torch.float64))
@@ -220,10 +234,58 @@ def _save(spec: CapacitySpec, fam, model, T, accuracy: float, folder) -> Path:
         "calibration_inputs": int(calib.shape[0]),
         "versions": versions(),
     }
+    arrays = export_arrays(model, cal)
+    if not all(np.isfinite(np.asarray(a, dtype=np.float64)).all() for a in arrays.values()):
+        return None, "its exported arrays hold non-finite numbers"
+    full = {"format": FORMAT, "format_version": FORMAT_VERSION, **header}
+    weights = Weights(full, {k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()})
+    why = engine_disagreement(weights, fam, Te, y)
+    if why:
+        return None, why
     name = spec.label.replace(" ", "-")
     path = Path(folder) / f"{spec.family}-q{spec.q}-s{spec.s}-{name}-seed{spec.seed}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
-    return save_weights_file(path, header, export_arrays(model, cal))
+    return save_weights_file(path, header, arrays), None
+
+
+def _outputs(model, fam, T: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """The model's ``q`` float outputs on the inputs ``T`` (float64 array)."""
+    out = []
+    with torch.no_grad():
+        for lo in range(0, T.shape[0], chunk):
+            out.append(model(_tensor(fam, T[lo : lo + chunk]))[:, : fam.q].double().numpy())
+    return np.concatenate(out) if out else np.zeros((0, fam.q))
+
+
+#: Outputs this close to a rounding tie (``k + 1/2``) may round either way between
+#: the torch model (float32) and the engine (float64 at K = 32).
+TIE_WIDTH = 1e-3
+
+
+def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | None:
+    """Why the engine at K = 32 does not run the model whose outputs on ``T`` are ``y``, or None.
+
+    The engine's answers are compared with ``round(y)`` (half up, clipped to
+    ``-1..s+1`` as the engine does) on every input of ``T``, except outputs
+    within :data:`TIE_WIDTH` of a tie.
+    """
+    from sketchsim.sketch.engine import Engine
+    from sketchsim.sketch.trained import trained_plan
+
+    ctx = fam.context()
+    engine = Engine(trained_plan(ctx, weights, 32), ctx, "trained")
+    got = engine.run(fam.variable_tokens(T), fixed=fam.fixed_tokens()).answers
+    want = np.clip(np.floor(y + 0.5), -1, fam.s + 1)
+    near_tie = np.abs(y - np.floor(y) - 0.5) < TIE_WIDTH
+    wrong = ((got != want) & ~near_tie).any(1)
+    if wrong.any():
+        k = int(np.argmax(wrong))
+        return (
+            f"the engine at K = 32 disagrees with the trained model on {int(wrong.sum()):,} of "
+            f"{len(T):,} inputs (input {k}: {got[k].tolist()} against {want[k].astype(int).tolist()}); "
+            "the layer computes something its exported arrays do not say"
+        )
+    return None
 
 
 def summarize_capacity(rows: list[dict]) -> list[dict]:

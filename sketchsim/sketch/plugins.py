@@ -12,7 +12,8 @@ Any spec may end with ``:key=value,key=value`` parameters.
 Every protocol found carries a *source identity* (used to key resumed results):
 ``sha256:<hex>`` of the file's bytes for built-ins and file plug-ins, the module
 file's hash for ``package.module`` specs, and ``dist <name> <version> <value>``
-for installed entry points.  A plug-in that fails to import (whatever it raises,
+for installed entry points, followed by the hash of every file a ``path``
+parameter names (:func:`read_files_identity`).  A plug-in that fails to import (whatever it raises,
 ``SystemExit`` included) or reuses a taken name is reported, not fatal.
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "parse_params",
     "file_identity",
     "module_identity",
+    "read_files_identity",
     "ENTRY_POINT_GROUP",
 ]
 
@@ -56,8 +58,12 @@ class Resolved:
 
 
 def file_identity(path: Path) -> str:
-    """``sha256:<hex>`` of a file's bytes."""
-    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """``sha256:<hex>`` of a file's bytes (read in 1 MiB pieces)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for piece in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(piece)
+    return "sha256:" + digest.hexdigest()
 
 
 def builtin_dir() -> Path:
@@ -181,7 +187,27 @@ def resolve(spec: str, found: list[Found] | None = None) -> Resolved:
     if len(rest) > 1:
         raise PluginError(f"protocol spec {spec!r} has too many ':' parts")
     params = proto.resolve(parse_params(rest[0], proto.name) if rest else {})
-    return Resolved(proto, params, source, identity)
+    return Resolved(proto, params, source, identity + read_files_identity(proto, params))
+
+
+def read_files_identity(proto: Protocol, params: dict) -> str:
+    """`` + file NAME sha256:<hex>`` for every ``path`` parameter naming a file, in order.
+
+    A resumed result keyed by this identity is measured again when a file the
+    protocol reads (a weights file) changed under the same path.  A path that
+    is not a readable file adds ``missing``: ``setup`` reports it.
+    """
+    out = ""
+    for p in proto.params:
+        value = params.get(p.name)
+        if p.type != "path" or not value:
+            continue
+        try:
+            digest = file_identity(Path(value)) if Path(value).is_file() else "missing"
+        except OSError:
+            digest = "missing"
+        out += f" + file {p.name} {digest}"
+    return out
 
 
 def module_identity(module) -> str:

@@ -35,7 +35,7 @@ from sketchsim.sketch.specs import parse_int
 
 __all__ = ["Param", "Layer", "Plan", "Context", "Protocol"]
 
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "path": str}
 
 
 def _is_int(value) -> bool:
@@ -49,7 +49,11 @@ class Param:
     Parameters
     ----------
     name : str
-    type : {"int", "float", "str", "bool"}
+    type : {"int", "float", "str", "bool", "path"}
+        ``path`` is a string naming a file the plug-in reads (a weights file):
+        its bytes' hash is part of the resolved protocol's identity, so a result
+        resumed after the file changed is measured again, and no command writes
+        an output over it.
     default : Any
     help : str
     choices : tuple, optional

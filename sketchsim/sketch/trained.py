@@ -37,6 +37,8 @@ training inputs and stored with the weights, so a layer declares
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
 from dataclasses import dataclass
@@ -84,6 +86,10 @@ HEAD_ARRAYS = {
     "lo": ("E",),
     "span": ("E",),
 }
+#: Smallest positive span: its step ``span / (2^32 - 1)`` stays a normal float.
+MIN_SPAN = float(np.finfo(np.float64).tiny) * 2.0**33
+#: Longest ``label`` a header may carry (characters).
+MAX_LABEL = 200
 _ARCH_KEYS = ("layers", "heads", "rank", "value_width", "feature_map", "m", "eps")
 _FAMILY_KEYS = ("name", "q", "s", "seed")
 
@@ -148,37 +154,209 @@ def _check_header(header, path) -> None:
         _fail(path, "family name must be a string and seed an integer >= 0")
     if not isinstance(fam.get("options", {}), dict):
         _fail(path, "family options must be an object")
+    spec = fam.get("spec", fam["name"])
+    if not isinstance(spec, str) or not spec.strip():
+        _fail(path, f"family spec must be a non-empty string, got {spec!r}")
+    _check_claims(header, path)
 
 
-def load_weights(path) -> Weights:
-    """Read and check a weights file.
+def _check_claims(header: dict, path) -> None:
+    """The fields a header only claims (what trained it): types and ranges, or refused."""
+    label = header.get("label")
+    if label is not None and (
+        not isinstance(label, str)
+        or len(label) > MAX_LABEL
+        or not label.isprintable()
+    ):
+        _fail(path, f"label must be printable text of at most {MAX_LABEL} characters")
+    if label is not None:
+        a = header["architecture"]
+        dims = f"L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
+        name, _, tail = label.rpartition(" L")
+        named_map = name in FEATURE_MAPS or name == "softmax"
+        if "L" + tail != dims or not name.strip() or (named_map and name != a["feature_map"]):
+            _fail(
+                path,
+                f"label {label!r} does not describe its architecture "
+                f"({a['feature_map']} {dims}; a plug-in's label is NAME {dims})",
+            )
+    acc = header.get("accuracy")
+    if acc is not None and (
+        not isinstance(acc, int | float)
+        or isinstance(acc, bool)
+        or not (math.isfinite(acc) and 0 <= acc <= 1)
+    ):
+        _fail(path, f"accuracy must be a number in [0, 1], got {acc!r}")
+    seed = header.get("seed")
+    if seed is not None and (not _is_int(seed) or seed < 0):
+        _fail(path, f"seed must be an integer >= 0, got {seed!r}")
 
-    Raises
-    ------
-    PluginError
-        One line naming the file: missing, unreadable, not this format, wrong shapes,
-        non-finite numbers.
-    """
-    p = Path(str(path))
+
+#: Largest ``header`` member (bytes once decompressed): a JSON object of a few fields.
+MAX_HEADER_BYTES = 1 << 20
+#: Largest total of a file's arrays once decompressed (bytes; float64 arrays of the
+#: shapes its header declares).  Checked before any array is decompressed.
+MAX_ARRAY_BYTES = 1 << 30
+#: Room for an ``.npy`` member's own header beyond its data.
+_NPY_HEADER_BYTES = 4096
+#: Loaded files, keyed by the sha256 of their bytes (one parse per file and process).
+_LOADED: dict[str, Weights] = {}
+_LOADED_MAX = 8
+
+
+def _check_path(path) -> Path:
     if not str(path):
         raise PluginError(
             "trained needs weights=PATH (a file `sweep --save-weights` wrote)", param="weights"
         )
-    if not p.is_file():
-        _fail(path, "no such file")
+    p = Path(str(path))
     try:
-        with np.load(p, allow_pickle=False) as z:
-            raw = {k: z[k] for k in z.files}
-    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
+        if p.is_dir():
+            _fail(path, "is a folder, not a weights file")
+        if p.exists() and not p.is_file():
+            _fail(path, "is not a regular file (a FIFO or a device?)")
+        if not p.exists():
+            _fail(path, "no such file")
+    except OSError as exc:
+        _fail(path, f"cannot be read ({exc.strerror or exc})")
+    return p
+
+
+def load_weights(path) -> Weights:
+    """Read and check a weights file; the same bytes are parsed once per process.
+
+    The zip members are checked by name and size, and each array's ``.npy``
+    header by shape and dtype, before anything but the (size-capped) JSON
+    header is decompressed: a small file cannot expand into gigabytes.
+
+    Raises
+    ------
+    PluginError
+        One line naming the file: missing, not a regular file, unreadable, not
+        this format, a header field of the wrong type or range, unexpected or
+        oversized members, wrong shapes, non-finite numbers.
+    """
+    p = _check_path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_ARRAY_BYTES + MAX_HEADER_BYTES:
+            _fail(path, f"is {size:,} bytes, more than any weights file may hold")
+        data = p.read_bytes()
+    except OSError as exc:
+        _fail(path, f"cannot be read ({exc.strerror or exc})")
+    key = hashlib.sha256(data).hexdigest()
+    if key in _LOADED:
+        w = _LOADED[key]
+        return Weights(w.header, w.arrays, str(path))
+    w = _read_weights(io.BytesIO(data), path)
+    if len(_LOADED) >= _LOADED_MAX:
+        _LOADED.pop(next(iter(_LOADED)))
+    _LOADED[key] = w
+    return w
+
+
+def _read_member(zf, info, path, shape=None) -> np.ndarray:
+    """One ``.npy`` member, its header checked before its data is decompressed."""
+    from numpy.lib import format as npy
+
+    with zf.open(info) as fh:
+        version = npy.read_magic(fh)
+        if version == (1, 0):
+            have, fortran, dtype = npy.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            have, fortran, dtype = npy.read_array_header_2_0(fh)
+        else:
+            raise ValueError(f"npy format {version}")
+        name = info.filename[:-4]
+        if shape is not None and (have != shape or dtype.kind not in "fiu" or dtype.itemsize > 8):
+            _fail(path, f"array {name} has shape {have} ({dtype}); expected {shape} numbers")
+        if shape is None and (len(have) != 1 or dtype != np.uint8):
+            _fail(path, "no JSON header")
+        if dtype.hasobject:
+            _fail(path, f"array {name} holds objects")
+        count = int(np.prod(have, dtype=np.int64))
+        data = fh.read(count * dtype.itemsize)
+        if len(data) != count * dtype.itemsize:
+            raise ValueError("truncated member")
+        out = np.frombuffer(data, dtype=dtype)
+        return out.reshape(have[::-1]).T if fortran else out.reshape(have)
+
+
+def _read_weights(p, path) -> Weights:
+    import zipfile
+
+    try:
+        zf = zipfile.ZipFile(p)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
         _fail(path, f"not a readable .npz ({type(exc).__name__})")
-    if "header" not in raw or raw["header"].dtype != np.uint8 or raw["header"].ndim != 1:
-        _fail(path, "no JSON header")
-    try:
-        header = json.loads(raw.pop("header").tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        _fail(path, "its header is not JSON")
-    _check_header(header, path)
+    with zf:
+        infos = zf.infolist()
+        names = [i.filename for i in infos]
+        if len(set(names)) != len(names):
+            _fail(path, "holds two members of the same name")
+        by_name = {i.filename: i for i in infos}
+        head = by_name.get("header.npy")
+        if head is None:
+            _fail(path, "no JSON header")
+        if head.file_size > MAX_HEADER_BYTES + _NPY_HEADER_BYTES:
+            _fail(path, f"its header member is {head.file_size:,} bytes (at most {MAX_HEADER_BYTES:,})")
+        try:
+            text = _read_member(zf, head, path).tobytes()
+            header = json.loads(text.decode("utf-8"))
+        except PluginError:
+            raise
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            _fail(path, "its header is not JSON")
+        except Exception as exc:  # noqa: BLE001 - a corrupt member (zlib, CRC)
+            _fail(path, f"not a readable .npz ({type(exc).__name__})")
+        _check_header(header, path)
+        want = _array_shapes(header["architecture"])
+        total = sum(8 * math.prod(shape) for shape in want.values())
+        if total > MAX_ARRAY_BYTES:
+            _fail(
+                path,
+                f"its architecture declares {total / 2**20:,.0f} MiB of arrays "
+                f"(at most {MAX_ARRAY_BYTES / 2**20:,.0f} MiB)",
+            )
+        extra = sorted(n for n in names if n != "header.npy" and n[:-4] not in want)
+        if extra:
+            _fail(path, f"holds a member its architecture has no use for: {extra[0]}")
+        for key, shape in want.items():
+            info = by_name.get(key + ".npy")
+            if info is None:
+                _fail(path, f"array {key} is missing")
+            if info.file_size > 8 * math.prod(shape) + _NPY_HEADER_BYTES:
+                _fail(path, f"array {key} is {info.file_size:,} bytes; {shape} numbers need less")
+        arrays = {}
+        for key, shape in want.items():
+            try:
+                a = _read_member(zf, by_name[key + ".npy"], path, shape)
+            except PluginError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a truncated or corrupt member
+                _fail(path, f"array {key} is unreadable ({type(exc).__name__})")
+            a = a.astype(np.float64)  # a copy, read-only: loaded files are shared (_LOADED)
+            a.setflags(write=False)
+            if not np.isfinite(a).all():
+                _fail(path, f"array {key} has a non-finite value")
+            arrays[key] = a
     arch = header["architecture"]
+    for l in range(arch["layers"]):
+        for h in range(arch["heads"]):
+            span = arrays[f"L{l}.H{h}.span"]
+            if (span < 0).any():
+                _fail(path, f"L{l}.H{h}.span has a negative entry")
+            if ((span > 0) & (span < MIN_SPAN)).any():
+                _fail(
+                    path,
+                    f"L{l}.H{h}.span has an entry in (0, {MIN_SPAN:.1e}): its register step "
+                    "would underflow (a span is 0 or at least that)",
+                )
+    return Weights(header, arrays, str(path))
+
+
+def _array_shapes(arch: dict) -> dict:
+    """Every array a file of architecture ``arch`` holds, and its shape."""
     r, d, m = arch["rank"], arch["value_width"], arch["m"]
     dims = {"r": r, "d": d, "m": m, "E": head_entries(r, d, arch["feature_map"])}
     want = {
@@ -188,22 +366,7 @@ def load_weights(path) -> Weights:
         for name, shape in HEAD_ARRAYS.items()
     }
     want.update({"wb": (m,), "bb": (1,)})
-    arrays = {}
-    for key, shape in want.items():
-        a = raw.get(key)
-        if a is None:
-            _fail(path, f"array {key} is missing")
-        if a.shape != shape or a.dtype.kind not in "fiu":
-            _fail(path, f"array {key} has shape {a.shape} ({a.dtype}); expected {shape} numbers")
-        a = a.astype(np.float64)
-        if not np.isfinite(a).all():
-            _fail(path, f"array {key} has a non-finite value")
-        arrays[key] = a
-    for l in range(arch["layers"]):
-        for h in range(arch["heads"]):
-            if (arrays[f"L{l}.H{h}.span"] < 0).any():
-                _fail(path, f"L{l}.H{h}.span has a negative entry")
-    return Weights(header, arrays, str(path))
+    return want
 
 
 def save_weights_file(path, header: dict, arrays: dict) -> Path:
@@ -574,10 +737,16 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
     if not 1 <= bits <= MAX_BITS:
         raise PluginError(f"bits must be in 1..{MAX_BITS}, got {bits}", param="bits")
     a, fam = weights.arch, weights.family
-    if (fam["q"], fam["s"], a["m"]) != (ctx.q, ctx.s, ctx.m):
+    have, want = (fam["q"], fam["s"], a["m"]), (ctx.q, ctx.s, ctx.m)
+    if have != want:
+        differ = ", ".join(
+            f"{name}={x} (this family: {y})"
+            for name, x, y in zip(("q", "s", "token bits m"), have, want, strict=True)
+            if x != y
+        )
         raise PluginError(
-            f"{weights.path} was trained for {fam['name']} q={fam['q']}, s={fam['s']} "
-            f"(tokens of {a['m']} bits), not q={ctx.q}, s={ctx.s} ({ctx.m} bits)"
+            f"{weights.path} was trained for {fam['name']} q={fam['q']}, s={fam['s']}; "
+            f"it differs in {differ}"
         )
     L, H, E = a["layers"], a["heads"], weights.entries()
     r, d, m = a["rank"], a["value_width"], a["m"]

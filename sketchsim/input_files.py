@@ -1,0 +1,97 @@
+"""Every file a command reads, so that no output is ever written over one.
+
+An argument names files directly (``certify w.npz``), inside a spec
+(``trained:weights=w.npz,bits=4``, ``my.py:NAME``, ``mqar:file=f.npz``) or as a
+folder whose weights files, families and plug-ins (``*.npz``, ``*.py``) a
+command reads (``capacity FOLDER``).  :func:`input_files` collects them all as
+real paths; :func:`refuse_overwrite` names the first output that is one of them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+from sketchsim.errors import SketchsimError
+
+__all__ = ["input_files", "refuse_overwrite", "FOLDER_SUFFIXES"]
+
+#: Files of a folder argument that count as read (weights, family files, plug-ins).
+FOLDER_SUFFIXES = (".npz", ".py")
+#: Most entries of one folder argument looked at.
+_FOLDER_LIMIT = 100_000
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return os.path.isfile(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _folder_files(folder: str) -> list[str]:
+    out = []
+    try:
+        with os.scandir(folder) as entries:
+            for k, entry in enumerate(entries):
+                if k >= _FOLDER_LIMIT:
+                    break
+                if entry.name.lower().endswith(FOLDER_SUFFIXES) and entry.is_file():
+                    out.append(os.path.realpath(entry.path))
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def input_files(values) -> set[str]:
+    """Real paths of every existing file ``values`` name (a value or a list of them).
+
+    A value is a path (a file, or a folder whose ``*.npz`` and ``*.py`` count),
+    or a spec whose ``:``, ``,`` and ``=`` separated pieces may be paths.
+    """
+    if not isinstance(values, list | tuple | set | frozenset):
+        values = [values]
+    out: set[str] = set()
+    for value in values:
+        if isinstance(value, list | tuple):
+            out |= input_files(value)
+            continue
+        if not isinstance(value, str | os.PathLike) or not str(value):
+            continue
+        text = str(value)
+        pieces = [text, *re.split(r"[:,=]", text)]
+        for piece in pieces:
+            piece = piece.strip()
+            if not piece:
+                continue
+            if _is_file(piece):
+                out.add(os.path.realpath(piece))
+            elif piece == text and os.path.isdir(piece):
+                out.update(_folder_files(piece))
+    return out
+
+
+def refuse_overwrite(outputs: dict[str, str], inputs: Iterable[tuple[str, object]]) -> None:
+    """Raise when an output names a file that an input reads.
+
+    Parameters
+    ----------
+    outputs : dict
+        ``{path: how it is named}`` (``"--json"``).
+    inputs : iterable of (name, value)
+        Each input argument's name (``"--protocol"``, ``"FOLDER"``) and value.
+
+    Raises
+    ------
+    SketchsimError
+        ``--json would overwrite the input ... (--protocol); choose another output path``.
+    """
+    real = {os.path.realpath(str(path)): how for path, how in outputs.items()}
+    for name, value in inputs:
+        for path in sorted(input_files(value)):
+            if path in real:
+                raise SketchsimError(
+                    f"{real[path]} would overwrite the input {path} ({name}); "
+                    "choose another output path"
+                )
