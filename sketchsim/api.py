@@ -61,7 +61,7 @@ def verify(
 def transcript(
     q: int = 64,
     s: int = 7,
-    protocols: Sequence[str] = (),
+    protocols: str | Sequence[str] = (),
     family: str = "hard",
     samples: int = 100_000,
     exhaustive: bool | None = None,
@@ -76,9 +76,9 @@ def transcript(
     ----------
     q, s : int
         ``q`` independent answers in ``0..s``; the bound is ``q log2(s+1)`` bits.
-    protocols : sequence of str
-        Protocol specs (``kernel:bits=8``, ``path/file.py:NAME``); default: the
-        family's default set.
+    protocols : str or sequence of str
+        Protocol specs (``kernel:bits=8``, ``path/file.py:NAME``); a single
+        string is one spec; default: the family's default set.
     family : str
         Family spec (``hard`` is F(q, s); ``mqar``; plug-ins).
     samples : int
@@ -101,7 +101,7 @@ def transcript(
     from sketchsim.runs.transcript import TranscriptPlan
     from sketchsim.runs.transcript import run as run_plan
 
-    plan = TranscriptPlan(q, s, tuple(protocols), family, samples, exhaustive, seed)
+    plan = TranscriptPlan(q, s, protocols, family, samples, exhaustive, seed)
     return run_plan(plan, resume=resume, cluster=cluster, progress=progress)
 
 

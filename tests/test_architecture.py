@@ -16,6 +16,7 @@ TOP = {
     "futures",
     "checkpoint",
     "lazy",
+    "input_files",
     "__init__",
     "__main__",
 }

@@ -13,6 +13,8 @@ checks THEORY section 4 step by step:
 3. the chain's product ``P = prod 2 eps / (g - 2 eps)`` is at most 1 (Lemma 3);
 4. the bound ``n^2 / (n + sum P^2)`` (Lemma 4), computed as a fraction, and
    the rank it certifies: ``floor + 1`` when strict (eps = 1/2), else ``ceil``;
+   the ``claimed`` bound must be this bound (to a relative 1e-9: the producer
+   writes a float) and the claimed rank no more than this rank;
 5. ``family_sha256`` is the family the tokens and inputs spell out: the sha256
    of every input's three tokens in file order, one byte (0 or 1) per bit,
    followed by the scored position in decimal (:func:`family_sha256`; the same
@@ -116,7 +118,8 @@ def check_certificate(data: dict) -> Checked:
     ------
     CertificateInvalid
         At the first step that does not hold (a missing input, a gap too small,
-        a chain with the wrong ends, a product above 1, a claim above the bound).
+        a chain with the wrong ends, a product above 1, a claimed bound other
+        than the bound proved, a claimed rank above the rank proved).
     CertificateMalformed
         When a field is missing or of the wrong type.
     """
@@ -217,6 +220,16 @@ def check_certificate(data: dict) -> Checked:
     else:
         rank = math.ceil(bound)
     claimed = data.get("claimed", {})
+    if isinstance(claimed, dict) and "bound" in claimed:
+        value = claimed["bound"]
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise CertificateMalformed(f"claimed bound {value!r:.40} is not a number")
+        finite = isinstance(value, int) or math.isfinite(value)
+        if not finite or abs(Fraction(value) - bound) > bound / 10**9:
+            raise CertificateInvalid(
+                f"the claimed bound {value!r:.40} differs from the proved bound {bound} "
+                f"(= {float(bound):.12g})"
+            )
     if isinstance(claimed, dict) and isinstance(claimed.get("certified_rank"), int):
         if claimed["certified_rank"] > rank:
             raise CertificateInvalid(

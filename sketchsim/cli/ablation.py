@@ -12,6 +12,7 @@ import click
 import numpy as np
 
 from sketchsim.cli.app import main
+from sketchsim.cli.options import parse_list
 from sketchsim.cli.paths import OutputPath
 from sketchsim.config import OOD_STOP_BELOW
 
@@ -19,16 +20,6 @@ from sketchsim.config import OOD_STOP_BELOW
 ABLATION_MAX_SEEDS = 1_000
 ABLATION_MAX_STEPS = 10_000_000
 ABLATION_MAX_TRIPLES = 10_000_000
-
-
-def _parse_list(text: str, convert, flag: str, what: str) -> tuple:
-    """``text`` split at commas and converted, or a one-line error naming ``flag``."""
-    from sketchsim.errors import SketchsimError
-
-    try:
-        return tuple(convert(v) for v in text.split(","))
-    except ValueError:
-        raise SketchsimError(f"{flag} must be comma-separated {what}, got {text!r}") from None
 
 
 def _check_budget(args) -> None:
@@ -64,7 +55,7 @@ def _screen_main(args) -> None:
     from sketchsim.experiments.ablation import screen_maps
     from sketchsim.experiments.suites import parse_scales
 
-    ranks = _parse_list(args.ranks, int, "--ranks", "integers")
+    ranks = tuple(parse_list(args.ranks, int, "--ranks", "integers"))
     if min(ranks) < 1:
         raise SketchsimError("--ranks must be >= 1")
     _check_budget(args)
@@ -109,7 +100,7 @@ def _screen_stop_main(args) -> None:
     from sketchsim.experiments.ablation import pick_margin, screen_stops
     from sketchsim.experiments.suites import parse_scales
 
-    margins = _parse_list(args.screen_stop, float, "--screen-stop", "numbers")
+    margins = tuple(parse_list(args.screen_stop, float, "--screen-stop", "numbers"))
     if not all(0 < s <= 0.5 for s in margins):
         raise SketchsimError("stop margins must be in (0, 0.5]")
     _check_budget(args)

@@ -39,6 +39,14 @@ def capacity(folder, samples, json_path, plot_path):
 
     with render.progress_bar("capacity", 1) as update:
         result = run(folder, samples=samples, progress=update)
+    if not result["rows"]:  # nothing measured: one line (the JSON still lists why)
+        _write(result, folder, samples, json_path)
+        bad = result["unreadable"]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise SketchsimError(
+            f"none of the {len(bad)} weights files in {folder} could be measured: "
+            f"{bad[0]['weights']}: {bad[0]['reason']}{more}"
+        )
     table = Table(title="trained models as sketches: smallest K decoding every input")
     cols = (
         "architecture",
@@ -92,11 +100,7 @@ def capacity(folder, samples, json_path, plot_path):
             f"{ref['transcript_bits']:,.0f} bits = {ref['ratio']:.2f}x the bound, "
             f"correct {ref['correct_fraction']:.4f}"
         )
-    if json_path:
-        from sketchsim.results import result_payload, write_json_atomic
-
-        params = {"folder": str(folder), "samples": samples}
-        write_json_atomic(json_path, result_payload("capacity", params, result))
+    _write(result, folder, samples, json_path)
     if plot_path:
         from sketchsim.experiments.capacity import plot_capacity
 
@@ -108,3 +112,11 @@ def capacity(folder, samples, json_path, plot_path):
             f"{n} of {total} weights files could not be measured (listed above"
             + (", and in the JSON file)" if json_path else ")")
         )
+
+
+def _write(result: dict, folder, samples: int, json_path) -> None:
+    if json_path:
+        from sketchsim.results import result_payload, write_json_atomic
+
+        params = {"folder": str(folder), "samples": samples}
+        write_json_atomic(json_path, result_payload("capacity", params, result))

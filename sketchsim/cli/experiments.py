@@ -6,22 +6,21 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
+from sketchsim.cli.options import parse_list, refuse_unused, split_list
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.sketch.specs import parse_int
 
 
 def _ints(text: str, name: str, checked: bool = True) -> list[int]:
-    try:
-        values = [parse_int(v) for v in text.split(",") if v.strip()]
-    except (ValueError, OverflowError):
-        raise SketchsimError(f"{name} must be comma-separated integers, got {text!r}") from None
-    if checked and (not values or min(values) < 1):
+    values = parse_list(text, parse_int, name, "integers")
+    if checked and min(values) < 1:
         raise SketchsimError(f"{name} must list integers >= 1, got {text!r}")
     return sorted(set(values))
 
@@ -29,12 +28,9 @@ def _ints(text: str, name: str, checked: bool = True) -> list[int]:
 def _floats(text: str, name: str) -> list[float]:
     import math
 
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise SketchsimError(f"{name} must be comma-separated numbers, got {text!r}") from None
+    values = parse_list(text, float, name, "numbers")
     # above 1e6 a float32 Adam step (lr / bias correction) overflows inside torch
-    if not values or not all(math.isfinite(v) and 0 < v <= 1e6 for v in values):
+    if not all(math.isfinite(v) and 0 < v <= 1e6 for v in values):
         raise SketchsimError(f"{name} must list finite numbers in (0, 1e6], got {text!r}")
     return sorted(set(values))
 
@@ -150,7 +146,11 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 @click.option("--json", "json_path", type=OutputPath())
 @click.option("--plot", "plot_path", type=OutputPath((".png",)), help="PNG of the metric vs r.")
 @click.option("--resume", is_flag=True, help="Skip runs already in --json.")
-@click.option("--allow-large", is_flag=True, help="Go past the size limits.")
+@click.option(
+    "--allow-large",
+    is_flag=True,
+    help="Go past the size limits (capacity: and past the memory estimate).",
+)
 @click.option(
     "--save-weights",
     "weights_dir",
@@ -208,9 +208,7 @@ def sweep(
         raise click.UsageError("--save-weights keeps heads trained in this process, not --cluster")
     _one_thread_on_cluster(cluster, threads)
     _refuse_foreign(suite, family, scales)
-    heads = _ints(heads, "--heads", checked=False) if heads is not None else None
-    if heads is not None and not heads:  # the plan checks the values
-        raise SketchsimError(f"--heads must list integers, got {''!r}")
+    heads = _ints(heads, "--heads", checked=False) if heads is not None else None  # plan checks
     if heads and len(heads) > 1 and suite != "capacity":
         raise SketchsimError("--heads takes one number outside the capacity suite")
     capacity = suite == "capacity"
@@ -222,12 +220,12 @@ def sweep(
             tuple(_ints(value_widths, "--value-widths")) if value_widths is not None else None
         ),
         head_counts=tuple(heads) if heads and capacity else None,
-        families=_names(family) if family and capacity else None,
+        families=_names(family, "--family") if family and capacity else None,
         model_plugins=tuple(model_plugins) or None,
         ranks=tuple(_ints(ranks, "--ranks")) if ranks is not None else None,
         seeds=seeds,
         softmax_seeds=seeds,
-        feature_maps=_names(feature_map),
+        feature_maps=_names(feature_map, "--feature-map"),
         models=tuple(models) or None,
         scales=scales,
         accuracy=accuracy,
@@ -246,6 +244,9 @@ def sweep(
         threads=threads,
         allow_large=allow_large or None,
     )
+    _refuse_unread(plan, cluster)
+    if capacity and not plan.allow_large:  # before anything is allocated (#47)
+        _check_capacity_memory(plan, device, weights_dir is not None)
     with _cluster_client(cluster, device) as client:
         with render.progress_bar(f"sweep {suite}", 1, plain=client is not None) as update:
             result = run_sweep(
@@ -273,14 +274,86 @@ _SUITE_ONLY = {
 
 def _refuse_foreign(suite: str, family, scales) -> None:
     """Options the chosen suite would ignore, and empty values, are one error line."""
-    from sketchsim.cli.options import refuse_unused
-
     used = {name for name, only in _SUITE_ONLY.items() if only == suite}
     refuse_unused(used, {name: f"with --suite {only}" for name, only in _SUITE_ONLY.items()})
     if family is not None and not family.strip(" ,"):
         raise SketchsimError("--family is empty")
     if scales is not None and not scales.strip(" ,"):
         raise SketchsimError("--scales is empty")
+
+
+#: Options some suites do not read (click's parameter names) -> the suites that read them;
+#: refused elsewhere once the plan is built (so a bad value is named first).  The capacity
+#: suite trains float32 models with the mse loss on +-1 tokens (eps 1e-6), on the family's
+#: inputs, in this process: its sweep file records none of these (``capacity_header``).
+_READ_BY = {
+    "accuracy": ("ood",),
+    "train_on": ("witness",),
+    "triples": ("witness",),
+    "family": ("witness", "capacity"),
+    "loss": ("witness", "ood"),
+    "eps": ("witness", "ood"),
+    "dtype": ("witness", "ood"),
+    "encoding": ("witness", "ood"),
+    "plot_path": ("witness", "ood"),
+    "cluster": ("witness", "ood"),
+}
+
+#: Why the capacity suite does not read an option (appended to the refusal).
+_CAPACITY_HAS = {
+    "accuracy": "the capacity suite reports accuracy, with no threshold",
+    "loss": "the capacity suite trains with the mse loss",
+    "eps": "the capacity suite's kernel layers use eps 1e-6",
+    "dtype": "the capacity suite trains in float32",
+    "encoding": "the capacity suite's tokens are pm1, 2x - 1",
+    "train_on": "the capacity suite trains on the family's inputs",
+    "triples": "the capacity suite trains on the family's inputs",
+    "plot_path": "plot its weights with: sketchsim capacity WEIGHTS --plot PATH.png",
+    "cluster": "the capacity suite trains in this process",
+}
+
+
+def _refuse_unread(plan, cluster) -> None:
+    """Every option given that the plan's runs would not read is one error line (#47)."""
+    from sketchsim.cli.options import given
+
+    suite = plan.suite
+    if cluster is None and given("cluster_timeout"):
+        raise SketchsimError(
+            "--cluster-timeout applies only with --cluster; this run would ignore it"
+        )
+    when = {}
+    for name, suites in _READ_BY.items():
+        if suite not in suites:
+            why = _CAPACITY_HAS.get(name) if suite == "capacity" else None
+            text = f"with --suite {' or '.join(suites)}"
+            when[name] = f"{text} ({why})" if why else text
+    refuse_unused({name for name, suites in _READ_BY.items() if suite in suites}, when)
+    if given("triples") and suite == "witness":
+        if not any(plan.source(m) == "random" for m in plan.models):
+            raise SketchsimError(
+                "--triples applies only when a model trains on random triples (--train-on "
+                "random, or auto with --model softmax); this run would ignore it"
+            )
+    if given("feature_map") and "kernel" not in plan.models:
+        raise SketchsimError(
+            "--feature-map applies only to --model kernel; this run would ignore it"
+        )
+    ranked = [m for m in plan.models if m != "softmax"] or list(plan.model_plugins)
+    if given("ranks") and not ranked:
+        raise SketchsimError(
+            "--ranks applies only to kernel and signed models (softmax has no feature rank); "
+            "this run would ignore it"
+        )
+
+
+def _check_capacity_memory(plan, device: str, save_weights: bool) -> None:
+    """Refuse a capacity plan whose largest run would not fit in memory (before training)."""
+    from sketchsim.experiments.memory import check_capacity_memory
+    from sketchsim.experiments.plan import capacity_specs
+    from sketchsim.experiments.train import pick_device
+
+    check_capacity_memory(capacity_specs(plan), pick_device(device), save_weights)
 
 
 def _one_thread_on_cluster(cluster, threads):
@@ -314,10 +387,10 @@ def _cluster_client(cluster, device):
         yield client
 
 
-def _names(text):
+def _names(text, flag: str):
     if text is None:
         return None
-    return tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip())) or ("",)
+    return tuple(dict.fromkeys(split_list(text, flag)))
 
 
 def _render_capacity(result):
@@ -329,6 +402,12 @@ def _render_capacity(result):
         table.add_row(r["family"], str(r["q"]), str(r["s"]), r["architecture"], str(r["seeds"]),
                       f"{r['mean']:.3f}", ci, f"{r['min']:.3f}")  # fmt: skip
     render.console.print(table)
+    for run in result.runs:
+        if run.get("weights_refused"):
+            render.console.print(
+                f"weights not saved: {escape(run['architecture'])} on {run['family']} "
+                f"q={run['q']} s={run['s']} seed {run['seed']}: {escape(run['weights_refused'])}"
+            )
 
 
 def _render(result, json_path, plot_path):

@@ -9,6 +9,7 @@ from rich.table import Table
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
+from sketchsim.cli.options import parse_list
 from sketchsim.cli.paths import OutputPath
 
 
@@ -30,18 +31,6 @@ def families():
             item.name, item.source, fam.description, params, ", ".join(fam.default_protocols)
         )
     render.console.print(table)
-
-
-def _int_list(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise click.UsageError(
-            f"{flag} must be a comma-separated list of integers, got {text!r}"
-        ) from None
-    if not values:
-        raise click.UsageError(f"{flag} is empty")
-    return values
 
 
 @main.command()
@@ -107,8 +96,8 @@ def frontier(
     plan = FrontierPlan(
         tuple(specs),
         vary_text,
-        tuple(_int_list(q_text, "--q")),
-        tuple(_int_list(s_text, "--s")),
+        tuple(parse_list(q_text, int, "--q", "integers")),
+        tuple(parse_list(s_text, int, "--s", "integers")),
         family_spec,
         samples,
         search,

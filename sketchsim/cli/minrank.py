@@ -9,6 +9,7 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
+from sketchsim.cli.options import split_list
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.minrank import TRAIN_MAX_M, nonneg_lower
@@ -25,13 +26,13 @@ def parse_widths(text: str, limit: int) -> list[int]:
             if lo > hi:
                 raise ValueError
         else:
-            widths = [int(v) for v in text.split(",")]
+            widths = [int(v) for v in split_list(text, "--m")]
     except ValueError:
         raise click.BadParameter(
             f"{text!r} is not a width range (use e.g. 2..6, 4 or 2,4,6)", param_hint="--m"
         ) from None
     bad = [w for w in widths if not 1 <= w <= limit]
-    if not widths or bad:
+    if bad:
         raise click.BadParameter(
             f"widths must be in 1..{limit} (2^(3m) inputs per exhaustive check), got {text}",
             param_hint="--m",

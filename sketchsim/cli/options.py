@@ -2,7 +2,8 @@
 
 A command calls :func:`refuse_unused` with the parameters its chosen path
 reads; any other option given on the command line is one error line (exit 2)
-saying when it applies.
+saying when it applies.  Comma-separated option values are split by
+:func:`split_list` and :func:`parse_list`, which refuse an empty item (#47).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import click
 
 from sketchsim.errors import SketchsimError
 
-__all__ = ["given", "refuse_unused"]
+__all__ = ["given", "refuse_unused", "split_list", "parse_list"]
 
 
 def given(name: str, ctx: click.Context | None = None) -> bool:
@@ -41,3 +42,41 @@ def refuse_unused(used, when: dict[str, str], ctx: click.Context | None = None) 
             continue
         flag = max(param.opts, key=len)
         raise SketchsimError(f"{flag} applies only {when[param.name]}; this run would ignore it")
+
+
+def split_list(text: str, flag: str) -> list[str]:
+    """The items of a comma-separated option value, stripped; none may be empty.
+
+    Parameters
+    ----------
+    text : str
+        The value given (``"4,8,16"``).
+    flag : str
+        The option, for the message (``"--q"``).
+
+    Raises
+    ------
+    SketchsimError
+        For an empty value or an empty item (``4,,8``, ``4,``, ``,4``).
+    """
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        what = "is empty" if len(items) == 1 else f"has an empty item in {text!r}"
+        raise SketchsimError(f"{flag} {what}: give comma-separated values")
+    return items
+
+
+def parse_list(text: str, convert, flag: str, what: str) -> list:
+    """:func:`split_list`'s items converted by ``convert`` (``int``, ``float``).
+
+    Raises
+    ------
+    SketchsimError
+        For an empty item, or one ``convert`` refuses (the message names
+        ``flag``, the values expected, ``what``, and ``text``).
+    """
+    items = split_list(text, flag)
+    try:
+        return [convert(item) for item in items]
+    except (ValueError, OverflowError):
+        raise SketchsimError(f"{flag} must be comma-separated {what}, got {text!r}") from None

@@ -150,6 +150,11 @@ class CheckedCommand(click.Command):
             # how this command names the library parameter at fault (None: it has no such option)
             param = getattr(exc, "param", None)
             if param and not hasattr(exc, "flag"):
-                named = [p for p in self.params if p.name == param.replace("-", "_")]
+                flag = "--" + param.replace("_", "-")
+                named = [
+                    p
+                    for p in self.params
+                    if p.name == param.replace("-", "_") or flag in getattr(p, "opts", ())
+                ]
                 exc.flag = _param_name(named[0]) if named else None
             raise

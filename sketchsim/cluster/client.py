@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,6 +62,12 @@ def connect_timeout() -> float:
 
 #: Most worker processes ``local:N`` starts.
 MAX_LOCAL_WORKERS = 256
+
+#: Why a local cluster started from a script without a main guard fails.
+SCRIPT_GUARD_HINT = (
+    "Dask starts worker processes that import the calling script, so a script that starts "
+    'a local cluster must call sketchsim under `if __name__ == "__main__":`'
+)
 
 
 @dataclass(frozen=True)
@@ -167,9 +174,30 @@ def _quiet_dask_logs():
             logger.setLevel(level)
 
 
+def _importing_parent_script() -> bool:
+    """Whether this is a spawned child process still running its parent's script.
+
+    Python's ``spawn`` start method (Dask's for worker processes) runs the
+    parent's main script again as ``__mp_main__`` while the child starts, with
+    ``_inheriting`` set on the process (``parent_process()`` is None until then).
+    """
+    import multiprocessing
+
+    main = sys.modules.get("__mp_main__")
+    return bool(
+        getattr(multiprocessing.current_process(), "_inheriting", False)
+        and getattr(main, "__name__", None) == "__mp_main__"
+    )
+
+
 def _connected(distributed, spec: ClusterSpec, timeout: float, log, need_torch: bool):
     """The body of :func:`connect` (a generator it delegates to)."""
     cluster = None
+    if spec.kind == "local" and _importing_parent_script():
+        raise SketchsimError(
+            f"cannot start {spec.describe()} in a worker process that is importing the "
+            f"script which started it: {SCRIPT_GUARD_HINT}"
+        )
     try:
         if spec.kind == "local":
             cluster = distributed.LocalCluster(
@@ -184,6 +212,14 @@ def _connected(distributed, spec: ClusterSpec, timeout: float, log, need_torch: 
             client = distributed.Client(cluster)
         else:
             client = distributed.Client(spec.address, timeout=f"{timeout}s")
+    except RuntimeError as exc:  # "Nanny failed to start.": a worker process died starting
+        if cluster is not None:
+            cluster.close()
+        if spec.kind != "local" or "failed to start" not in str(exc):
+            raise
+        raise SketchsimError(
+            f"could not start {spec.describe()} ({exc}): {SCRIPT_GUARD_HINT}"
+        ) from None
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()
@@ -309,8 +345,6 @@ def _open_state(state_dir: Path, key: dict, n_shards: int) -> dict[int, object]:
 
 def _one_thread(fn: Callable, *args):
     """Run ``fn(*args)`` with one numba (and torch) thread: Dask runs one task per worker thread."""
-    import sys
-
     import numba
 
     numba.set_num_threads(1)

@@ -9,7 +9,11 @@ the model :mod:`sketchsim.sketch.trained` runs in the engine (same formulas;
 :func:`export` writes the weights file), and ``SoftmaxModel`` is the dense
 softmax reference (no fixed-size state, not exported).
 
-A user's layer plugs in through :mod:`sketchsim.experiments.model_plugins`.
+A user's layer plugs in through :mod:`sketchsim.experiments.model_plugins`; it is
+untrusted code (#47): :class:`CapacityModel` turns whatever its ``__init__``,
+``contributions``, ``read`` or ``head_arrays`` raises into one
+:class:`~sketchsim.errors.PluginError` line naming the plug-in, and refuses
+outputs of the wrong shape (checks the built-in :class:`KernelLayer` skips).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from sketchsim.errors import PluginError
 from sketchsim.sketch.trained import FEATURE_MAPS, HEAD_ARRAYS, head_entries
 
 __all__ = [
@@ -119,6 +124,11 @@ class CapacityModel(nn.Module):
 
     ``quantize``, when given to :meth:`forward`, maps ``(layer, contributions)``
     to the state a layer reads (default: the exact sum over tokens).
+
+    ``layer_type`` (a plug-in's layer class; default :class:`KernelLayer`) is
+    guarded: an exception it raises, and contributions or readouts of the wrong
+    shape, are a :class:`~sketchsim.errors.PluginError` naming the plug-in
+    (``plugin``, its spec; None for the built-in layer).
     """
 
     def __init__(
@@ -134,7 +144,20 @@ class CapacityModel(nn.Module):
     ):
         super().__init__()
         make = layer_type or KernelLayer
-        self.layers = nn.ModuleList([make(m, heads, r, d, feature_map, eps) for _ in range(layers)])
+        self.plugin = None
+        if make is KernelLayer:
+            built = [make(m, heads, r, d, feature_map, eps) for _ in range(layers)]
+        else:
+            from sketchsim.experiments.model_plugins import plugin_label
+
+            self.plugin = plugin_label(make)
+            built = [self._guarded(make, "__init__", m, heads, r, d, feature_map, eps)
+                     for _ in range(layers)]  # fmt: skip
+            for layer in built:
+                if not isinstance(layer, nn.Module):
+                    self._refuse(f"its layer class built a {type(layer).__name__}, not a torch "
+                                 "nn.Module")  # fmt: skip
+        self.layers = nn.ModuleList(built)
         self.out = nn.Linear(m, 1)
         self.arch = dict(
             layers=layers, heads=heads, rank=r, value_width=d, feature_map=feature_map, m=m, eps=eps
@@ -144,14 +167,72 @@ class CapacityModel(nn.Module):
         u = 2 * x - 1
         y = self.out(u).squeeze(-1)
         for k, layer in enumerate(self.layers):
-            c = layer.contributions(u)
+            if self.plugin is None:
+                c = layer.contributions(u)
+            else:
+                c = self._contributions(layer, u)
             state = c.sum(1) if quantize is None else quantize(k, c)
             if states is not None:
                 states.append((c.detach(), state.detach()))
-            dy, delta = layer.read(u, state)
+            if self.plugin is None:
+                dy, delta = layer.read(u, state)
+            else:
+                dy, delta = self._read(layer, u, state)
             y = y + dy
             u = u + delta
         return y
+
+    # -- a plug-in layer's guards (never on the built-in path) ------------------------
+
+    def _refuse(self, what: str):
+        raise PluginError(f"model plug-in {self.plugin}: {what}")
+
+    def _guarded(self, fn, name: str, *args):
+        """``fn(*args)``; whatever it raises is one line naming the plug-in and ``name``."""
+        try:
+            return fn(*args)
+        except MemoryError:
+            raise
+        except Exception as exc:
+            text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+            text = text if len(text) <= 300 else text[:297] + "..."
+            self._refuse(f"{name} raised {type(exc).__name__}" + (f": {text}" if text else ""))
+
+    def _contributions(self, layer, u: torch.Tensor) -> torch.Tensor:
+        B, N, _ = u.shape
+        entries = self._guarded(lambda: layer.entries, "entries")
+        if isinstance(entries, bool) or not isinstance(entries, int) or entries < 1:
+            self._refuse(f"entries is {entries!r}, not an integer >= 1")
+        c = self._guarded(layer.contributions, "contributions", u)
+        want = (B, N, self.arch["heads"], entries)
+        if not isinstance(c, torch.Tensor) or tuple(c.shape) != want:
+            got = tuple(c.shape) if isinstance(c, torch.Tensor) else type(c).__name__
+            self._refuse(f"contributions returned {got}; expected [B, N, H, E] = {want} "
+                         "(E = layer.entries)")  # fmt: skip
+        return c
+
+    def _read(self, layer, u: torch.Tensor, state: torch.Tensor):
+        B, N, m = u.shape
+        out = self._guarded(layer.read, "read", u, state)
+        want = "(y [B, N], delta [B, N, m]) = " + f"({(B, N)}, {(B, N, m)})"
+        pair = isinstance(out, tuple | list) and len(out) == 2
+        if not pair or not all(isinstance(v, torch.Tensor) for v in out):
+            size = f" of {len(out)}" if isinstance(out, tuple | list) else ""
+            self._refuse(f"read returned {type(out).__name__}{size}; expected {want}")
+        y, delta = out
+        if tuple(y.shape) != (B, N) or tuple(delta.shape) != (B, N, m):
+            self._refuse(f"read returned y {tuple(y.shape)} and delta {tuple(delta.shape)}; "
+                         f"expected {want}")  # fmt: skip
+        return y, delta
+
+    def layer_arrays(self, layer, h: int) -> dict:
+        """Head ``h`` of ``layer`` as the weights file's arrays (a plug-in's: guarded)."""
+        if self.plugin is None:
+            return layer.head_arrays(h)
+        head = self._guarded(layer.head_arrays, "head_arrays", h)
+        if not isinstance(head, dict):
+            self._refuse(f"head_arrays returned {type(head).__name__}, not a dict of arrays")
+        return head
 
 
 class SoftmaxModel(nn.Module):
@@ -202,10 +283,16 @@ def export_arrays(model: CapacityModel, calibration: list[tuple]) -> dict:
     arrays = {}
     for lay, layer in enumerate(model.layers):
         lo, span = calibration[lay]
-        for h in range(layer.heads):
-            head = layer.head_arrays(h)
+        for h in range(model.arch["heads"]):
+            head = dict(model.layer_arrays(layer, h))
             head.update(lo=lo[h], span=span[h])
-            assert set(head) == set(HEAD_ARRAYS), sorted(head)
+            if set(head) != set(HEAD_ARRAYS):
+                who = f"model plug-in {model.plugin}" if model.plugin else "the kernel layer"
+                need = [k for k in HEAD_ARRAYS if k not in ("lo", "span")]
+                raise PluginError(
+                    f"{who}: head_arrays gave {', '.join(sorted(set(head) - {'lo', 'span'}))}; "
+                    f"the weights file needs {', '.join(need)}"
+                )
             arrays.update({f"L{lay}.H{h}.{k}": v for k, v in head.items()})
     arrays["wb"] = model.out.weight.detach().double().cpu().numpy()[0]
     arrays["bb"] = model.out.bias.detach().double().cpu().numpy()
@@ -218,7 +305,7 @@ def model_from_weights(weights) -> CapacityModel:
     model = CapacityModel(
         a["m"], a["layers"], a["heads"], a["rank"], a["value_width"], a["feature_map"], a["eps"]
     ).double()
-    arr = {k: torch.from_numpy(v) for k, v in weights.arrays.items()}
+    arr = {k: torch.tensor(v) for k, v in weights.arrays.items()}  # a copy: may be read-only
     r, d = a["rank"], a["value_width"]
     with torch.no_grad():
         for lay, layer in enumerate(model.layers):

@@ -178,6 +178,7 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         "seconds": seconds,
         "weights": None,
         "weights_refused": None,
+        "plugin_identity": plugin_identity(spec),
     }
     if save_to is not None and _exportable(model):
         # the file's name within the --save-weights folder: no machine paths in results
@@ -185,6 +186,26 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         row["weights"] = saved and saved.name
         row["weights_refused"] = why
     return row
+
+
+def plugin_identity(spec: CapacitySpec) -> str | None:
+    """What a run's model plug-in is (its file's sha256, or its module's), for resume keys;
+    None without a plug-in."""
+    if not spec.model_plugin:
+        return None
+    from sketchsim.sketch.plugins import file_identity, module_identity
+
+    head, colon, _ = spec.model_plugin.partition(":")
+    if not colon:  # an installed entry point
+        return f"entry point {head}"
+    try:
+        if head.endswith(".py"):
+            return file_identity(Path(head))
+        import importlib
+
+        return module_identity(importlib.import_module(head))
+    except (OSError, ImportError):
+        return f"unreadable {spec.model_plugin}"
 
 
 def _exportable(model) -> bool:
@@ -262,15 +283,33 @@ def _outputs(model, fam, T: np.ndarray, chunk: int = 4096) -> np.ndarray:
 TIE_WIDTH = 1e-3
 
 
-def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | None:
-    """Why the engine at K = 32 does not run the model whose outputs on ``T`` are ``y``, or None.
+#: Largest difference ``|y_file - y| / (1 + |y|)`` between the outputs of the model a file
+#: describes (float64) and the trained model's (float32).
+OUTPUT_TOLERANCE = 1e-3
 
-    The engine's answers are compared with ``round(y)`` (half up, clipped to
-    ``-1..s+1`` as the engine does) on every input of ``T``, except outputs
-    within :data:`TIE_WIDTH` of a tie.
+
+def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | None:
+    """Why a weights file does not run the model whose outputs on ``T`` are ``y``, or None.
+
+    Two checks: the model the file describes (its arrays read by the header's
+    feature map, :func:`~sketchsim.experiments.capacity_models.model_from_weights`)
+    gives ``y`` within :data:`OUTPUT_TOLERANCE`; and the engine's answers at
+    K = 32 equal ``round(y)`` (half up, clipped to ``-1..s+1`` as the engine
+    does) on every input of ``T``, except outputs within :data:`TIE_WIDTH` of a tie.
     """
+    from sketchsim.experiments.capacity_models import model_from_weights
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.trained import trained_plan
+
+    with torch.no_grad():
+        y_file = model_from_weights(weights)(_tensor(fam, T, torch.float64))[:, : fam.q].numpy()
+    gap = np.abs(y_file - y) / (1 + np.abs(y))
+    if gap.max(initial=0.0) > OUTPUT_TOLERANCE:
+        return (
+            f"the file's model ({weights.arch['feature_map']} features on its arrays) gives "
+            f"outputs up to {float(np.abs(y_file - y).max()):.3g} away from the trained model's; "
+            "the layer computes something its exported arrays do not say"
+        )
 
     ctx = fam.context()
     engine = Engine(trained_plan(ctx, weights, 32), ctx, "trained")
@@ -282,7 +321,8 @@ def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | Non
         k = int(np.argmax(wrong))
         return (
             f"the engine at K = 32 disagrees with the trained model on {int(wrong.sum()):,} of "
-            f"{len(T):,} inputs (input {k}: {got[k].tolist()} against {want[k].astype(int).tolist()}); "
+            f"{len(T):,} inputs (input {k}: {got[k].tolist()} against "
+            f"{want[k].astype(int).tolist()}); "
             "the layer computes something its exported arrays do not say"
         )
     return None
@@ -326,7 +366,8 @@ def run_capacity(
 ) -> list[dict]:
     """Train every spec in order, writing ``path`` after each run; resumed runs are reused.
 
-    A resumed run keeps its row (and the weights file it wrote then).
+    A resumed run keeps its row (and the weights file it wrote then) when its
+    spec and its model plug-in's file (:func:`plugin_identity`) are unchanged.
     """
     from sketchsim.results import read_json, result_payload, write_json_atomic
 
@@ -337,12 +378,12 @@ def run_capacity(
             raise SketchsimError(f"cannot resume from {path}: not a capacity sweep file")
         for r in old["runs"]:
             try:
-                done[CapacitySpec(**r["spec"]).key()] = r
+                done[CapacitySpec(**r["spec"]).key(), r.get("plugin_identity")] = r
             except (TypeError, KeyError):
                 raise SketchsimError(f"cannot resume from {path}: a run is malformed") from None
     rows: list[dict] = []
     for k, spec in enumerate(specs):
-        row = done.get(spec.key())
+        row = done.get((spec.key(), plugin_identity(spec)))
         if row is None:
             row = train_capacity(spec, device, weights_dir)
         rows.append(row)

@@ -21,17 +21,25 @@ engine computes and it has ``head_arrays`` (a layer that computes something
 else trains and reports its accuracy, without a weights file).  Subclassing
 ``KernelLayer`` gives all of it: docs/capacity.md has an example (query and
 key features tied).
+
+A plug-in's layer is untrusted code (#47): :class:`CapacityModel` turns an
+exception raised by its ``__init__``, ``entries``, ``contributions``, ``read`` or
+``head_arrays`` into one
+:class:`~sketchsim.errors.PluginError` line naming the plug-in (its spec, as
+:func:`resolve_model` recorded it: :func:`plugin_label`), and refuses outputs of
+the wrong shape.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 from sketchsim.errors import PluginError
 from sketchsim.sketch import specs
 
-__all__ = ["ENTRY_POINT_GROUP", "ModelType", "discover_models", "resolve_model"]
+__all__ = ["ENTRY_POINT_GROUP", "ModelType", "discover_models", "resolve_model", "plugin_label"]
 
 ENTRY_POINT_GROUP = "sketchsim.models"
 _METHODS = ("contributions", "read")
@@ -60,6 +68,27 @@ def discover_models() -> list:
     return specs.discover_entry_points(ENTRY_POINT_GROUP, ModelType, "ModelType", {})
 
 
+#: Layer class -> the spec it was resolved from (for messages naming the plug-in).
+_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def plugin_label(layer: type) -> str:
+    """The spec ``layer`` was resolved from (``file.py:NAME``), else its class name."""
+    try:
+        found = _SPECS.get(layer)
+    except TypeError:  # not weak-referenceable
+        found = None
+    return found or getattr(layer, "__qualname__", None) or repr(layer)
+
+
+def _remember(layer: type, spec: str) -> type:
+    try:
+        _SPECS[layer] = spec
+    except TypeError:
+        pass
+    return layer
+
+
 def resolve_model(spec: str) -> type:
     """The layer class of ``NAME`` (an entry point), ``path/file.py:NAME`` or ``pkg.mod:NAME``.
 
@@ -77,7 +106,7 @@ def resolve_model(spec: str) -> type:
         found = [d for d in discover_models() if d.name == head]
         ok = [d for d in found if d.value is not None]
         if ok:
-            return ok[0].value.layer
+            return _remember(ok[0].value.layer, spec)
         if found:
             raise PluginError(f"model {head} ({found[0].source}): {found[0].error}")
         raise PluginError(
@@ -85,4 +114,5 @@ def resolve_model(spec: str) -> type:
         )
     if not name:
         raise PluginError(f"model spec {spec!r} needs a name: path/to/file.py:NAME")
-    return specs.pick(specs.instances_in(module, ModelType), name, head, "model", PluginError).layer
+    found = specs.pick(specs.instances_in(module, ModelType), name, head, "model", PluginError)
+    return _remember(found.layer, spec)

@@ -435,7 +435,9 @@ def build_runs(plan: Plan, family=None):
 
     plan.validate()
     if plan.suite == "capacity":
-        return capacity_specs(plan), None, plan.header(), None, {}
+        from sketchsim.experiments.sweep import capacity_header
+
+        return capacity_specs(plan), None, capacity_header(plan), None, {}
     if plan.suite == "witness":
         data, header, bound, context, sizes, scales = _witness_data(plan, family)
     else:
@@ -626,9 +628,14 @@ def _run_capacity(plan, path, resume, device, client, progress, weights_dir) -> 
 
     if client is not None:
         raise SketchsimError("the capacity suite trains in this process; run without a cluster")
+    from sketchsim.experiments.memory import check_capacity_memory
+    from sketchsim.experiments.sweep import capacity_header
+
     specs = capacity_specs(plan)
-    header = plan.header()
+    header = capacity_header(plan)
     dev = str(pick_device(device))
+    if not plan.allow_large:
+        check_capacity_memory(specs, dev, weights_dir is not None)
     runs = run_capacity(specs, path, header, resume, dev, progress, weights_dir)
     result = SweepResult(plan, header, runs, summarize_capacity(runs))
     if path:

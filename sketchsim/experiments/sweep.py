@@ -40,6 +40,8 @@ __all__ = [
     "transition",
     "transition_grows",
     "plot_sweep",
+    "CAPACITY_UNREAD",
+    "capacity_header",
 ]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -582,6 +584,21 @@ def transition_grows(found: dict, min_scales: int = 3) -> list[str]:
         if all(a <= b for a, b in steps) and ranks[-1] > ranks[0]:
             good.append(fmap)
     return good
+
+
+#: Keys of :meth:`Plan.header` the capacity suite does not read: it trains float32
+#: models with the mse loss on +-1 tokens (eps 1e-6) on the family's inputs, its
+#: heads per layer are ``heads_grid``, and it has no accuracy threshold (#47).
+CAPACITY_UNREAD = ("loss", "eps", "dtype", "encoding", "accuracy", "train_on", "heads")
+
+
+def capacity_header(plan) -> dict:
+    """The capacity suite's sweep-file header: the plan's parameters its runs apply, only.
+
+    ``sweep`` refuses the options behind :data:`CAPACITY_UNREAD` with this suite,
+    so every parameter recorded here was applied.
+    """
+    return {k: v for k, v in plan.header().items() if k not in CAPACITY_UNREAD}
 
 
 def plot_sweep(

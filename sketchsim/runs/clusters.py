@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from sketchsim.errors import SketchsimError
+
 __all__ = ["open_cluster", "cluster_threads", "describe"]
+
+#: What a ``cluster=`` value must have to be used as a ``distributed.Client``.
+CLIENT_METHODS = ("submit", "scheduler_info")
 
 
 @contextmanager
@@ -17,6 +22,12 @@ def open_cluster(
     A ``distributed.Client`` passed in is used as it is and left open; a
     ``ClusterSpec`` or its text form (``local:N``, ``tcp://HOST:PORT``) is
     connected with :func:`sketchsim.cluster.client.connect` and closed on exit.
+
+    Raises
+    ------
+    SketchsimError
+        For a value of none of these kinds (a Client is anything with
+        ``submit`` and ``scheduler_info``).
     """
     if cluster is None:
         yield None, None
@@ -25,8 +36,14 @@ def open_cluster(
 
     if isinstance(cluster, str):
         cluster = parse_cluster(cluster)
-    if not isinstance(cluster, ClusterSpec):  # a Client of the caller's
-        yield cluster, None
+    if not isinstance(cluster, ClusterSpec):
+        if not all(callable(getattr(cluster, name, None)) for name in CLIENT_METHODS):
+            raise SketchsimError(
+                "cluster must be None, 'local:N', 'tcp://HOST:PORT', a ClusterSpec or a "
+                f"distributed.Client, got {type(cluster).__name__} {cluster!r:.40}",
+                param="cluster",
+            )
+        yield cluster, None  # a Client of the caller's
         return
     with connect(cluster, log=log, need_torch=need_torch) as client:
         yield client, cluster

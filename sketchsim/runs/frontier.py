@@ -23,9 +23,10 @@ class FrontierPlan:
 
     ``vary`` is ``NAME=LO..HI`` (``bits=1..12``); see
     :func:`sketchsim.sketch.frontier.frontier_cell` for the search.
+    ``protocols`` is a sequence of protocol specs or a single spec string.
     """
 
-    protocols: Sequence[str] = ("kernel",)
+    protocols: str | Sequence[str] = ("kernel",)
     vary: str = "bits=1..16"
     qs: Sequence[int] = (4, 8, 16)
     ss: Sequence[int] = (3, 7)
@@ -33,6 +34,10 @@ class FrontierPlan:
     samples: int = 20_000
     search: str = "auto"
     seed: int = 0
+
+    def __post_init__(self):
+        specs = self.protocols  # one spec string is one protocol, not one per character
+        object.__setattr__(self, "protocols", (specs,) if isinstance(specs, str) else tuple(specs))
 
     def params(self, vary) -> dict:
         """The parameters recorded in the result file (resume needs them equal)."""

@@ -27,8 +27,8 @@ class TranscriptPlan:
     ----------
     q, s : int
         ``q`` independent answers in ``0..s``; the bound is ``q log2(s+1)`` bits.
-    protocols : sequence of str
-        Protocol specs; empty: the family's default set.
+    protocols : str or sequence of str
+        Protocol specs (a single string is one spec); empty: the family's default set.
     family : str
         Family spec (``hard`` is F(q, s)).
     samples : int
@@ -41,11 +41,15 @@ class TranscriptPlan:
 
     q: int = 64
     s: int = 7
-    protocols: Sequence[str] = ()
+    protocols: str | Sequence[str] = ()
     family: str = "hard"
     samples: int = 100_000
     exhaustive: bool | None = None
     seed: int = 0
+
+    def __post_init__(self):
+        specs = self.protocols  # one spec string is one protocol, not one per character
+        object.__setattr__(self, "protocols", (specs,) if isinstance(specs, str) else tuple(specs))
 
     def params(self, specs) -> dict:
         """The parameters recorded in the result file."""

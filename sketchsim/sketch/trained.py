@@ -164,9 +164,7 @@ def _check_claims(header: dict, path) -> None:
     """The fields a header only claims (what trained it): types and ranges, or refused."""
     label = header.get("label")
     if label is not None and (
-        not isinstance(label, str)
-        or len(label) > MAX_LABEL
-        or not label.isprintable()
+        not isinstance(label, str) or len(label) > MAX_LABEL or not label.isprintable()
     ):
         _fail(path, f"label must be printable text of at most {MAX_LABEL} characters")
     if label is not None:
@@ -299,7 +297,10 @@ def _read_weights(p, path) -> Weights:
         if head is None:
             _fail(path, "no JSON header")
         if head.file_size > MAX_HEADER_BYTES + _NPY_HEADER_BYTES:
-            _fail(path, f"its header member is {head.file_size:,} bytes (at most {MAX_HEADER_BYTES:,})")
+            _fail(
+                path,
+                f"its header member is {head.file_size:,} bytes (at most {MAX_HEADER_BYTES:,})",
+            )
         try:
             text = _read_member(zf, head, path).tobytes()
             header = json.loads(text.decode("utf-8"))

@@ -279,6 +279,20 @@ IGNORED = [
     (["ablation", "--scales", "8:64:100"], "--scales applies only with --screen-stop"),
     (["ablation", "--screen-maps", "8:64:100", "--triples", "5"], "--triples applies only"),
     (["ablation", "--screen-maps", "8:64:100", "--screen-stop", "0.1"], "give one"),
+    # sweep (#47): an option the chosen suite, or the chosen models, would not read
+    (["sweep", "--suite", "ood", "--family", "{tmp}/fam.npz"],
+     "--family applies only with --suite witness or capacity"),
+    (["sweep", "--suite", "ood", "--triples", "10"], "--triples applies only with --suite witness"),
+    (["sweep", "--suite", "ood", "--train-on", "random"],
+     "--train-on applies only with --suite witness"),
+    (["sweep", "--accuracy", "0.5"], "--accuracy applies only with --suite ood"),
+    (["sweep", "--model", "kernel", "--triples", "10"],
+     "--triples applies only when a model trains on random triples"),
+    (["sweep", "--train-on", "family", "--triples", "10"],
+     "--triples applies only when a model trains on random triples"),
+    (["sweep", "--model", "softmax", "--feature-map", "mlp"],
+     "--feature-map applies only to --model kernel"),
+    (["sweep", "--model", "softmax", "--ranks", "4"], "--ranks applies only to kernel and signed"),
 ]  # fmt: skip
 
 #: Options whose "ignored" case is one of :data:`IGNORED` (the option is not in EFFECT).
@@ -303,7 +317,7 @@ def test_every_option_of_the_quick_commands_is_classified():
 
 @pytest.mark.parametrize(("args", "needle"), IGNORED, ids=lambda x: " ".join(x)[:50])
 def test_an_option_the_run_would_ignore_is_refused(tmp_path, args, needle):
-    if args[0] == "ablation":
+    if args[0] in ("ablation", "sweep"):
         pytest.importorskip("torch", reason="the torch extra is not installed")
     args = _args(args, tmp_path)
     res = _invoke(args)
@@ -348,3 +362,182 @@ def test_an_option_changes_the_result(files, tmp_path, key):
     shutil.copy(files / "fam.npz", tmp_path / "fam.npz")
     before, after = EFFECT[key]
     assert _result(key[0], before, tmp_path) != _result(key[0], after, tmp_path)
+
+
+# ---------------------------------------------------------------------------
+# sweep --suite capacity (#47): every option it accepts changes what it records and
+# runs; every option it would not read is refused; it records only what it applied.
+# ---------------------------------------------------------------------------
+
+DOC_LAYER = Path(__file__).resolve().parents[2] / "docs" / "capacity" / "tied_layer.py"
+
+#: A tiny capacity sweep (one run of one step on F(2, 1)); options below are added to it.
+CAPACITY = ["sweep", "--suite", "capacity", "--q", "2", "--s", "1", "--seeds", "1",
+            "--steps", "1", "--layers", "1", "--model", "kernel"]  # fmt: skip
+
+#: Parameter -> args that change it from :data:`CAPACITY` (later options win).
+CAPACITY_EFFECT = {
+    "family": ["--family", "mqar"],
+    "qs": ["--q", "3"],
+    "ss": ["--s", "2"],
+    "layers": ["--layers", "2"],
+    "value_widths": ["--value-widths", "4"],
+    "model_plugins": ["--model-plugin", f"{DOC_LAYER}:tied"],
+    "ranks": ["--ranks", "2"],
+    "seeds": ["--seeds", "2"],
+    "feature_map": ["--feature-map", "relu"],
+    "models": ["--model", "signed"],
+    "steps": ["--steps", "2"],
+    "lr": ["--lr", "0.05"],
+    "stop_below": ["--stop-below", "0.3"],
+    "heads": ["--heads", "2"],
+    "threads": ["--threads", "2"],  # recorded; the runs are the same numbers
+}
+
+#: Options the capacity suite does not read: refused in one line (the issue's list first).
+CAPACITY_REFUSED = {
+    "loss": (["--loss", "minimax"], "--loss applies only with --suite witness or ood"),
+    "eps": (["--eps", "0.5"], "--eps applies only with --suite witness or ood"),
+    "dtype": (["--dtype", "float64"], "--dtype applies only with --suite witness or ood"),
+    "encoding": (["--encoding", "01"], "--encoding applies only with --suite witness or ood"),
+    "train_on": (["--train-on", "random"], "--train-on applies only with --suite witness"),
+    "triples": (["--triples", "10"], "--triples applies only with --suite witness"),
+    "accuracy": (["--accuracy", "0.5"], "--accuracy applies only with --suite ood"),
+    "scales": (["--scales", "8:64:100"], "--scales applies only with --suite ood"),
+    "plot_path": (["--plot", "{tmp}/p.png"], "sketchsim capacity WEIGHTS --plot"),
+    "cluster": (["--cluster", "local:1"], "the capacity suite trains in this process"),
+    "cluster_timeout": (["--cluster-timeout", "5"], "applies only with --cluster;"),
+}
+
+#: Where or how the capacity suite's result is written or run, not what it is.
+CAPACITY_OUTPUT = {"suite", "json_path", "resume", "weights_dir", "device", "allow_large"}
+
+
+def test_every_sweep_option_is_classified_for_the_capacity_suite():
+    names = {p.name for p in main.commands["sweep"].params}
+    classified = set(CAPACITY_EFFECT) | set(CAPACITY_REFUSED) | CAPACITY_OUTPUT
+    assert names == classified, (sorted(names - classified), sorted(classified - names))
+
+
+@pytest.fixture(scope="module")
+def capacity_baseline(tmp_path_factory):
+    pytest.importorskip("torch", reason="the torch extra is not installed")
+    return _capacity_file([], tmp_path_factory.mktemp("capacity"))
+
+
+@pytest.fixture
+def one_torch_thread():
+    """``--threads`` sets torch's threads in this process: the next test gets one back."""
+    import torch
+
+    yield
+    torch.set_num_threads(1)
+
+
+def _capacity_file(extra: list[str], folder: Path) -> dict:
+    out = folder / "c.json"
+    if out.exists():
+        out.unlink()
+    args = [*CAPACITY, *extra, "--json", str(out)]
+    res = _invoke(args)
+    assert res.exit_code == 0, f"{args}: {res.output}"
+    data = json.loads(out.read_text())
+    runs = [json.loads(json.dumps(r), object_hook=_drop_times) for r in data["runs"]]
+    return {"header": data["header"], "parameters": data["parameters"], "runs": runs}
+
+
+@pytest.mark.parametrize("name", sorted(CAPACITY_EFFECT))
+def test_a_capacity_option_changes_what_is_recorded_and_run(
+    capacity_baseline, tmp_path, one_torch_thread, name
+):
+    after = _capacity_file(CAPACITY_EFFECT[name], tmp_path)
+    assert after["header"] != capacity_baseline["header"], name
+    if name != "threads":
+        specs = [r["spec"] for r in after["runs"]]
+        assert specs != [r["spec"] for r in capacity_baseline["runs"]], name
+
+
+@pytest.mark.parametrize("name", sorted(CAPACITY_REFUSED))
+def test_an_option_the_capacity_suite_would_not_read_is_refused(tmp_path, name):
+    pytest.importorskip("torch", reason="the torch extra is not installed")
+    extra, needle = CAPACITY_REFUSED[name]
+    args = _args([*CAPACITY, *extra, "--json", "{tmp}/c.json"], tmp_path)
+    res = _invoke(args)
+    _assert_refused(res, args)
+    assert needle in res.output and "this run would ignore it" in res.output, res.output
+    assert not (tmp_path / "c.json").exists()  # refused before anything ran
+
+
+#: A capacity sweep that sets every option the suite reads away from its default.
+APPLIED = ["--family", "hard", "--q", "2", "--s", "1", "--seeds", "2", "--steps", "2",
+           "--layers", "1", "--heads", "1,2", "--ranks", "1", "--value-widths", "4",
+           "--feature-map", "relu", "--model", "kernel", "--model", "softmax", "--lr", "0.05",
+           "--stop-below", "0.3"]  # fmt: skip
+
+#: The keys a capacity sweep file's header holds: the parameters its runs apply.
+APPLIED_KEYS = {
+    "suite", "q", "s", "families", "layers", "heads_grid", "ranks", "value_widths",
+    "feature_maps", "models", "model_plugins", "seeds", "softmax_seeds", "steps",
+    "softmax_steps", "lr", "stop_below", "threads",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def applied_file(tmp_path_factory):
+    pytest.importorskip("torch", reason="the torch extra is not installed")
+    folder = tmp_path_factory.mktemp("applied")
+    out = folder / "c.json"
+    res = _invoke([*CAPACITY[:3], *APPLIED, "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    return json.loads(out.read_text())
+
+
+def test_the_capacity_header_records_what_the_runs_applied(applied_file):
+    head, runs = applied_file["header"], [r["spec"] for r in applied_file["runs"]]
+    kernel = [s for s in runs if s["model"] != "softmax"]
+    softmax = [s for s in runs if s["model"] == "softmax"]
+    applied = {
+        "suite": "capacity",
+        "q": sorted({s["q"] for s in runs}),
+        "s": sorted({s["s"] for s in runs}),
+        "families": sorted({s["family"] for s in runs}),
+        "layers": sorted({s["layers"] for s in runs}),
+        "heads_grid": sorted({s["heads"] for s in runs}),
+        "ranks": sorted({s["rank"] for s in kernel}),
+        "value_widths": sorted({s["value_width"] for s in runs}),
+        "feature_maps": sorted({s["feature_map"] for s in kernel if not s["model_plugin"]}),
+        "models": sorted({s["model"] for s in runs}),
+        "model_plugins": sorted({s["model_plugin"] for s in runs} - {""}),
+        "seeds": 1 + max(s["seed"] for s in kernel),
+        "softmax_seeds": 1 + max(s["seed"] for s in softmax),
+        "steps": kernel[0]["steps"],
+        "softmax_steps": softmax[0]["steps"],
+        "lr": sorted({s["lr"] for s in runs}),
+        "stop_below": runs[0]["stop_below"],
+        "threads": 1,
+    }
+    assert len({(s["steps"], s["stop_below"]) for s in runs}) == 1
+    assert {k: head[k] for k in applied} == applied
+    # and these are the values given on the command line
+    assert (applied["heads_grid"], applied["value_widths"], applied["feature_maps"]) == (
+        [1, 2], [4], ["relu"])  # fmt: skip
+    assert (applied["seeds"], applied["steps"], applied["lr"], applied["stop_below"]) == (
+        2, 2, [0.05], 0.3)  # fmt: skip
+
+
+def test_the_capacity_header_records_only_the_applied_parameters(applied_file):
+    """Was: loss, eps, dtype, encoding, heads, accuracy and train_on recorded as if used."""
+    assert set(applied_file["header"]) == APPLIED_KEYS
+    assert applied_file["parameters"] == applied_file["header"]
+
+
+def test_capacity_header_keeps_only_the_applied_parameters():
+    pytest.importorskip("torch", reason="the torch extra is not installed")
+    from sketchsim.experiments.plan import default_plan
+    from sketchsim.experiments.sweep import capacity_header
+
+    plan = default_plan("capacity").with_(head_counts=(1, 2), value_widths=(4,))
+    head = capacity_header(plan)
+    assert set(head) == APPLIED_KEYS
+    assert head["heads_grid"] == [1, 2] and head["value_widths"] == [4]
+    assert {k: v for k, v in plan.header().items() if k in APPLIED_KEYS} == head

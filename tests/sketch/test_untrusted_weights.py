@@ -314,7 +314,9 @@ def test_case7_capacity_names_its_argument_not_an_option(tmp_path):
 def test_case8_capacity_flags_an_accuracy_the_engine_does_not_reproduce(tmp_path, files):
     row = measure_weights(files[0], samples=64)
     honest = row["engine_accuracy_k32"]
-    path = _rewrite(files[0], tmp_path / "lie.npz", header={"accuracy": 1.0 if honest < 0.5 else 0.0})
+    path = _rewrite(
+        files[0], tmp_path / "lie.npz", header={"accuracy": 1.0 if honest < 0.5 else 0.0}
+    )
     lie = measure_weights(path, samples=64)
     assert lie["accuracy_mismatch"] is True
     assert accuracy_check(honest, honest, 8)["accuracy_mismatch"] is False

@@ -1,0 +1,106 @@
+"""The capacity sweep never writes a weights file that describes another model (issue 47,
+cases 8 and 9), and its resume knows the model plug-in's file (case 1)."""
+
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from sketchsim.cli import main
+from sketchsim.experiments.capacity import measure_weights
+from sketchsim.experiments.capacity_suite import CapacitySpec, run_capacity
+
+SOFTPLUS = """
+import torch
+from torch.nn import functional as F
+from sketchsim.experiments.capacity_models import KernelLayer
+from sketchsim.experiments.model_plugins import ModelType
+
+
+class Softplus(KernelLayer):
+    '''Softplus features kept under the label the engine reads as elu1.'''
+
+    def __init__(self, m, heads, r, d, feature_map, eps=1e-6):
+        super().__init__(m, heads, r, d, feature_map, eps)
+        self.act = F.softplus
+
+
+class NaNs(KernelLayer):
+    '''A layer whose outputs are NaN.'''
+
+    def read(self, u, state):
+        y, delta = super().read(u, state)
+        return y * float("nan"), delta
+
+
+SOFT = ModelType("soft", "softplus features", Softplus)
+NAN = ModelType("nan", "nan outputs", NaNs)
+"""
+
+
+def _spec(plugin, name, seed=0, steps=150):
+    return CapacitySpec("hard", 3, 1, "kernel", 1, 1, 2, 4, "elu1", seed, steps=steps,
+                        model_plugin=f"{plugin}:{name}")  # fmt: skip
+
+
+@pytest.fixture()
+def plugin(tmp_path):
+    path = tmp_path / "layers.py"
+    path.write_text(SOFTPLUS)
+    torch.set_num_threads(1)
+    return path
+
+
+def test_case8_a_softplus_layer_under_the_elu1_label_is_not_saved(tmp_path, plugin):
+    """Was: exported as elu1 and measured as a different model (21.25x, "not decoded")."""
+    rows = run_capacity([_spec(plugin, "SOFT")], weights_dir=tmp_path / "w")
+    row = rows[0]
+    assert row["weights"] is None
+    assert "away from the trained model's" in row["weights_refused"]
+    assert not (tmp_path / "w").exists() or not list((tmp_path / "w").glob("*.npz"))
+
+
+def test_an_honest_layer_is_saved_and_its_row_agrees_with_training(tmp_path):
+    spec = CapacitySpec("hard", 3, 1, "kernel", 1, 1, 2, 4, "elu1", 0, steps=300)
+    row = run_capacity([spec], weights_dir=tmp_path / "w")[0]
+    assert row["weights"] and row["weights_refused"] is None
+    measured = measure_weights(tmp_path / "w" / row["weights"], samples=64)
+    assert measured["accuracy_mismatch"] is False
+    assert measured["engine_accuracy_k32"] == pytest.approx(row["accuracy"], abs=0.01)
+
+
+def test_case9_a_layer_with_non_finite_outputs_gets_no_file(tmp_path, plugin):
+    """Was: a weights file `capacity` always refused, which aborted the whole folder."""
+    row = run_capacity([_spec(plugin, "NAN", steps=5)], weights_dir=tmp_path / "w")[0]
+    assert row["weights"] is None
+    assert row["weights_refused"] == "the model's outputs are not finite on 8 of 8 inputs"
+
+
+def test_case1_sweep_resume_trains_again_after_the_plugin_file_changed(tmp_path, plugin):
+    out = tmp_path / "s.json"
+    spec = _spec(plugin, "SOFT", steps=5)
+    first = run_capacity([spec], path=out)[0]
+    again = run_capacity([spec], path=out, resume=True)[0]
+    assert again == first  # same file: resumed, not trained again (seconds equal)
+    plugin.write_text(SOFTPLUS + "\n# edited\n")
+    edited = run_capacity([spec], path=out, resume=True)[0]
+    assert edited["plugin_identity"] != first["plugin_identity"]
+    assert edited["seconds"] != first["seconds"]
+    assert json.loads(out.read_text())["runs"][0]["plugin_identity"] == edited["plugin_identity"]
+
+
+def test_the_sweep_command_says_why_a_file_was_not_saved(tmp_path, plugin):
+    argv = ["sweep", "--suite", "capacity", "--q", "3", "--s", "1", "--seeds", "1",
+            "--steps", "100", "--layers", "1", "--ranks", "2", "--value-widths", "4",
+            "--model", "kernel", "--model-plugin", f"{plugin}:SOFT",
+            "--json", str(tmp_path / "s.json"), "--save-weights", str(tmp_path / "w")]  # fmt: skip
+    res = CliRunner().invoke(main, argv)
+    assert res.exit_code == 0, res.output
+    assert "not saved" in res.output and "away from the trained model" in res.output
+    runs = json.loads((tmp_path / "s.json").read_text())["runs"]
+    refused = {r["architecture"]: r["weights_refused"] is not None for r in runs}
+    assert refused == {"elu1 L1 H1 r2 d4": False, "SOFT L1 H1 r2 d4": True}
+    assert [p.name for p in (tmp_path / "w").glob("*.npz")] == [
+        r["weights"] for r in runs if r["weights"]
+    ]
