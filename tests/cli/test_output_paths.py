@@ -70,3 +70,34 @@ def test_result_files_are_strict_json_and_honour_umask(tmp_path):
         os.umask(old)
     assert json.loads(path.read_text(), parse_constant=pytest.fail) == {"a": None, "b": [None, 1.5]}
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+# Issue 47, case 2: an input named inside a folder or a spec is an input too.  One row per
+# command that reads files: (argv with {in} for the input, the output option, the input's name).
+INSIDE = [
+    (["capacity", "{dir}"], "--json", "FOLDER"),
+    (["audit", "{dir}"], "--json", "FOLDER"),
+    (["transcript", "--q", "2", "--s", "1", "--protocol", "trained:weights={in}"], "--json",
+     "--protocol"),
+    (["frontier", "--vary", "bits=1..2", "--protocol", "trained:weights={in},bits=2"], "--json",
+     "--protocol"),
+    (["transcript", "--q", "2", "--s", "1", "--family", "{in}:F"], "--json", "--family"),
+    (["sweep", "--suite", "capacity", "--model-plugin", "{in}:M"], "--json", "--model-plugin"),
+    (["certify", "{in}"], "--json", "PATH"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, flag, name", INSIDE, ids=lambda x: " ".join(x)[:40])
+def test_no_output_over_a_file_inside_a_folder_or_a_spec(tmp_path, argv, flag, name):
+    folder = tmp_path / "W"
+    folder.mkdir()
+    target = folder / "in.npz"  # read: a weights file in a folder, or named by a spec
+    target.write_bytes(b"an input: never replaced")
+    argv = [a.replace("{dir}", str(folder)).replace("{in}", str(target)) for a in argv]
+    res = run(*argv, flag, str(target))
+    if res.exit_code == 2 and "would overwrite" not in res.output:
+        pytest.fail(f"refused for another reason: {res.output}")
+    assert_error_line(res, f"{flag} would overwrite the input")
+    assert f"({name})" in res.output
+    assert target.read_bytes() == b"an input: never replaced"
+
