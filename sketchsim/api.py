@@ -242,7 +242,9 @@ def sweep(
     progress : callable, optional
         ``progress(done, total)`` after each run.
     save_weights : path-like, optional
-        Keep every head trained (not resumed) in this folder for :func:`audit`.
+        Keep every head trained (not resumed) in this folder for :func:`audit`; with
+        the capacity suite, every model for :func:`capacity` (on a cluster, the
+        workers write them: a folder they share).
 
     Returns
     -------

@@ -1,12 +1,16 @@
-"""One checkpoint and resume helper for every measuring command.
+"""The checkpoint and resume helper of the measuring commands.
 
 A measuring run is a list of finished *units* (a protocol's report, a frontier
 cell, a minrank row, a trained head).  After each unit the whole result file is
 rewritten atomically with ``complete: false``; a run that resumes from it keeps
 every unit whose key it meets again and measures the rest.  A unit's key names
 what produced it: the protocol's source identity *and* the family's (file hash,
-module version, a digest of the tokens it builds), so a plug-in file edited under
-the same name is measured again instead of reusing the old numbers.
+module version, a digest of the tokens it builds) and the files a protocol reads
+(a weights file's hash), so a file edited under the same name is measured again
+instead of reusing the old numbers.  The file records the code that wrote it
+(``code``: :func:`sketchsim.machine.package_digest`); a file of other code
+(another version, an edited checkout, or none recorded) resumes nothing.
+:func:`sketchsim.units.run_units` runs the units between the saves.
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ class Checkpoint:
         self.label = label
         self.what = what or f"{command} result"
         self.mismatch = mismatch
+        #: The file to resume from was written by other code (its units are measured again).
+        self.other_code = False
         self.done: dict[str, dict] = self._load() if resume and self.path is not None else {}
 
     def get(self, key: str) -> dict | None:
@@ -92,9 +98,10 @@ class Checkpoint:
         """Write every unit so far (and ``extra`` top-level fields) atomically."""
         if self.path is None:
             return
+        from sketchsim.machine import package_digest
         from sketchsim.results import result_payload, write_json_atomic
 
-        payload = {**extra, self.units: units, "complete": complete}
+        payload = {**extra, self.units: units, "complete": complete, "code": package_digest()}
         write_json_atomic(self.path, result_payload(self.command, self.params, payload))
 
     def _load(self) -> dict[str, dict]:
@@ -132,4 +139,9 @@ class Checkpoint:
                 )
                 raise SketchsimError(f"cannot resume from {path}: {self.label} {i} {problem}{hint}")
             done[self.key(unit, old)] = unit
+        from sketchsim.machine import package_digest
+
+        if old.get("code") != package_digest():  # another sketchsim's numbers: measure again
+            self.other_code = True
+            return {}
         return done

@@ -17,6 +17,7 @@ TOP = {
     "checkpoint",
     "lazy",
     "input_files",
+    "units",
     "__init__",
     "__main__",
 }

@@ -155,7 +155,8 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
     "--save-weights",
     "weights_dir",
     type=OutputPath(directory=True),
-    help="Keep every head trained here for `sketchsim audit` (not with --cluster).",
+    help="Keep every head trained here for `sketchsim audit` (not with --cluster), or every "
+    "capacity model for `sketchsim capacity` (with --cluster: a folder the workers share).",
 )
 @cluster_option
 def sweep(
@@ -204,7 +205,7 @@ def sweep(
 
     if resume and not json_path:
         raise click.UsageError("--resume needs --json PATH")
-    if weights_dir and cluster is not None:
+    if weights_dir and cluster is not None and suite != "capacity":
         raise click.UsageError("--save-weights keeps heads trained in this process, not --cluster")
     _one_thread_on_cluster(cluster, threads)
     _refuse_foreign(suite, family, scales)
@@ -285,7 +286,7 @@ def _refuse_foreign(suite: str, family, scales) -> None:
 #: Options some suites do not read (click's parameter names) -> the suites that read them;
 #: refused elsewhere once the plan is built (so a bad value is named first).  The capacity
 #: suite trains float32 models with the mse loss on +-1 tokens (eps 1e-6), on the family's
-#: inputs, in this process: its sweep file records none of these (``capacity_header``).
+#: inputs: its sweep file records none of these (``capacity_header``).
 _READ_BY = {
     "accuracy": ("ood",),
     "train_on": ("witness",),
@@ -296,7 +297,6 @@ _READ_BY = {
     "dtype": ("witness", "ood"),
     "encoding": ("witness", "ood"),
     "plot_path": ("witness", "ood"),
-    "cluster": ("witness", "ood"),
 }
 
 #: Why the capacity suite does not read an option (appended to the refusal).
@@ -309,7 +309,6 @@ _CAPACITY_HAS = {
     "train_on": "the capacity suite trains on the family's inputs",
     "triples": "the capacity suite trains on the family's inputs",
     "plot_path": "plot its weights with: sketchsim capacity WEIGHTS --plot PATH.png",
-    "cluster": "the capacity suite trains in this process",
 }
 
 

@@ -363,38 +363,69 @@ def run_capacity(
     device: str = "cpu",
     progress: Callable[[int, int], None] | None = None,
     weights_dir=None,
+    client=None,
 ) -> list[dict]:
-    """Train every spec in order, writing ``path`` after each run; resumed runs are reused.
+    """Train every spec, writing ``path`` after each run; resumed runs are reused.
 
     A resumed run keeps its row (and the weights file it wrote then) when its
-    spec and its model plug-in's file (:func:`plugin_identity`) are unchanged.
+    spec and its model plug-in's file (:func:`plugin_identity`) are unchanged
+    and the file was written by this code (:class:`~sketchsim.checkpoint.Checkpoint`).
+    With ``client`` every run is a Dask task (one torch thread, as here: the
+    same rows); the workers write the weights files into ``weights_dir``, so it
+    must be a folder they share with this process.
     """
-    from sketchsim.results import read_json, result_payload, write_json_atomic
+    from sketchsim.checkpoint import Checkpoint
+    from sketchsim.units import run_units
 
-    done: dict[str, dict] = {}
-    if resume and path and Path(path).exists():
-        old = read_json(path)
-        if not isinstance(old, dict) or not isinstance(old.get("runs"), list):
-            raise SketchsimError(f"cannot resume from {path}: not a capacity sweep file")
-        for r in old["runs"]:
-            try:
-                done[CapacitySpec(**r["spec"]).key(), r.get("plugin_identity")] = r
-            except (TypeError, KeyError):
-                raise SketchsimError(f"cannot resume from {path}: a run is malformed") from None
-    rows: list[dict] = []
-    for k, spec in enumerate(specs):
-        row = done.get((spec.key(), plugin_identity(spec)))
-        if row is None:
-            row = train_capacity(spec, device, weights_dir)
-        rows.append(row)
-        if path:
-            payload = {
-                "suite": "capacity",
-                "header": header or {},
-                "runs": rows,
-                "complete": k + 1 == len(specs),
-            }
-            write_json_atomic(path, result_payload("sweep", header or {}, payload))
-        if progress:
-            progress(k + 1, len(specs))
+    header = header or {}
+    store = Checkpoint(
+        path,
+        "sweep",
+        header,
+        "runs",
+        lambda row, _file: _run_key(CapacitySpec(**row["spec"]), row.get("plugin_identity")),
+        _run_problem,
+        what="capacity sweep file",
+        resume=bool(resume and path),
+    )
+    rows = [store.get(_run_key(spec, plugin_identity(spec))) for spec in specs]
+
+    def finished(k: int, row: dict) -> None:
+        rows[k] = row
+        store.save([r for r in rows if r is not None], False, suite="capacity", header=header)
+
+    run_units(
+        [(spec, device, weights_dir) for spec in specs],
+        train_capacity,
+        resumed=rows,
+        finished=finished,
+        client=client,
+        progress=progress,
+        task=capacity_task,
+    )
+    store.save(rows, True, suite="capacity", header=header)
     return rows
+
+
+def capacity_task(spec: CapacitySpec, device: str, save_to) -> dict:
+    """:func:`train_capacity` as a Dask task: one torch thread, as in this process."""
+    torch.set_num_threads(1)
+    return train_capacity(spec, device, save_to)
+
+
+def _run_key(spec: CapacitySpec, plugin: str | None) -> str:
+    return json.dumps([spec.key(), plugin])
+
+
+def _run_problem(row) -> str | None:
+    """What is wrong with a run read back from a capacity sweep file, or None."""
+    if not isinstance(row, dict) or not isinstance(row.get("spec"), dict):
+        return "is not an object with a spec"
+    try:
+        CapacitySpec(**row["spec"])
+    except TypeError as exc:
+        return f"has a malformed spec ({exc})"
+    for key in ("accuracy", "architecture", "weights"):
+        if key not in row:
+            return f"has no {key!r}"
+    return None

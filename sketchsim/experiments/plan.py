@@ -626,8 +626,6 @@ def _run_capacity(plan, path, resume, device, client, progress, weights_dir) -> 
     from sketchsim.experiments.capacity_suite import run_capacity, summarize_capacity
     from sketchsim.experiments.train import pick_device
 
-    if client is not None:
-        raise SketchsimError("the capacity suite trains in this process; run without a cluster")
     from sketchsim.experiments.memory import check_capacity_memory
     from sketchsim.experiments.sweep import capacity_header
 
@@ -636,7 +634,7 @@ def _run_capacity(plan, path, resume, device, client, progress, weights_dir) -> 
     dev = str(pick_device(device))
     if not plan.allow_large:
         check_capacity_memory(specs, dev, weights_dir is not None)
-    runs = run_capacity(specs, path, header, resume, dev, progress, weights_dir)
+    runs = run_capacity(specs, path, header, resume, dev, progress, weights_dir, client)
     result = SweepResult(plan, header, runs, summarize_capacity(runs))
     if path:
         from sketchsim.results import read_json, write_json_atomic

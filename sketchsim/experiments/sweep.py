@@ -25,6 +25,7 @@ from sketchsim.experiments.models import make_head
 from sketchsim.experiments.suites import Split
 from sketchsim.experiments.train import fit, metrics, pick_device
 from sketchsim.minip.token_ids import token_ids
+from sketchsim.units import run_units
 
 __all__ = [
     "Run",
@@ -353,23 +354,66 @@ def run_sweep(
         finished = [r for r in rows if r is not None]
         store.save(finished, complete, header=header, context=context)
 
-    if client is None:
-        for k, spec in enumerate(specs):
-            if rows[k] is None:
-                train, evaluate, test = data(spec)
-                rows[k] = asdict(train_one(spec, train, evaluate, test, device, weights_dir))
-                save(False)
-            if progress:
-                progress(k + 1, len(specs))
-    else:
-        if weights_dir is not None:
-            raise SketchsimError(
-                "save_weights keeps heads trained in this process; run without a cluster",
-                param="save_weights",
+    if client is not None and weights_dir is not None:
+        raise SketchsimError(
+            "save_weights keeps heads trained in this process; run without a cluster",
+            param="save_weights",
+        )
+    shared: dict[int, tuple] = {}
+
+    def run_args(k: int, on) -> tuple:
+        splits = data(specs[k])
+        if on is None:
+            return (specs[k], *splits, device, weights_dir)
+        # each distinct split goes to the cluster once, as a task rather than scattered
+        # data: a task's result lost with its worker is recomputed, scattered data is lost
+        held = []
+        for split in splits:
+            if split is not None and id(split) not in shared:
+                shared[id(split)] = (split, on.submit(_hold, split, pure=False))
+            held.append(None if split is None else shared[id(split)][1])
+        return (specs[k], *held, device)
+
+    def failed(k: int, exc: Exception):
+        spec = specs[k]
+        if isinstance(exc, SketchsimError):
+            return None
+        if type(exc).__name__ == "KilledWorker":
+            return SketchsimError(
+                f"the run {spec.model} r = {spec.rank}, seed {spec.seed} lost its worker "
+                "more often than the scheduler allows (distributed.scheduler.allowed-failures)"
             )
-        _run_on_cluster(client, specs, data, rows, device, save, progress, retries)
+        # scheduler gone, task cancelled, a worker-side error
+        return SketchsimError(
+            f"the run {spec.model} r = {spec.rank}, seed {spec.seed} failed on the "
+            f"cluster: {type(exc).__name__}: {exc}"
+        )
+
+    def finished(k: int, row: dict) -> None:
+        rows[k] = row
+        save(False)  # on disk before the next run is awaited
+
+    run_units(
+        run_args,
+        _train_row,
+        len(specs),
+        resumed=rows,
+        finished=finished,
+        client=client,
+        progress=progress,
+        task=train_task,
+        submit=None
+        if client is None
+        else {"retries": retries, "resources": task_resources(client, device)},
+        failed=failed,
+    )
     save(True)
     return rows
+
+
+def _train_row(spec, train, evaluate, test, device, weights_dir) -> dict:
+    """One run in this process, as a JSON row."""
+    return asdict(train_one(spec, train, evaluate, test, device, weights_dir))
 
 
 def train_task(
@@ -407,67 +451,6 @@ def task_resources(client, device: str) -> dict | None:
 
 def _hold(split: Split) -> Split:
     return split
-
-
-def _run_on_cluster(client, specs, data, rows, device, save, progress, retries) -> None:
-    """Submit every unfinished run; store each row and save as it completes."""
-    from distributed import KilledWorker
-
-    from sketchsim.futures import completed
-
-    resources = task_resources(client, device)
-    # each distinct split goes to the cluster once, as a task rather than scattered data:
-    # a task's result lost with its worker is recomputed, scattered data would be lost
-    shared: dict[int, tuple] = {}
-
-    def on_cluster(split):
-        if split is None:
-            return None
-        if id(split) not in shared:
-            shared[id(split)] = (split, client.submit(_hold, split, pure=False))
-        return shared[id(split)][1]
-
-    futures = {}
-    for k, spec in enumerate(specs):
-        if rows[k] is None:
-            splits = [on_cluster(s) for s in data(spec)]
-            fut = client.submit(
-                train_task,
-                spec,
-                *splits,
-                device,
-                pure=False,
-                retries=retries,
-                resources=resources,
-            )
-            futures[fut] = k
-    finished = len(specs) - len(futures)
-    if progress:
-        progress(finished, len(specs))
-    for fut in completed(client, futures, raise_errors=False):
-        k = futures[fut]
-        try:
-            rows[k] = fut.result()
-        except KilledWorker:
-            spec = specs[k]
-            raise SketchsimError(
-                f"the run {spec.model} r = {spec.rank}, seed {spec.seed} lost its worker "
-                "more often than the scheduler allows (distributed.scheduler.allowed-failures)"
-            ) from None
-        except SketchsimError:
-            client.cancel(list(futures))
-            raise
-        except Exception as exc:  # scheduler gone, task cancelled, a worker-side error
-            client.cancel(list(futures))
-            spec = specs[k]
-            raise SketchsimError(
-                f"the run {spec.model} r = {spec.rank}, seed {spec.seed} failed on the "
-                f"cluster: {type(exc).__name__}: {exc}"
-            ) from None
-        save(False)  # on disk before the next run is awaited
-        finished += 1
-        if progress:
-            progress(finished, len(specs))
 
 
 def _group_key(spec: dict) -> tuple:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import open_cluster
+from sketchsim.units import run_units
 
 __all__ = ["BoundPlan", "BoundRun", "run", "BOUND_SOFTMAX_EXACT_MAX_M", "BOUND_MAX_M"]
 
@@ -109,21 +110,9 @@ def run(
 
     plan.validate()
     widths = plan.widths
-    out: dict[int, tuple] = {}
     with open_cluster(cluster) as (client, _spec):
-        if client is None:
-            for width in widths:
-                out[width] = bound_row(plan, width)
-                if progress is not None:
-                    progress(len(out), len(widths))
-        else:
-            from sketchsim.futures import completed
-
-            futures = {client.submit(bound_row, plan, w, pure=False): w for w in widths}
-            for fut in completed(client, list(futures)):
-                out[futures[fut]] = fut.result()
-                if progress is not None:
-                    progress(len(out), len(widths))
+        rows = run_units([(plan, w) for w in widths], bound_row, client=client, progress=progress)
+    out = dict(zip(widths, rows, strict=True))
     result = BoundRun(
         rows=[out[w][0] for w in widths],
         realized=[out[w][1] for w in widths] if plan.export else [],

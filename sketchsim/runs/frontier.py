@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from sketchsim.checkpoint import Checkpoint, unit_key
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import open_cluster
+from sketchsim.units import run_units
 
 __all__ = ["FrontierPlan", "FrontierRun", "run", "cell_problem"]
 
@@ -231,50 +232,34 @@ def run(
         resume=resume is not None,
     )
     fam_ids = {qs: family_identity(plan.family, families[qs]) for qs in grid}
-    todo = []
-    slots: list = []
-    for q, s in grid:
-        fam_id = fam_ids[q, s]
-        for spec, r in resolved:
-            old = store.get(unit_key(q, s, spec, r.identity, fam_id))
-            slots.append(old)
-            if old is None:
-                todo.append((len(slots) - 1, q, s, spec))
+    units = [(q, s, spec) for q, s in grid for spec, _ in resolved]
+    slots = [
+        store.get(unit_key(q, s, spec, r.identity, fam_ids[q, s]))
+        for q, s in grid
+        for spec, r in resolved
+    ]
+    todo = [i for i, cell in enumerate(slots) if cell is None]
     result = FrontierRun(vary, resumed=len(slots) - len(todo))
-    total = len(slots)
-    done = result.resumed
-    if progress is not None:
-        progress(done, total)
 
     def finished(i: int, cell: dict) -> None:
-        nonlocal done
         slots[i] = cell
-        done += 1
-        if progress is not None:
-            progress(done, total)
         store.save([c for c in slots if c is not None], False)
 
+    def cell_args(i: int, client) -> tuple:
+        q, s, spec = units[i]
+        if client is None:  # this process has the family and its identity already
+            return plan, q, s, spec, (families[q, s], fam_ids[q, s])
+        return plan, q, s, spec
+
     with open_cluster(cluster, log=log) as (client, _spec):
-        if client is None:
-            for i, q, s, spec in todo:
-                finished(i, measure_cell(plan, q, s, spec, (families[q, s], fam_ids[q, s])))
-        else:
-            _on_cluster(client, plan, todo, finished)
-    result.cells = slots
+        result.cells = run_units(
+            cell_args,
+            measure_cell,
+            len(units),
+            resumed=slots,
+            finished=finished,
+            client=client,
+            progress=progress,
+        )
     store.save(result.cells, True)
     return result
-
-
-def _on_cluster(client, plan: FrontierPlan, todo: list, finished) -> None:
-    """One Dask task per cell; results saved as they arrive, in any order."""
-    from sketchsim.futures import completed
-
-    futures = {
-        client.submit(measure_cell, plan, q, s, spec, pure=False): i for i, q, s, spec in todo
-    }
-    try:
-        for fut in completed(client, list(futures)):
-            finished(futures[fut], fut.result())
-    except BaseException:
-        client.cancel(list(futures))
-        raise

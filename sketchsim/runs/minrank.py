@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from sketchsim.checkpoint import Checkpoint, unit_key
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import open_cluster
+from sketchsim.units import run_units
 
 __all__ = ["MinrankPlan", "MinrankRun", "run", "row_problem", "nonneg_lower", "TRAIN_MAX_M"]
 
@@ -198,31 +199,22 @@ def run(
     )
     rows = {w: store.get(unit_key(w)) for w in widths}
     rows.update({k: v for k, v in ((r["m"], r) for r in store.done.values()) if k not in rows})
-    todo = [w for w in widths if rows.get(w) is None]
-    result = MinrankRun(resumed=len(widths) - len(todo))
-    done = result.resumed
+    result = MinrankRun(resumed=sum(rows[w] is not None for w in widths))
 
-    def finished(width: int, row: dict) -> None:
-        nonlocal done
-        rows[width] = row
-        done += 1
-        if progress is not None:
-            progress(done, len(widths))
+    def finished(i: int, row: dict) -> None:
+        rows[widths[i]] = row
         have = [rows[w] for w in sorted(rows) if rows[w] is not None]
         store.save(have, set(widths) <= {r["m"] for r in have})
 
-    if progress is not None:
-        progress(done, len(widths))
     with open_cluster(cluster, need_torch=train) as (client, _spec):
-        if client is None:
-            for width in todo:
-                finished(width, measure_row(plan, width))
-        else:
-            from sketchsim.futures import completed
-
-            futures = {client.submit(measure_row, plan, w, pure=False): w for w in todo}
-            for fut in completed(client, list(futures)):
-                finished(futures[fut], fut.result())
+        run_units(
+            [(plan, w) for w in widths],
+            measure_row,
+            resumed=[rows[w] for w in widths],
+            finished=finished,
+            client=client,
+            progress=progress,
+        )
     result.rows = [rows[w] for w in widths]
     store.save([rows[w] for w in sorted(rows) if rows[w] is not None], True)
     return result

@@ -405,12 +405,13 @@ CAPACITY_REFUSED = {
     "accuracy": (["--accuracy", "0.5"], "--accuracy applies only with --suite ood"),
     "scales": (["--scales", "8:64:100"], "--scales applies only with --suite ood"),
     "plot_path": (["--plot", "{tmp}/p.png"], "sketchsim capacity WEIGHTS --plot"),
-    "cluster": (["--cluster", "local:1"], "the capacity suite trains in this process"),
     "cluster_timeout": (["--cluster-timeout", "5"], "applies only with --cluster;"),
 }
 
 #: Where or how the capacity suite's result is written or run, not what it is.
-CAPACITY_OUTPUT = {"suite", "json_path", "resume", "weights_dir", "device", "allow_large"}
+CAPACITY_OUTPUT = {
+    "suite", "json_path", "resume", "weights_dir", "device", "allow_large", "cluster",
+}  # fmt: skip
 
 
 def test_every_sweep_option_is_classified_for_the_capacity_suite():

@@ -100,4 +100,3 @@ def test_no_output_over_a_file_inside_a_folder_or_a_spec(tmp_path, argv, flag, n
     assert_error_line(res, f"{flag} would overwrite the input")
     assert f"({name})" in res.output
     assert target.read_bytes() == b"an input: never replaced"
-

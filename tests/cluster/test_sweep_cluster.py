@@ -235,3 +235,24 @@ def test_a_run_failing_on_the_cluster_is_one_error(client, tiny_path):
             _witness_specs(1, 5), lambda s: (bad, None, None), None, {}, "cpu",
             client=client, retries=0,
         )  # fmt: skip
+
+
+@pytest.mark.slow  # trains twice and starts torch and the engine in both workers
+def test_capacity_sweep_on_a_cluster_equals_this_process(address, tmp_path):
+    """The capacity suite's runs as Dask tasks (#45): the same rows and weights files."""
+    grid = ["--suite", "capacity", "--q", "3", "--s", "1", "--seeds", "2", "--steps", "40",
+            "--layers", "1", "--ranks", "1", "--value-widths", "2", "--model", "kernel"]  # fmt: skip
+    out = {}
+    for name, extra in (("one", []), ("many", ["--cluster", address])):
+        json_path, weights = tmp_path / f"{name}.json", tmp_path / f"w-{name}"
+        argv = ["sweep", *grid, "--json", str(json_path), "--save-weights", str(weights), *extra]
+        res = CliRunner().invoke(main, argv)
+        assert res.exit_code == 0, res.output
+        out[name] = (_without_timings(json.loads(json_path.read_text())), weights)
+    (a, wa), (b, wb) = out["one"], out["many"]
+    assert b["complete"] and len(b["runs"]) == 2
+    a.pop("argv"), b.pop("argv")
+    a["parameters"].pop("cluster", None), b["parameters"].pop("cluster", None)
+    assert a == b
+    for run in a["runs"]:
+        assert (wa / run["weights"]).read_bytes() != b"" and (wb / run["weights"]).exists()

@@ -129,10 +129,19 @@ def test_checkpoint_refuses_other_settings_and_bad_units(tmp_path):
         make(True)
 
 
-def test_a_checkpoint_without_a_path_writes_nothing(tmp_path):
+def test_a_checkpoint_without_a_path_writes_nothing(tmp_path, monkeypatch):
+    from sketchsim import results
+
+    writes = []
+    monkeypatch.setattr(results, "write_json_atomic", lambda *a, **k: writes.append(a))
+    monkeypatch.chdir(tmp_path)  # a relative write would land here
     store = Checkpoint(None, "demo", {}, "rows", lambda u, f: str(u), lambda u: None, resume=True)
     store.save([{"k": 1}], complete=True)
-    assert store.done == {} and not list(tmp_path.iterdir())
+    assert store.done == {} and writes == [] and not list(tmp_path.iterdir())
+    Checkpoint(tmp_path / "r.json", "demo", {}, "rows", lambda u, f: str(u), lambda u: None).save(
+        [{"k": 1}], complete=True
+    )
+    assert len(writes) == 1  # the same save with a path does write (the patch is seen)
 
 
 def test_run_dispatches_every_plan_and_refuses_others(tmp_path):
