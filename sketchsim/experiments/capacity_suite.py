@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sketchsim.errors import SketchsimError
 from sketchsim.experiments.capacity import make_family
 from sketchsim.experiments.capacity_models import (
     CapacityModel,

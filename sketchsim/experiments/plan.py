@@ -624,10 +624,9 @@ def run_plan(
 
 def _run_capacity(plan, path, resume, device, client, progress, weights_dir) -> SweepResult:
     from sketchsim.experiments.capacity_suite import run_capacity, summarize_capacity
-    from sketchsim.experiments.train import pick_device
-
     from sketchsim.experiments.memory import check_capacity_memory
     from sketchsim.experiments.sweep import capacity_header
+    from sketchsim.experiments.train import pick_device
 
     specs = capacity_specs(plan)
     header = capacity_header(plan)
