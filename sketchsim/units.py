@@ -57,7 +57,9 @@ def run_units(
     client : distributed.Client, optional
         Measure the units as Dask tasks on this client's cluster.
     progress : callable, optional
-        ``progress(done, total)``, resumed units counted as done.
+        ``progress(done, total)``, resumed units counted as done: first once the
+        units are under way (on a cluster, once every task is submitted), then
+        after each one.
     task : callable, optional
         What a Dask task runs instead of ``measure`` (one torch thread, say).
     submit : dict, optional
@@ -76,8 +78,10 @@ def run_units(
     results = list(resumed) if resumed is not None else [None] * n
     todo = [i for i in range(n) if results[i] is None]
     done = n - len(todo)
-    if progress is not None:
-        progress(done, n)
+
+    def started() -> None:
+        if progress is not None:
+            progress(done, n)
 
     def finish(i: int, result) -> None:
         nonlocal done
@@ -88,21 +92,24 @@ def run_units(
         if progress is not None:
             progress(done, n)
 
-    if client is None:
+    if client is None or not todo:
+        started()
         for i in todo:
             finish(i, measure(*unit_args(i, None)))
-    elif todo:
+    else:
         fn = measure if task is None else task
-        _on_cluster(client, fn, [(i, unit_args(i, client)) for i in todo], finish, submit, failed)
+        units = [(i, unit_args(i, client)) for i in todo]
+        _on_cluster(client, fn, units, started, finish, submit, failed)
     return results
 
 
-def _on_cluster(client, fn, units: list, finish, submit: dict | None, failed) -> None:
+def _on_cluster(client, fn, units: list, started, finish, submit: dict | None, failed) -> None:
     """One Dask task per unit; each result handed to ``finish`` as it arrives."""
     from sketchsim.futures import completed
 
     futures = {client.submit(fn, *a, pure=False, **(submit or {})): i for i, a in units}
     try:
+        started()
         for fut in completed(client, list(futures), raise_errors=failed is None):
             i = futures[fut]
             try:

@@ -216,8 +216,9 @@ def test_a_run_that_keeps_losing_its_worker_is_one_error(client, tiny_path):
     killed = []
     try:
         with pytest.raises(SketchsimError, match="lost its worker more often"):
+            # runs long enough that the kill lands mid-run, not as one finishes
             run_sweep(
-                _witness_specs(2, 200), lambda s: (split, None, None), None, {}, "cpu",
+                _witness_specs(2, 5000), lambda s: (split, None, None), None, {}, "cpu",
                 progress=_killer(client, killed), client=client,
             )  # fmt: skip
     finally:
@@ -241,7 +242,8 @@ def test_a_run_failing_on_the_cluster_is_one_error(client, tiny_path):
 def test_capacity_sweep_on_a_cluster_equals_this_process(address, tmp_path):
     """The capacity suite's runs as Dask tasks (#45): the same rows and weights files."""
     grid = ["--suite", "capacity", "--q", "3", "--s", "1", "--seeds", "2", "--steps", "40",
-            "--layers", "1", "--ranks", "1", "--value-widths", "2", "--model", "kernel"]  # fmt: skip
+            "--layers", "1", "--ranks", "1", "--value-widths", "2",
+            "--model", "kernel"]  # fmt: skip
     out = {}
     for name, extra in (("one", []), ("many", ["--cluster", address])):
         json_path, weights = tmp_path / f"{name}.json", tmp_path / f"w-{name}"

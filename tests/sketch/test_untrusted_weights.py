@@ -205,7 +205,7 @@ def test_a_plugin_label_of_the_right_size_is_kept(tmp_path, files):
 def _bomb(path, good, member, size):
     """``good`` with one more member of ``size`` zero bytes once decompressed (deflated)."""
     path.write_bytes(good.read_bytes())
-    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         with zf.open(member, "w", force_zip64=True) as fh:
             chunk = bytes(1 << 24)
             for _ in range(size // len(chunk)):
@@ -213,11 +213,11 @@ def _bomb(path, good, member, size):
     return path
 
 
-@pytest.mark.slow  # deflates 3 GiB of zeros once (about 10 s)
+@pytest.mark.slow  # deflates 3 GiB of zeros once (about 5 s)
 def test_case6_a_3gib_member_is_refused_without_decompressing(tmp_path, files):
     """Was: past 120 s at 3.3 GB of memory (every member read before any check)."""
     path = _bomb(tmp_path / "bomb.npz", files[0], "zz.npy", 3 << 30)
-    assert path.stat().st_size < 8 << 20  # a small file
+    assert path.stat().st_size < 16 << 20  # a small file (about 14 MB at level 1)
     start = time.perf_counter()
     with pytest.raises(PluginError, match="has no use for: zz.npy"):
         load_weights(path)
