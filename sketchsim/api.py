@@ -296,14 +296,26 @@ def reproduce(
     return run(Path(out), quick, log=log, device=device, settings=settings, client=client)
 
 
-def capacity(folder, samples: int = 20_000, references: bool = True, progress=None) -> dict:
+def capacity(
+    folder,
+    samples: int = 20_000,
+    references: bool = True,
+    progress=None,
+    cluster=None,
+    json_path=None,
+) -> dict:
     """Saved models (``sweep --suite capacity --save-weights``) run as sketches: per file the
     smallest bits per state register decoding every input, its transcript bits and
     ``ratio = transcript_bits / q log2(s+1)``.
 
     See :mod:`sketchsim.experiments.capacity` (no torch needed); returns
-    ``{"rows", "summary", "references"}``, ``progress(done, total)`` after each file.
+    ``{"rows", "summary", "references", "unreadable"}``, ``progress(done, total)``
+    in files.  ``cluster`` (``"local:2"``, a ClusterSpec or a Client) measures
+    each file as a Dask task; ``json_path`` receives the file ``sketchsim
+    capacity --json`` writes.
     """
     from sketchsim.experiments.capacity import capacity_dir
+    from sketchsim.runs.clusters import open_cluster
 
-    return capacity_dir(folder, samples, references, progress)
+    with open_cluster(cluster) as (client, _spec):
+        return capacity_dir(folder, samples, references, progress, client, json_path)

@@ -8,7 +8,8 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
-from sketchsim.cli.paths import OutputPath
+from sketchsim.cli.cluster import cluster_option
+from sketchsim.cli.paths import OutputPath, PlotPath
 from sketchsim.errors import SketchsimError
 
 
@@ -26,21 +27,22 @@ def _num(v, fmt: str) -> str:
     help="Inputs drawn when a family has more than 2^20.",
 )
 @click.option("--json", "json_path", type=OutputPath(), help="Write rows and summary here.")
-@click.option("--plot", "plot_path", type=OutputPath((".png",)), help="Accuracy vs bits.")
-def capacity(folder, samples, json_path, plot_path):
+@click.option("--plot", "plot_path", type=PlotPath(), help="Accuracy vs bits.")
+@cluster_option
+def capacity(folder, samples, json_path, plot_path, cluster):
     """Smallest bits per state coordinate at which each saved model decodes every input.
 
     FOLDER holds weights files of `sketchsim sweep --suite capacity --save-weights`.
     Each runs in the sketch engine (protocol `trained`) at K = 1..32 bits per
     register; at the smallest K right on every input (all of them up to 2^20,
     else a sample) its transcript bits are set against the bound q*log2(s+1).
+    With --cluster each file is a Dask task (FOLDER must be one the workers share).
     """
     from sketchsim.api import capacity as run
 
     with render.progress_bar("capacity", 1) as update:
-        result = run(folder, samples=samples, progress=update)
-    if not result["rows"]:  # nothing measured: one line (the JSON still lists why)
-        _write(result, folder, samples, json_path)
+        result = run(folder, samples, progress=update, cluster=cluster, json_path=json_path)
+    if not result["rows"]:  # nothing measured: one line (the JSON lists why)
         bad = result["unreadable"]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise SketchsimError(
@@ -100,7 +102,6 @@ def capacity(folder, samples, json_path, plot_path):
             f"{ref['transcript_bits']:,.0f} bits = {ref['ratio']:.2f}x the bound, "
             f"correct {ref['correct_fraction']:.4f}"
         )
-    _write(result, folder, samples, json_path)
     if plot_path:
         from sketchsim.experiments.capacity import plot_capacity
 
@@ -112,11 +113,3 @@ def capacity(folder, samples, json_path, plot_path):
             f"{n} of {total} weights files could not be measured (listed above"
             + (", and in the JSON file)" if json_path else ")")
         )
-
-
-def _write(result: dict, folder, samples: int, json_path) -> None:
-    if json_path:
-        from sketchsim.results import result_payload, write_json_atomic
-
-        params = {"folder": str(folder), "samples": samples}
-        write_json_atomic(json_path, result_payload("capacity", params, result))

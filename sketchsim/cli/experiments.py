@@ -13,7 +13,7 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.options import parse_list, refuse_unused, split_list
-from sketchsim.cli.paths import OutputPath
+from sketchsim.cli.paths import OutputPath, PlotPath
 from sketchsim.errors import SketchsimError
 from sketchsim.sketch.specs import parse_int
 
@@ -144,7 +144,7 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
     "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
 )
 @click.option("--json", "json_path", type=OutputPath())
-@click.option("--plot", "plot_path", type=OutputPath((".png",)), help="PNG of the metric vs r.")
+@click.option("--plot", "plot_path", type=PlotPath(), help="PNG of the metric vs r.")
 @click.option("--resume", is_flag=True, help="Skip runs already in --json.")
 @click.option(
     "--allow-large",
@@ -534,7 +534,7 @@ def reproduce(quick, out_dir, device, threads, cluster):
 @main.command()
 @click.argument("folder", type=click.Path(file_okay=False, exists=True))
 @click.option("--json", "json_path", type=OutputPath(), help="Write every head's rows here.")
-@click.option("--plot", "plot_path", type=OutputPath((".png",)), help="Accuracy vs state bits.")
+@click.option("--plot", "plot_path", type=PlotPath(), help="Accuracy vs state bits.")
 def audit(folder, json_path, plot_path):
     """Bits of attention state each trained head uses (heads kept by sweep --save-weights).
 

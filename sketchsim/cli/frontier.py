@@ -10,7 +10,7 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.options import parse_list
-from sketchsim.cli.paths import OutputPath
+from sketchsim.cli.paths import OutputPath, PlotPath
 
 
 @main.command()
@@ -68,7 +68,7 @@ def families():
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
 @click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
-@click.option("--plot", "plot_path", type=OutputPath((".png",)), help="Bits vs bound (PNG).")
+@click.option("--plot", "plot_path", type=PlotPath(), help="Bits vs bound (PNG).")
 @click.option("--resume", is_flag=True, help="Keep cells already measured in --json.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @cluster_option

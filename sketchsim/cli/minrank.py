@@ -10,7 +10,7 @@ from rich.table import Table
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.options import split_list
-from sketchsim.cli.paths import OutputPath
+from sketchsim.cli.paths import OutputPath, PlotPath
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.minrank import TRAIN_MAX_M, nonneg_lower
 
@@ -66,7 +66,7 @@ def _fmt(value) -> str:
 )
 @click.option("--resume", is_flag=True, help="Skip widths already in the --json file.")
 @click.option("--json", "json_path", type=OutputPath((".json",)))
-@click.option("--plot", type=OutputPath((".png",)), help="Brackets against m (PNG).")
+@click.option("--plot", type=PlotPath(), help="Brackets against m (PNG).")
 def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_path, plot):
     """Bracket the smallest feature rank of one table head on all of ({0,1}^m)^3.
 

@@ -18,7 +18,7 @@ import click
 if TYPE_CHECKING:  # pathlib itself is imported where paths are converted
     from pathlib import Path
 
-__all__ = ["OutputPath", "CheckedCommand", "probe_writable"]
+__all__ = ["OutputPath", "PlotPath", "CheckedCommand", "probe_writable"]
 
 _VIRTUAL = ("/proc", "/sys", "/dev")
 
@@ -98,6 +98,21 @@ class OutputPath(click.ParamType):
                 f"{text}: the file name is longer than the {longest} bytes allowed", param, ctx
             )
         return text
+
+
+class PlotPath(OutputPath):
+    """A ``.png`` file a command will plot into: refused at parse time, before any
+    work, when matplotlib is not installed."""
+
+    def __init__(self):
+        super().__init__((".png",))
+
+    def convert(self, value, param, ctx):
+        import importlib.util
+
+        if value is not None and importlib.util.find_spec("matplotlib") is None:
+            self.fail("plots need matplotlib: pip install 'sketchsim[plot]'", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def _name_max(folder: Path) -> int:

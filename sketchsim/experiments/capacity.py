@@ -44,6 +44,7 @@ __all__ = [
     "measure_weights",
     "reference_points",
     "capacity_dir",
+    "measure_file",
     "summarize_rows",
     "plot_capacity",
 ]
@@ -298,43 +299,67 @@ def _mean(values):
     return float(np.mean(values)) if values else None
 
 
-def capacity_dir(folder, samples: int = 20_000, references: bool = True, progress=None) -> dict:
+def capacity_dir(
+    folder,
+    samples: int = 20_000,
+    references: bool = True,
+    progress=None,
+    client=None,
+    json_path=None,
+) -> dict:
     """Measure every ``*.npz`` weights file in ``folder`` (sorted by name).
 
     Returns ``{"rows", "summary", "references", "unreadable"}``: a file that
     cannot be measured (malformed, another family's, a guard failure) is listed
-    in ``unreadable`` with its reason and the others are measured.
+    in ``unreadable`` with its reason and the others are measured.  With
+    ``client`` each file is a Dask task (:func:`sketchsim.units.run_units`; the
+    workers read the files, so ``folder`` must be one they share); the rows are
+    the same.  ``json_path`` receives the result file (the one ``sketchsim
+    capacity --json`` writes).
 
     Raises
     ------
     SketchsimError
         ``folder`` is not a folder or holds no weights file.
     """
+    from sketchsim.units import run_units
+
     folder = Path(folder)
     if not folder.is_dir():
         raise SketchsimError(f"{folder} is not a folder", param="folder")
     files = sorted(folder.glob("*.npz"))
     if not files:
         raise SketchsimError(f"{folder} holds no weights files (*.npz)", param="folder")
-    rows, unreadable = [], []
-    for k, path in enumerate(files):
-        try:
-            rows.append(measure_weights(path, samples))
-        except SketchsimError as exc:  # the others are still measured
-            unreadable.append({"weights": path.name, "reason": str(exc)})
-        if progress:
-            progress(k + 1, len(files))
+    units = run_units([(path, samples) for path in files], measure_file, client=client,
+                      progress=progress)  # fmt: skip
+    rows = [u["row"] for u in units if "row" in u]
+    unreadable = [u["unreadable"] for u in units if "unreadable" in u]
     refs = []
     if references:
         seen = sorted({(r["family"], r["q"], r["s"]) for r in rows})
         for fam, q, s in seen:
             refs += reference_points(make_family(fam, q, s), samples)
-    return {
+    result = {
         "rows": rows,
         "summary": summarize_rows(rows),
         "references": refs,
         "unreadable": unreadable,
     }
+    if json_path:
+        from sketchsim.results import result_payload, write_json_atomic
+
+        params = {"folder": str(folder), "samples": samples}
+        write_json_atomic(json_path, result_payload("capacity", params, result))
+    return result
+
+
+def measure_file(path, samples: int) -> dict:
+    """One unit of :func:`capacity_dir`: ``{"row": ...}``, or ``{"unreadable": {"weights",
+    "reason"}}`` for a file that cannot be measured (the others still are)."""
+    try:
+        return {"row": measure_weights(path, samples)}
+    except SketchsimError as exc:
+        return {"unreadable": {"weights": Path(path).name, "reason": str(exc)}}
 
 
 def plot_capacity(result: dict, path) -> Path:

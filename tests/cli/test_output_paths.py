@@ -100,3 +100,29 @@ def test_no_output_over_a_file_inside_a_folder_or_a_spec(tmp_path, argv, flag, n
     assert_error_line(res, f"{flag} would overwrite the input")
     assert f"({name})" in res.output
     assert target.read_bytes() == b"an input: never replaced"
+
+
+PLOTS = [
+    ["frontier", "--vary", "bits=1..2"],
+    ["minrank", "--m", "2"],
+    ["audit", "{tmp}"],
+    ["capacity", "{tmp}"],
+    ["sweep", "--ranks", "1"],
+]
+
+
+@pytest.mark.parametrize("argv", PLOTS, ids=lambda a: a[0])
+def test_plot_without_matplotlib_is_refused_before_the_run(tmp_path, monkeypatch, argv):
+    """Was: an ImportError traceback after the whole run (frontier, minrank, audit)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "matplotlib" else real(name, *a),
+    )
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    res = run(*argv, "--plot", str(tmp_path / "p.png"))
+    assert_error_line(res, "plots need matplotlib: pip install 'sketchsim[plot]'")
+    assert not (tmp_path / "p.png").exists()
