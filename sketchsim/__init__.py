@@ -5,7 +5,8 @@ The public API is :mod:`sketchsim.api` (``verify``, ``transcript``, ``frontier``
 re-exported here with the Min-IP core, except ``certify``, which is the name of
 the :mod:`sketchsim.certify` package (use ``sketchsim.api.certify``).  The
 packages by layer: ``minip``, ``heads``, ``sketch``, ``certify``,
-``experiments``, ``cluster``, ``cli`` (docs/architecture.md).  The re-exports
+``experiments``, ``cluster``, ``runs`` (every measuring command's loop and
+checkpoint), ``cli`` (docs/architecture.md).  The re-exports
 are resolved on first use, so ``import sketchsim`` (and ``sketchsim --help``)
 loads neither NumPy nor numba.
 """

@@ -37,7 +37,7 @@ __all__ = [
 def verify(
     m: int,
     n: int = 3,
-    construction: str = "rank1",
+    construction: str | None = None,
     beta: float = 2.0,
     causal: bool = False,
     progress: Callable[[int, int], None] | None = None,
@@ -49,10 +49,13 @@ def verify(
 
     See :func:`sketchsim.runs.verify.run` (``cluster=`` shards the inputs over
     Dask, ``state`` keeps finished shards, ``log`` hears the cluster's plan);
-    returns a ``VerifyResult``.
+    returns a ``VerifyResult``.  ``construction`` defaults to
+    :data:`sketchsim.runs.verify.DEFAULT_CONSTRUCTION`, as ``sketchsim verify``'s does.
     """
+    from sketchsim.runs.verify import DEFAULT_CONSTRUCTION
     from sketchsim.runs.verify import run as run_verify
 
+    construction = DEFAULT_CONSTRUCTION if construction is None else construction
     return run_verify(
         m, n, construction, beta, causal, progress, cluster=cluster, state=state, log=log
     )

@@ -48,3 +48,17 @@ def test_one_protocol_string_is_one_protocol_not_one_per_letter():
         {k: e[k] for k in keep} for e in listed.entries
     ]
     assert one.header == listed.header
+
+
+def test_verify_has_one_default_construction_for_the_api_and_the_cli():
+    """Was: ``sketchsim verify`` checked softmax by default, ``sketchsim.verify(4, 3)`` rank1."""
+    import inspect
+
+    from sketchsim.cli import main
+    from sketchsim.runs.verify import DEFAULT_CONSTRUCTION
+    from sketchsim.runs.verify import run as run_verify
+
+    option = next(p for p in main.get_command(None, "verify").params if p.name == "construction")
+    assert option.default == DEFAULT_CONSTRUCTION
+    assert inspect.signature(run_verify).parameters["construction"].default == DEFAULT_CONSTRUCTION
+    assert api.verify(2, 2).construction == DEFAULT_CONSTRUCTION

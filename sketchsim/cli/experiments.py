@@ -135,7 +135,7 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 )
 @click.option(
     "--threads",
-    type=int,
+    type=click.IntRange(1, 256),
     default=1,
     show_default=True,
     help="Torch CPU threads (1 suits these tiny models).",

@@ -1,4 +1,5 @@
-"""All terminal rendering: rich consoles, progress bars, verdict colours."""
+"""Shared terminal rendering: the rich consoles, progress bars and verdict colours
+(each command module builds its own tables)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_options
 from sketchsim.cli.paths import OutputPath
+from sketchsim.runs.verify import DEFAULT_CONSTRUCTION
 
 #: ``sketchsim.heads.attention.CONSTRUCTIONS`` (a test keeps the two equal); spelled out
 #: here so that ``--help`` does not import NumPy.
@@ -54,7 +55,7 @@ def _finite_positive(ctx, param, value):
 @click.option(
     "--construction",
     type=click.Choice(CONSTRUCTION_NAMES),
-    default="softmax",
+    default=DEFAULT_CONSTRUCTION,
     show_default=True,
     help="Head to check (THEORY section 3).",
 )

@@ -7,13 +7,17 @@ from collections.abc import Callable
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import cluster_threads, open_cluster
 
-__all__ = ["run"]
+__all__ = ["run", "DEFAULT_CONSTRUCTION"]
+
+#: The construction ``verify`` checks by default (the CLI and the API read it here):
+#: softmax, which THEORY section 3 shows correct at every length with a constant temperature.
+DEFAULT_CONSTRUCTION = "softmax"
 
 
 def run(
     m: int,
     n: int = 3,
-    construction: str = "rank1",
+    construction: str = DEFAULT_CONSTRUCTION,
     beta: float = 2.0,
     causal: bool = False,
     progress: Callable[[int, int], None] | None = None,
@@ -28,6 +32,7 @@ def run(
     m, n : int
         Token width and sequence length.
     construction : {"rank1", "softmax", "onehot"}
+        Default :data:`DEFAULT_CONSTRUCTION`.
     beta : float
         Inverse temperature of softmax / onehot.
     causal : bool

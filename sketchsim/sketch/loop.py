@@ -83,12 +83,9 @@ def inlined(fn, role: str):
     ``role``: ``"emit"``, ``"update"``, ``"answer"`` or ``"init"`` (:data:`INLINE_BYTECODE`).
     A call passes every array argument as a struct and keeps the callee's
     loop-invariant work (``aux`` reads) inside the loop; inlined, numba and LLVM
-    optimise the protocol's code together with the loop.  Measured (issue #31, one
-    thread, F(64, 7)): raw (bytecode 148 + 522 + 18 bytes) 1.5x faster for +0.3 s
-    of compilation; the kernel heads' update (1,772 bytes) 1.4x faster for +0.3 s,
-    their emit (856 bytes, one data token per input) 6% slower and +1.1 s, so it
-    stays a call.  Same results either way: the same integer and IEEE float
-    operations in the same order.
+    optimise the protocol's code together with the loop, at some compilation time
+    (the thresholds' measurements are in docs/benchmarks.md).  Same results either
+    way: the same integer and IEEE float operations in the same order.
     """
     py = getattr(fn, "py_func", None)
     if py is None or len(py.__code__.co_code) > INLINE_BYTECODE[role]:

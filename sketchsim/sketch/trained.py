@@ -471,7 +471,7 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
     rows at a time read eight adjacent weights per ``i`` (unsigned indices: no
     wraparound test between the loads) and keep eight independent sums in flight.
     (numba leaves them scalar; the gain over four rows of the untransposed matrix is
-    in docs/benchmarks.md, round 4 session 3.)  Each row still adds its terms in the
+    in docs/benchmarks.md.)  Each row still adds its terms in the
     order ``b, i = 0, 1, ...``, so every float is the one of a row-by-row loop.
     """
     k = 0

@@ -115,8 +115,14 @@ def test_resume_skips_finished_protocols(tmp_path):
 def test_protocols_command_lists_builtins():
     res = run("protocols")
     assert res.exit_code == 0
-    for name in ("raw", "block-counts", "clipped-counts", "kernel", "multihead"):
-        assert name in res.output
+    # the first cell of each table row: a name inside a description would not count
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in res.output.splitlines()
+        if line.startswith("│") and line.split("│")[1].strip()
+    }
+    for name in ("raw", "block-counts", "clipped-counts", "kernel", "multihead", "trained"):
+        assert rows.get(name) == "built-in", (name, rows)
 
 
 @pytest.mark.parametrize(
@@ -241,8 +247,9 @@ def test_sampled_mode_shows_entry_measures(tmp_path):
         str(path),
     )
     assert res.exit_code == 0, res.output
-    assert "entry entropy" in res.output and "used bits" in res.output
-    assert "log2 distinct" not in res.output  # capped by the sample: JSON only
+    header = _table_header(res.output)
+    assert "entry entropy" in header and "used bits" in header
+    assert "log2 distinct" not in header  # capped by the sample: JSON only
     assert "per layer" in res.output
     assert "clipped-counts: entry entropy" in res.output
     assert "cannot be correct on this distribution" in res.output
@@ -255,11 +262,24 @@ def test_sampled_mode_shows_entry_measures(tmp_path):
     assert data["family"] == "hard"
 
 
+def _table_header(output: str) -> str:
+    """The results table's header line (the one that starts with "protocol")."""
+    lines = [ln for ln in output.splitlines() if ln.strip().startswith("protocol ")]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
 def test_exhaustive_mode_keeps_distinct_and_adds_entry_measures():
     res = run("transcript", "--q", "3", "--s", "3", "--quiet", "--protocol", "kernel")
     assert res.exit_code == 0, res.output
-    for col in ("distinct", "log2", "entropy", "used", "entry"):
-        assert col in res.output
+    header = _table_header(res.output)
+    for col in ("log2 distinct", "entropy", "used bits", "entry entropy"):
+        assert col in header, header
+    row = next(ln.split() for ln in res.output.splitlines() if ln.strip().startswith("kernel "))
+    cols = header.split("  ")
+    cols = [c.strip() for c in cols if c.strip()]
+    # kernel at the default 8 bits, r = 1, on all 64 inputs of F(3, 3): a proof at 6 distinct bits
+    assert dict(zip(cols, row, strict=True))["log2 distinct"] == "6.00"
 
 
 def test_resume_refuses_another_family(tmp_path):

@@ -2,6 +2,7 @@
 exit 2; never a traceback, another exit code, or a measurement of tokens the family
 did not define (reported as valid)."""
 
+import json
 import textwrap
 
 import pytest
@@ -60,13 +61,13 @@ RAW = dataclasses.replace(resolve_spec("raw")[0], families=("hostile",), builtin
 """
 
 
-def _transcript(tmp_path, kind):
+def _transcript(tmp_path, kind, *extra):
     fam = tmp_path / "fam.py"
     fam.write_text(textwrap.dedent(FAMILIES).replace("{kind}", kind))
     proto = tmp_path / "proto.py"
     proto.write_text(PROTOCOL)
     argv = ["transcript", "--q", "2", "--s", "1", "--quiet", "--family", f"{fam}:F",
-            "--protocol", f"{proto}:RAW"]  # fmt: skip
+            "--protocol", f"{proto}:RAW", *extra]  # fmt: skip
     return CliRunner().invoke(main, argv)
 
 
@@ -88,6 +89,8 @@ def test_misbehaving_family_is_one_line(tmp_path, kind, needle):
 
 @pytest.mark.slow  # compiles a plug-in engine: about 10 s
 def test_the_same_family_behaving_is_measured(tmp_path):
-    res = _transcript(tmp_path, "fine")
+    res = _transcript(tmp_path, "fine", "--json", str(tmp_path / "t.json"))
     assert res.exit_code == 0, res.output
-    assert "1.0000" in res.output  # raw is correct on every input
+    data = json.loads((tmp_path / "t.json").read_text())
+    (entry,) = data["protocols"]
+    assert entry["correct_fraction"] == 1.0 and data["mode"] == "exhaustive"  # raw: every input

@@ -40,6 +40,8 @@ def test_the_screen_scores_every_nonnegative_parametric_map():
     maps = [r["feature_map"] for r in rows]
     assert maps == ["mlp", "elu1", "relu", "relu2", "favor", "hedgehog", "expmap"]
     assert all(0 <= r["validation_accuracy"] <= 1 and r["steps"] <= 3 for r in rows)
+    again = screen_maps("5:12:40", (2,), 1, steps=3)
+    assert _untimed(again) == _untimed(rows)  # seeded: the same numbers
 
 
 @pytest.mark.parametrize(
@@ -79,6 +81,12 @@ def test_the_stop_screen_trains_softmax_at_every_margin_and_the_kernel_once():
     ]
     assert got == want
     assert all(0 <= r["validation_accuracy"] <= 1 and r["steps"] <= 5 for r in rows)
+    again = screen_stops("5:12:40,6:16:40", (0.25, 0.1), 2, steps=5, kernel=("elu1", 2))
+    assert _untimed(again) == _untimed(rows)  # seeded: the same numbers
+
+
+def _untimed(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
 
 
 def _row(model, s, acc):

@@ -33,3 +33,6 @@ def test_each_variant_changes_what_it_names():
         assert (r["near_miss"] is None) == (wrong == 0)
         assert r["near_miss"] is None or 0 <= r["near_miss"] <= 1
         assert r["validation_accuracy"] < 1 or wrong == 0
+    again = {r["variant"]: r for r in screen_plateau(SCALE, 2, 1, steps=5)}
+    untimed = {k: {f: v for f, v in r.items() if f != "seconds"} for k, r in rows.items()}
+    assert {k: {f: v for f, v in r.items() if f != "seconds"} for k, r in again.items()} == untimed
