@@ -288,7 +288,7 @@ def test_parse_scales_errors(text, needle):
         (["--ranks", "1.5"], "comma-separated integers"),
         (["--suite", "ood", "--scales", "40:100000000:100"], "tokens per pool"),
         (["--heads", "0"], "--heads must be >= 1"),
-        (["--threads", "0"], "--threads must be >= 1"),
+        (["--threads", "0"], "0 is not in the range 1<=x<=256"),  # as reproduce says it
         (["--eps", "-1"], "--eps must be"),
         (["--eps", "nan"], "--eps must be"),
         (["--accuracy", "0"], "--accuracy must be in (0, 1]"),

@@ -248,3 +248,23 @@ def test_hostile_specs_are_one_line_exit_2(tmp_path, spec, needle):
     )
     argv = ["transcript", "--q", "2", "--s", "1", "--quiet", "--protocol", spec]
     assert_error_line(CliRunner().invoke(main, argv), needle, only_line=False)
+
+
+@pytest.mark.parametrize("q, s, seed", [(3, 1, 0), (4, 3, 2), (2, 7, 5)])
+def test_the_token_layout_docs_theory_states(q, s, seed):
+    """docs/theory.md 5.2, built from its words alone: queries first (block i and the pad),
+    then the data token with t_i ones at perm[i][:t_i], perm[i] = i s + successive draws."""
+    fam = HardFamily(q, s, seed)
+    rng = np.random.default_rng(seed)
+    perm = [i * s + rng.permutation(s) for i in range(q)]
+    T = np.random.default_rng(9).integers(0, s + 1, (20, q))
+    m = q * s + s + 1
+    want = np.zeros((len(T), q + 1, m), dtype=np.uint8)
+    for i in range(q):
+        want[:, i, i * s : (i + 1) * s] = 1
+        want[:, i, q * s : q * s + s + 1] = 1
+    for b, t in enumerate(T):
+        for i in range(q):
+            want[b, q, perm[i][: t[i]]] = 1
+    assert fam.m == m
+    assert np.array_equal(unpack_bits(fam.tokens(T.astype(np.uint8)), m), want)
