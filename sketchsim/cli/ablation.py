@@ -12,8 +12,7 @@ import click
 import numpy as np
 
 from sketchsim.cli.app import main
-from sketchsim.cli.options import parse_list
-from sketchsim.cli.paths import OutputPath
+from sketchsim.cli.options import json_option, parse_list
 from sketchsim.config import OOD_STOP_BELOW
 
 #: Largest seeds, steps and triples an ablation run accepts (each trains seeds x variants heads).
@@ -169,7 +168,7 @@ def _screen_stop_main(args) -> None:
     show_default=True,
     help="With --screen-stop.",
 )
-@click.option("--json", "json_path", type=OutputPath(), help="Write the rows here.")
+@json_option("Write the rows here.")
 def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales, json_path):
     """The softmax ablation on the witness family, or a validation screen (torch extra).
 

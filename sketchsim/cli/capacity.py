@@ -9,7 +9,8 @@ from rich.table import Table
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
-from sketchsim.cli.paths import OutputPath, PlotPath
+from sketchsim.cli.options import json_option
+from sketchsim.cli.paths import PlotPath
 from sketchsim.errors import SketchsimError
 
 
@@ -26,7 +27,7 @@ def _num(v, fmt: str) -> str:
     show_default=True,
     help="Inputs drawn when a family has more than 2^20.",
 )
-@click.option("--json", "json_path", type=OutputPath(), help="Write rows and summary here.")
+@json_option("Write rows and summary here.")
 @click.option("--plot", "plot_path", type=PlotPath(), help="Accuracy vs bits.")
 @cluster_option
 def capacity(folder, samples, json_path, plot_path, cluster):

@@ -12,6 +12,7 @@ from rich.table import Table
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
+from sketchsim.cli.options import json_option
 from sketchsim.cli.paths import OutputPath
 from sketchsim.config import PAPER
 from sketchsim.errors import SketchsimError
@@ -103,7 +104,7 @@ def codes(m, kind, d, w, seed, out):
     "limit, up to 10^8 inputs; m <= 64).",
 )
 @click.option("--out", type=OutputPath((".npz",)), required=True, help="Family .npz file.")
-@click.option("--json", "json_path", type=OutputPath())
+@json_option()
 def witness(
     m, kind, codewords, d, w, complements, chains, both_orders, seed, packed, out, json_path
 ):
@@ -183,7 +184,7 @@ def witness(
     is_flag=True,
     help="Certify only heads whose maps ignore position (one order suffices).",
 )
-@click.option("--json", "json_path", type=OutputPath())
+@json_option()
 @click.option(
     "--certificate",
     "proof_path",
@@ -309,7 +310,7 @@ def check_certificate(path):
     is_flag=True,
     help="With --export: also write DIR/bound-m{m}.cert.json and re-check it (small families).",
 )
-@click.option("--json", "json_path", type=OutputPath())
+@json_option()
 @cluster_option
 def bound(m, m2, step, seed, export_dir, certificates, json_path, cluster):
     """Best certified rank bound per m, its growth, the 2^m endpoint and softmax temperatures."""

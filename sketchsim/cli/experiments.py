@@ -12,7 +12,14 @@ from rich.table import Table
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
-from sketchsim.cli.options import parse_list, refuse_unused, split_list
+from sketchsim.cli.options import (
+    check_resume,
+    json_option,
+    parse_list,
+    refuse_unused,
+    resume_option,
+    split_list,
+)
 from sketchsim.cli.paths import OutputPath, PlotPath
 from sketchsim.errors import SketchsimError
 from sketchsim.sketch.specs import parse_int
@@ -143,9 +150,9 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 @click.option(
     "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
 )
-@click.option("--json", "json_path", type=OutputPath())
+@json_option("Write every run here (rewritten after each run).")
 @click.option("--plot", "plot_path", type=PlotPath(), help="PNG of the metric vs r.")
-@click.option("--resume", is_flag=True, help="Skip runs already in --json.")
+@resume_option("Skip runs already in --json.")
 @click.option(
     "--allow-large",
     is_flag=True,
@@ -203,8 +210,7 @@ def sweep(
     require_torch()
     from sketchsim.experiments.plan import default_plan
 
-    if resume and not json_path:
-        raise click.UsageError("--resume needs --json PATH")
+    check_resume(resume, json_path)
     if weights_dir and cluster is not None and suite != "capacity":
         raise click.UsageError("--save-weights keeps heads trained in this process, not --cluster")
     _one_thread_on_cluster(cluster, threads)
@@ -533,7 +539,7 @@ def reproduce(quick, out_dir, device, threads, cluster):
 
 @main.command()
 @click.argument("folder", type=click.Path(file_okay=False, exists=True))
-@click.option("--json", "json_path", type=OutputPath(), help="Write every head's rows here.")
+@json_option("Write every head's rows here.")
 @click.option("--plot", "plot_path", type=PlotPath(), help="Accuracy vs state bits.")
 def audit(folder, json_path, plot_path):
     """Bits of attention state each trained head uses (heads kept by sweep --save-weights).

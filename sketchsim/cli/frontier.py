@@ -9,8 +9,8 @@ from rich.table import Table
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
-from sketchsim.cli.options import parse_list
-from sketchsim.cli.paths import OutputPath, PlotPath
+from sketchsim.cli.options import check_resume, json_option, parse_list, quiet_option, resume_option
+from sketchsim.cli.paths import PlotPath
 
 
 @main.command()
@@ -67,10 +67,10 @@ def families():
     help="auto: bisect parameters declared monotone, scan the others.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
-@click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
+@json_option("Write results here.")
 @click.option("--plot", "plot_path", type=PlotPath(), help="Bits vs bound (PNG).")
-@click.option("--resume", is_flag=True, help="Keep cells already measured in --json.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@resume_option("Keep cells already measured in --json.")
+@quiet_option
 @cluster_option
 def frontier(
     specs,
@@ -91,8 +91,7 @@ def frontier(
     from sketchsim.runs.frontier import FrontierPlan
     from sketchsim.runs.frontier import run as run_frontier
 
-    if resume and not json_path:
-        raise click.UsageError("--resume needs --json PATH")
+    check_resume(resume, json_path)
     plan = FrontierPlan(
         tuple(specs),
         vary_text,

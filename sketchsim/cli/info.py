@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import click
-
 from sketchsim.cli.app import main
-from sketchsim.cli.paths import OutputPath
+from sketchsim.cli.options import json_option
 
 
 def _cluster_facts() -> dict:
@@ -24,7 +22,7 @@ def _cluster_facts() -> dict:
 
 
 @main.command()
-@click.option("--json", "json_path", type=OutputPath(), help="Write the same facts here.")
+@json_option("Write the same facts here.")
 def info(json_path):
     """Versions, CPU kernels, numba cache and devices: paste this into a bug report.
 

@@ -9,9 +9,8 @@ from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
-from sketchsim.cli.options import split_list
+from sketchsim.cli.options import check_resume, json_option, resume_option, split_list
 from sketchsim.cli.paths import OutputPath, PlotPath
-from sketchsim.errors import SketchsimError
 from sketchsim.runs.minrank import TRAIN_MAX_M, nonneg_lower
 
 
@@ -64,8 +63,8 @@ def _fmt(value) -> str:
     show_default=True,
     help="Folder for certificate families and trained weights.",
 )
-@click.option("--resume", is_flag=True, help="Skip widths already in the --json file.")
-@click.option("--json", "json_path", type=OutputPath((".json",)))
+@resume_option("Skip widths already in the --json file.")
+@json_option("Write the rows here (rewritten after each row).", (".json",))
 @click.option("--plot", type=PlotPath(), help="Brackets against m (PNG).")
 def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_path, plot):
     """Bracket the smallest feature rank of one table head on all of ({0,1}^m)^3.
@@ -80,8 +79,7 @@ def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_
     from sketchsim.runs.minrank import MinrankPlan
     from sketchsim.runs.minrank import run as run_minrank
 
-    if resume and not json_path:
-        raise SketchsimError("--resume needs --json (the file to resume from)")
+    check_resume(resume, json_path)
     plan = MinrankPlan(
         tuple(parse_widths(m_text, MINRANK_MAX_M)), n, causal, seeds, steps, train_max_m, out_dir
     )

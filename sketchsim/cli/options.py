@@ -80,3 +80,26 @@ def parse_list(text: str, convert, flag: str, what: str) -> list:
         return [convert(item) for item in items]
     except (ValueError, OverflowError):
         raise SketchsimError(f"{flag} must be comma-separated {what}, got {text!r}") from None
+
+
+def json_option(help: str = "Write the result here.", suffixes: tuple[str, ...] = ()):
+    """``--json PATH`` (``json_path``), checked writable before the run (one declaration)."""
+    from sketchsim.cli.paths import OutputPath
+
+    return click.option("--json", "json_path", type=OutputPath(suffixes), help=help)
+
+
+def resume_option(help: str = "Keep what --json already holds; measure the rest."):
+    """``--resume``: a flag, checked with :func:`check_resume` (it needs ``--json``)."""
+    return click.option("--resume", is_flag=True, help=help)
+
+
+def quiet_option(func):
+    """``--quiet``: no progress bar."""
+    return click.option("--quiet", is_flag=True, help="No progress bar.")(func)
+
+
+def check_resume(resume: bool, json_path) -> None:
+    """The one refusal of ``--resume`` without ``--json`` (the file it resumes from)."""
+    if resume and not json_path:
+        raise click.UsageError("--resume needs --json PATH (the file to resume from)")

@@ -13,7 +13,7 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.familyopts import render_header
-from sketchsim.cli.paths import OutputPath
+from sketchsim.cli.options import check_resume, json_option, quiet_option, resume_option
 
 
 @main.command()
@@ -56,9 +56,9 @@ def _answers_text(values) -> str:
     help="Enumerate all (s+1)^q inputs (default when at most 2^20).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
-@click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
-@click.option("--resume", is_flag=True, help="Keep protocols already measured in --json.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@json_option("Write results here.")
+@resume_option("Keep protocols already measured in --json.")
+@quiet_option
 @click.option(
     "--family",
     "family_spec",
@@ -76,8 +76,7 @@ def transcript(
     from sketchsim.runs.transcript import TranscriptPlan
     from sketchsim.runs.transcript import run as run_transcript
 
-    if resume and not json_path:
-        raise click.UsageError("--resume needs --json PATH")
+    check_resume(resume, json_path)
     plan = TranscriptPlan(q, s, tuple(specs), family_spec, samples, exhaustive, seed)
     with ExitStack() as stack:
         bars = _Bars(stack, not quiet, plain=cluster is not None)

@@ -13,7 +13,7 @@ from rich.table import Table
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_options
-from sketchsim.cli.paths import OutputPath
+from sketchsim.cli.options import json_option, quiet_option
 from sketchsim.runs.verify import DEFAULT_CONSTRUCTION
 
 #: ``sketchsim.heads.attention.CONSTRUCTIONS`` (a test keeps the two equal); spelled out
@@ -68,8 +68,8 @@ def _finite_positive(ctx, param, value):
     help="Inverse temperature of softmax / onehot.",
 )
 @click.option("--causal", is_flag=True, help="Score only the final position.")
-@click.option("--json", "json_path", type=OutputPath(), help="Write results here.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@json_option("Write results here.")
+@quiet_option
 @cluster_options
 def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_dir):
     """Check a construction on every one of the 2^(m*n) inputs."""
