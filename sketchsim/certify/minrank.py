@@ -48,10 +48,21 @@ __all__ = [
     "Construction",
     "onehot_construction",
     "load_table_head",
+    "nonneg_lower",
 ]
 
 #: Largest m minrank enumerates (2^(3m) inputs per exhaustive check).
 MINRANK_MAX_M = 8
+
+
+def nonneg_lower(row) -> int:
+    """The sign-order lower bound of a minrank row (nonnegative heads): its
+    ``lower_nonneg.lower``, or 1 where it was not computed (or is malformed)."""
+    entry = row.get("lower_nonneg")
+    lower = entry.get("lower") if isinstance(entry, dict) else None
+    return lower if isinstance(lower, int) and not isinstance(lower, bool) else 1
+
+
 #: Inputs per chunk of the exhaustive check.
 CHECK_CHUNK = 1 << 20
 

@@ -25,6 +25,7 @@ from sketchsim.certify.minrank import (
     certified_lower,
     check_table_head,
     cube,
+    nonneg_lower,
     onehot_construction,
     subset_construction,
 )
@@ -235,11 +236,6 @@ def search_trained(
 
 #: Widest m whose largest shattered query set is searched exhaustively.
 ORDER_SEARCH_MAX_M = 6
-
-
-def nonneg_lower(row: dict) -> int:
-    """The sign-order lower bound of a minrank row (nonnegative heads), 1 when absent."""
-    return int((row.get("lower_nonneg") or {}).get("lower", 1))
 
 
 def minrank_row(

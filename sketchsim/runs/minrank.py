@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from sketchsim.certify.minrank import nonneg_lower
 from sketchsim.checkpoint import Checkpoint, unit_key
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import open_cluster
@@ -95,12 +96,6 @@ _PART_FIELDS = {
     "softmax": {"sufficient": float, "exact": float},
 }
 _TRAINED_FIELDS = {"rank": (int, None), "via": (str, None)}
-
-
-def nonneg_lower(row) -> int:
-    """The sign-order lower bound of a row (1 where it was not computed)."""
-    entry = row.get("lower_nonneg")
-    return entry["lower"] if isinstance(entry, dict) and isinstance(entry.get("lower"), int) else 1
 
 
 def row_problem(row) -> str | None:

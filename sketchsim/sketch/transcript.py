@@ -327,20 +327,13 @@ def _reach(power: float | None) -> str:
 
 
 def decodable_verdict(r: dict, bound: float) -> tuple[bool | None, str]:
-    """``(decodable, reason)`` of a report's JSON entry on a family with ``bound`` bits.
+    """``(decodable, reason)`` of a report's JSON entry (``bound`` is kept for callers).
 
-    Entries written before the three-valued verdict (no ``decodable_reason``)
-    are judged again from their fields, so a resumed sampled run never shows
-    the old unproved ``true``.
+    Every entry a run reads back holds ``decodable_reason`` (the resume checks of
+    :mod:`sketchsim.runs.transcript` and :mod:`sketchsim.runs.frontier` refuse one
+    without it, and a file of other code resumes nothing).
     """
-    if "decodable_reason" in r:
-        return r.get("decodable"), r["decodable_reason"]
-    ci = r.get("entry_entropy_ci") or [None, None]
-    high = ci[1] if ci[1] is not None else r.get("entry_entropy_bits", math.inf)
-    return decodability(
-        not r.get("capped", True), r.get("collision"), high, bound, int(r.get("inputs", 0)),
-        undersampled=int(r.get("undersampled_entries", 0)),
-    )  # fmt: skip
+    return r.get("decodable"), r["decodable_reason"]
 
 
 def decoded_text(r: dict) -> str:
