@@ -159,6 +159,13 @@ PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
     help="Go past the size limits (capacity: and past the memory estimate).",
 )
 @click.option(
+    "--train-bits",
+    type=click.IntRange(1, 32),
+    default=None,
+    help="capacity: train with the state in K-bit registers in the forward pass "
+    "(straight-through gradients); default: train in float, round when measured.",
+)
+@click.option(
     "--save-weights",
     "weights_dir",
     type=OutputPath(directory=True),
@@ -196,6 +203,7 @@ def sweep(
     plot_path,
     resume,
     allow_large,
+    train_bits,
     weights_dir,
     cluster,
 ):
@@ -250,6 +258,7 @@ def sweep(
         family_path=None if capacity else family,
         threads=threads,
         allow_large=allow_large or None,
+        train_bits=train_bits,
     )
     _refuse_unread(plan, cluster)
     if capacity and not plan.allow_large:  # before anything is allocated (#47)
@@ -303,6 +312,7 @@ _READ_BY = {
     "dtype": ("witness", "ood"),
     "encoding": ("witness", "ood"),
     "plot_path": ("witness", "ood"),
+    "train_bits": ("capacity",),
 }
 
 #: Why the capacity suite does not read an option (appended to the refusal).

@@ -188,6 +188,7 @@ def measure_weights(
         "value_width": a["value_width"],
         "feature_map": a["feature_map"],
         "float_accuracy": w.header.get("accuracy"),
+        "trained_at_bits": w.header.get("trained_at_bits"),
         "state_elements": elements,
         "float_state_bits": elements * 32,
         "bits_per_coordinate": best,

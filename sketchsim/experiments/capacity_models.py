@@ -33,6 +33,8 @@ __all__ = [
     "calibrate",
     "export_arrays",
     "model_from_weights",
+    "fixed_point_state",
+    "qat_quantizer",
 ]
 
 #: Registers reach this fraction of the contributions' range below the smallest one
@@ -319,3 +321,40 @@ def model_from_weights(weights) -> CapacityModel:
         model.out.weight[0] = arr["wb"]
         model.out.bias[:] = arr["bb"]
     return model
+
+
+def fixed_point_state(c: torch.Tensor, bits: int, lo: torch.Tensor, span: torch.Tensor):
+    """The state ``[B, H, E]`` a layer reads when its contributions ``c`` ``[B, N, H, E]``
+    cross ``bits``-bit registers calibrated by ``lo``, ``span`` ``[H, E]``: the engine's
+    fixed point (docs/theory.md 5.2; ``tests/naive.py``'s ``trained_outputs``).
+
+    Each token's symbol is ``clip(floor((c - lo) / step + 1/2), 0, top)`` with
+    ``top = 2^bits - 1``, ``step = span / top`` (1 where ``span`` is 0); the
+    register saturates at ``top``; the state is ``step * register + N lo``.
+    """
+    top = float(2**bits - 1)
+    step = torch.where(span > 0, span / top, torch.ones_like(span))
+    code = torch.clamp(torch.floor((c - lo) / step + 0.5), 0.0, top).sum(1)
+    return step * torch.clamp(code, max=top) + c.shape[1] * lo
+
+
+def qat_quantizer(bits: int):
+    """``quantize(layer, c)`` for :meth:`CapacityModel.forward`: quantization-aware training.
+
+    The forward pass reads the :func:`fixed_point_state` of ``c`` at ``bits`` bits,
+    calibrated on the batch itself as :func:`calibrate` does on the calibration
+    inputs (``lo``: the smallest contribution less :data:`HEADROOM` of the range;
+    ``span``: the largest register value times ``1 + HEADROOM``); the backward pass
+    is the exact sum's (straight-through).
+    """
+
+    def quantize(_layer: int, c: torch.Tensor) -> torch.Tensor:
+        exact = c.sum(1)
+        with torch.no_grad():
+            low, high = c.amin((0, 1)), c.amax((0, 1))
+            lo = low - HEADROOM * (high - low)
+            span = (c - lo).sum(1).amax(0) * (1 + HEADROOM)
+            state = fixed_point_state(c, bits, lo, span)
+        return exact + (state - exact).detach()
+
+    return quantize

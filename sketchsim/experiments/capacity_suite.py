@@ -35,6 +35,7 @@ from sketchsim.experiments.capacity_models import (
     SoftmaxModel,
     calibrate,
     export_arrays,
+    qat_quantizer,
 )
 from sketchsim.experiments.stats import mean_interval
 from sketchsim.minip.bits import unpack_bits
@@ -76,6 +77,7 @@ class CapacitySpec:
     stop_below: float = 0.25
     train_inputs: int = TRAIN_INPUTS
     model_plugin: str = ""
+    train_bits: int = 0
 
     @property
     def label(self) -> str:
@@ -86,7 +88,10 @@ class CapacitySpec:
         return f"{name} L{self.layers} H{self.heads} r{self.rank} d{self.value_width}"
 
     def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        fields = asdict(self)
+        if not fields["train_bits"]:  # runs made before quantization-aware training keep their key
+            del fields["train_bits"]
+        return json.dumps(fields, sort_keys=True)
 
 
 def _answers(family, n: int, seed: int, stream: int) -> np.ndarray:
@@ -142,11 +147,12 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     X = _tensor(fam, T).to(device)
     t = torch.as_tensor(T.astype(np.float32), device=device)
     model = _build(spec, fam.m).to(device)
+    quantize = qat_quantizer(spec.train_bits) if spec.train_bits else None
     opt = torch.optim.Adam(model.parameters(), spec.lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, spec.lr, total_steps=spec.steps + 1)
     start, step, err = time.perf_counter(), 0, math.inf
     for step in range(spec.steps + 1):  # noqa: B007 - step is reported
-        y = model(X)[:, : spec.q]
+        y = (model(X) if quantize is None else model(X, quantize=quantize))[:, : spec.q]
         err = float((y.detach() - t).abs().max())
         if err < spec.stop_below or step == spec.steps or not math.isfinite(err):
             break
@@ -175,6 +181,8 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         "max_abs_error": err if math.isfinite(err) else None,
         "steps": step,
         "seconds": seconds,
+        "device": str(device),
+        "trained_at_bits": spec.train_bits or None,
         "weights": None,
         "weights_refused": None,
         "plugin_identity": plugin_identity(spec),
@@ -251,6 +259,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
         "seed": spec.seed,
         "spec": asdict(spec),
         "accuracy": accuracy,
+        "trained_at_bits": spec.train_bits or None,
         "calibration_inputs": int(calib.shape[0]),
         "versions": versions(),
     }

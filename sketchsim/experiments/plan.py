@@ -91,6 +91,11 @@ class Plan:
         (layers, heads per layer, value width ``d``; ``ranks`` is the feature
         rank), the families (``hard``, ``mqar``) and user layers
         (:mod:`sketchsim.experiments.model_plugins`) trained beside the built-in maps.
+    train_bits : int
+        Capacity: 0 trains the float model (its state is rounded to K bits only
+        when measured); ``K`` in 1..32 trains with the state in K-bit registers in
+        the forward pass (straight-through gradients;
+        :func:`~sketchsim.experiments.capacity_models.qat_quantizer`).
     """
 
     suite: str
@@ -122,6 +127,7 @@ class Plan:
     value_widths: tuple[int, ...] = (16,)
     families: tuple[str, ...] = ("hard",)
     model_plugins: tuple[str, ...] = ()
+    train_bits: int = 0
 
     def with_(self, **overrides) -> Plan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -169,6 +175,8 @@ class Plan:
         _check_maps(self.feature_maps, self.suite)
         if self.suite == "capacity":
             _check_capacity(self)
+        if not 0 <= self.train_bits <= 32:
+            raise SketchsimError(f"train_bits must be in 0..32, got {self.train_bits}")
 
     def header(self) -> dict:
         """The plan as the sweep file's header (what a resumed file must match)."""
@@ -203,6 +211,7 @@ class Plan:
             "value_widths": list(self.value_widths),
             "families": list(self.families),
             "model_plugins": list(self.model_plugins),
+            "train_bits": self.train_bits,
         }
 
     def source(self, model: str) -> str:
@@ -523,6 +532,7 @@ def capacity_specs(plan: Plan) -> list:
                                                 fam, q, s, model, L, H, r, d, fmap, seed,
                                                 steps=steps, lr=lr, stop_below=plan.stop_below,
                                                 model_plugin=plugin,
+                                                train_bits=0 if model == "softmax" else plan.train_bits,
                                             ))  # fmt: skip
     return specs
 

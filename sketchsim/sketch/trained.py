@@ -188,6 +188,9 @@ def _check_claims(header: dict, path) -> None:
     seed = header.get("seed")
     if seed is not None and (not _is_int(seed) or seed < 0):
         _fail(path, f"seed must be an integer >= 0, got {seed!r}")
+    k = header.get("trained_at_bits")
+    if k is not None and (not _is_int(k) or not 1 <= k <= MAX_BITS):
+        _fail(path, f"trained_at_bits must be an integer in 1..{MAX_BITS} or null, got {k!r}")
 
 
 #: Largest ``header`` member (bytes once decompressed): a JSON object of a few fields.

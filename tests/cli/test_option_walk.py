@@ -392,6 +392,7 @@ CAPACITY_EFFECT = {
     "stop_below": ["--stop-below", "0.3"],
     "heads": ["--heads", "2"],
     "threads": ["--threads", "2"],  # recorded; the runs are the same numbers
+    "train_bits": ["--train-bits", "4"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).
@@ -479,7 +480,7 @@ APPLIED = ["--family", "hard", "--q", "2", "--s", "1", "--seeds", "2", "--steps"
 APPLIED_KEYS = {
     "suite", "q", "s", "families", "layers", "heads_grid", "ranks", "value_widths",
     "feature_maps", "models", "model_plugins", "seeds", "softmax_seeds", "steps",
-    "softmax_steps", "lr", "stop_below", "threads",
+    "softmax_steps", "lr", "stop_below", "threads", "train_bits",
 }  # fmt: skip
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from test_trained_protocol import random_weights
+from weights_files import random_weights
 
 from sketchsim import api
 from sketchsim.cli import main

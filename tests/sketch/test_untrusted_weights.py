@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from cliutil import assert_error_line
-from test_trained_protocol import random_weights
+from weights_files import random_weights
 
 from sketchsim.cli import main
 from sketchsim.errors import PluginError
