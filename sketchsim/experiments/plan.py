@@ -522,6 +522,7 @@ def capacity_specs(plan: Plan) -> list:
                     steps = (plan.softmax_steps or plan.steps) if model == "softmax" else plan.steps
                     # the softmax reference at the smallest depth only (it is not measured)
                     depths = plan.layer_counts[:1] if model == "softmax" else plan.layer_counts
+                    bits = 0 if model == "softmax" else plan.train_bits  # no state to train at K
                     for L in depths:
                         for H in plan.head_counts:
                             for r in ranks:
@@ -532,7 +533,7 @@ def capacity_specs(plan: Plan) -> list:
                                                 fam, q, s, model, L, H, r, d, fmap, seed,
                                                 steps=steps, lr=lr, stop_below=plan.stop_below,
                                                 model_plugin=plugin,
-                                                train_bits=0 if model == "softmax" else plan.train_bits,
+                                                train_bits=bits,
                                             ))  # fmt: skip
     return specs
 
