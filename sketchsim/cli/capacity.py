@@ -88,6 +88,7 @@ def capacity(folder, samples, json_path, plot_path, cluster):
     for bad in result["unreadable"]:
         table.add_row(escape(bad["weights"]), *["-"] * (len(cols) - 2), "[red]unreadable[/red]")
     render.console.print(table)
+    _render_frontier(result["frontier"])
     for r in result["rows"]:
         if r.get("accuracy_mismatch"):
             render.console.print(
@@ -114,3 +115,29 @@ def capacity(folder, samples, json_path, plot_path, cluster):
             f"{n} of {total} weights files could not be measured (listed above"
             + (", and in the JSON file)" if json_path else ")")
         )
+
+
+def _render_frontier(frontier: list[dict]) -> None:
+    """The smallest decoding state per kind of architecture (sizes, K, seeds searched)."""
+    if not any(f["models"] > 1 for f in frontier):
+        return  # one model per kind: the table above says it all
+    table = Table(title="smallest decoding state per architecture (over the folder's sizes)")
+    for col in ("family", "q", "s", "kind", "models", "decoded", "best", "K", "bits", "bound",
+                "ratio"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("family", "kind", "best") else "right")
+    for f in frontier:
+        b = f["best"] or {}
+        table.add_row(
+            f["family"],
+            str(f["q"]),
+            str(f["s"]),
+            escape(f["kind"]),
+            str(f["models"]),
+            str(f["decoded_models"]),
+            f"r{b['rank']} d{b['value_width']} seed {b['seed']}" if b else "-",
+            _num(b.get("bits_per_coordinate"), "d"),
+            _num(b.get("transcript_bits"), ",.0f"),
+            f"{f['bound_bits']:.1f}",
+            _num(b.get("ratio"), ".2f") + ("x" if b else ""),
+        )
+    render.console.print(table)

@@ -46,6 +46,7 @@ __all__ = [
     "capacity_dir",
     "measure_file",
     "summarize_rows",
+    "frontier_rows",
     "plot_capacity",
 ]
 
@@ -262,6 +263,59 @@ def reference_points(family, samples: int = 20_000) -> list[dict]:
     return out
 
 
+def frontier_rows(rows: list[dict]) -> list[dict]:
+    """Per (family, q, s, kind): the smallest transcript bits of any decoded model.
+
+    ``kind`` is the architecture without its sizes (feature map or plug-in name,
+    layers, heads: ``elu1 L1 H1``), so the state sizes (``r``, ``d``), ``K``,
+    seeds and learning rates the folder holds are searched over; every run stays
+    in ``rows``.  Each entry names the best model (file, ``r``, ``d``, ``K``,
+    seed, ``trained_at_bits``), its ``ratio`` to the bound and its error bound,
+    and counts the models of that kind (``models``) and those decoded.
+    """
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        name = (
+            r["architecture"].rsplit(" r", 1)[0] if " r" in r["architecture"] else r["architecture"]
+        )
+        groups.setdefault((r["family"], r["q"], r["s"], name), []).append(r)
+    out = []
+    for (fam, q, s, kind), rs in sorted(groups.items()):
+        ok = [r for r in rs if r["bits_per_coordinate"] is not None and r["decoded"]]
+        best = min(ok, key=lambda r: (r["transcript_bits"], r["weights"]), default=None)
+        out.append(
+            {
+                "family": fam,
+                "q": q,
+                "s": s,
+                "kind": kind,
+                "models": len(rs),
+                "decoded_models": len(ok),
+                "bound_bits": rs[0]["bound_bits"],
+                "best": None
+                if best is None
+                else {
+                    k: best.get(k)
+                    for k in (
+                        "weights",
+                        "architecture",
+                        "rank",
+                        "value_width",
+                        "seed",
+                        "bits_per_coordinate",
+                        "transcript_bits",
+                        "ratio",
+                        "mode",
+                        "inputs",
+                        "error_rate_upper95",
+                        "trained_at_bits",
+                    )
+                },  # fmt: skip
+            }
+        )
+    return out
+
+
 def summarize_rows(rows: list[dict]) -> list[dict]:
     """Per (family, q, s, architecture) over seeds: how many decode, and their bits and ratios
     (``ratio_ci``: the 95% Student-t interval of the mean ratio over decoded seeds, None
@@ -310,7 +364,9 @@ def capacity_dir(
 ) -> dict:
     """Measure every ``*.npz`` weights file in ``folder`` (sorted by name).
 
-    Returns ``{"rows", "summary", "references", "unreadable"}``: a file that
+    Returns ``{"rows", "summary", "frontier", "references", "unreadable"}``
+    (``frontier``: :func:`frontier_rows`, the smallest decoding state per
+    kind of architecture): a file that
     cannot be measured (malformed, another family's, a guard failure) is listed
     in ``unreadable`` with its reason and the others are measured.  With
     ``client`` each file is a Dask task (:func:`sketchsim.units.run_units`; the
@@ -343,6 +399,7 @@ def capacity_dir(
     result = {
         "rows": rows,
         "summary": summarize_rows(rows),
+        "frontier": frontier_rows(rows),
         "references": refs,
         "unreadable": unreadable,
     }

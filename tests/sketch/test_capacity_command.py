@@ -44,3 +44,33 @@ def test_a_cluster_measures_the_same_rows(folder):
     here = api.capacity(folder, samples=64)
     there = api.capacity(folder, samples=64, cluster="local:2")
     assert there == here
+
+
+def _row(arch, bits, k, decoded=True, **extra):
+    r = int(arch.split(" r")[1].split()[0])
+    d = int(arch.split(" d")[1])
+    return {"family": "hard", "q": 4, "s": 3, "architecture": arch, "weights": f"{arch}-{bits}.npz",
+            "rank": r, "value_width": d, "seed": 0, "bits_per_coordinate": k if decoded else None,
+            "transcript_bits": bits if decoded else None, "decoded": decoded, "bound_bits": 8.0,
+            "ratio": bits / 8 if decoded else None, "mode": "exhaustive", "inputs": 256,
+            "error_rate_upper95": 0.0, **extra}  # fmt: skip
+
+
+def test_the_frontier_keeps_the_smallest_decoding_state_per_kind():
+    from sketchsim.experiments.capacity import frontier_rows
+
+    rows = [
+        _row("elu1 L1 H1 r1 d16", 170, 10),
+        _row("elu1 L1 H1 r1 d4", 25, 5),
+        _row("elu1 L1 H1 r1 d2", 12, 4, decoded=False),  # smaller, but never decoded
+        _row("elu1 L2 H1 r1 d4", 40, 4),
+        _row("signed L1 H1 r1 d4", 20, 5, decoded=False),
+    ]
+    got = {f["kind"]: f for f in frontier_rows(rows)}
+    assert set(got) == {"elu1 L1 H1", "elu1 L2 H1", "signed L1 H1"}
+    one = got["elu1 L1 H1"]
+    assert (one["models"], one["decoded_models"]) == (3, 2)
+    assert one["best"]["architecture"] == "elu1 L1 H1 r1 d4" and one["best"]["ratio"] == 25 / 8
+    assert (
+        got["signed L1 H1"]["best"] is None and got["elu1 L2 H1"]["best"]["transcript_bits"] == 40
+    )
