@@ -274,7 +274,11 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     if why:
         return None, why
     name = spec.label.replace(" ", "-")
-    path = Path(folder) / f"{spec.family}-q{spec.q}-s{spec.s}-{name}-seed{spec.seed}.npz"
+    # every field a plan varies is in the name: runs of a learning-rate grid or of
+    # several register widths never write over each other's files
+    at = f"-K{spec.train_bits}" if spec.train_bits else ""
+    base = f"{spec.family}-q{spec.q}-s{spec.s}-{name}-lr{spec.lr:g}{at}-seed{spec.seed}"
+    path = Path(folder) / f"{base}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     return save_weights_file(path, header, arrays), None
 

@@ -3,6 +3,7 @@ cases 8 and 9), and its resume knows the model plug-in's file (case 1)."""
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
@@ -104,3 +105,17 @@ def test_the_sweep_command_says_why_a_file_was_not_saved(tmp_path, plugin):
     assert [p.name for p in (tmp_path / "w").glob("*.npz")] == [
         r["weights"] for r in runs if r["weights"]
     ]
+
+
+def test_a_learning_rate_grid_writes_one_file_per_run(tmp_path):
+    """Was: the runs of an lr grid wrote one file name, so three of four rows named a file
+    holding another run's model."""
+    specs = [CapacitySpec("hard", 3, 1, "kernel", 1, 1, 1, 2, "elu1", 0, steps=20, lr=lr)
+             for lr in (0.01, 0.1)]  # fmt: skip
+    rows = run_capacity(specs, weights_dir=tmp_path / "w")
+    names = [r["weights"] for r in rows]
+    assert len(set(names)) == 2 and all(names)
+    assert sorted(p.name for p in (tmp_path / "w").glob("*.npz")) == sorted(names)
+    for row in rows:
+        header = json.loads(np.load(tmp_path / "w" / row["weights"])["header"].tobytes())
+        assert header["spec"]["lr"] == row["spec"]["lr"]
