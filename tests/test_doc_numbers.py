@@ -1827,6 +1827,37 @@ entry(
 
 
 # ---- the test --------------------------------------------------------------
+
+# docs/capacity.md: the first frontier (issue #45), docs/capacity/frontier/*.json
+FR, FQ = "docs/capacity/frontier/capacity.json", "docs/capacity/frontier/qat-capacity.json"
+for s_, text in (
+    (1, "- F(4,1): the smallest decoding state is **{} bits, {}x the bound** (r = {}, d = {},\n"
+     "  K = {}); {} of the 48 models decode."),
+    (3, "- F(4,3): **{} bits, {}x the bound** (r = {}, d = {}, K = {}); {} of the 48 "
+     "decode."),
+):  # fmt: skip
+    best = ("frontier", {"s": s_}, "best")
+    entry(
+        "docs/capacity.md",
+        text,
+        FR,
+        [(*best, "transcript_bits"), (*best, "ratio"), (*best, "rank"), (*best, "value_width"),
+         (*best, "bits_per_coordinate"), ("frontier", {"s": s_}, "decoded_models")],
+        ["{:.0f}", "{:.2f}", "{}", "{}", "{}", "{}"],
+    )  # fmt: skip
+entry(
+    "docs/capacity.md",
+    "drops to **{} bits, {}x** (K = {}), but at F(4,3) only {} of the 48 decodes,\n"
+    "  at {} bits ({}x)",
+    FQ,
+    [("frontier", {"s": 1}, "best", "transcript_bits"), ("frontier", {"s": 1}, "best", "ratio"),
+     ("frontier", {"s": 1}, "best", "bits_per_coordinate"),
+     ("frontier", {"s": 3}, "decoded_models"), ("frontier", {"s": 3}, "best", "transcript_bits"),
+     ("frontier", {"s": 3}, "best", "ratio")],
+    ["{:.0f}", "{:.2f}", "{}", "{}", "{:.0f}", "{:.2f}"],
+)  # fmt: skip
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 
