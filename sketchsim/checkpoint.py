@@ -9,7 +9,8 @@ module version, a digest of the tokens it builds) and the files a protocol reads
 (a weights file's hash), so a file edited under the same name is measured again
 instead of reusing the old numbers.  The file records the code that wrote it
 (``code``: :func:`sketchsim.machine.package_digest`); a file of other code
-(another version, an edited checkout, or none recorded) resumes nothing.
+(another version, an edited checkout, or none recorded) is refused in one line,
+never mixed in and never silently overwritten.
 :func:`sketchsim.units.run_units` runs the units between the saves.
 """
 
@@ -86,8 +87,6 @@ class Checkpoint:
         self.label = label
         self.what = what or f"{command} result"
         self.mismatch = mismatch
-        #: The file to resume from was written by other code (its units are measured again).
-        self.other_code = False
         self.done: dict[str, dict] = self._load() if resume and self.path is not None else {}
 
     def get(self, key: str) -> dict | None:
@@ -141,7 +140,10 @@ class Checkpoint:
             done[self.key(unit, old)] = unit
         from sketchsim.machine import package_digest
 
-        if old.get("code") != package_digest():  # another sketchsim's numbers: measure again
-            self.other_code = True
-            return {}
+        if old.get("code") != package_digest():  # another sketchsim's numbers: never mixed in
+            raise SketchsimError(
+                f"cannot resume from {path}: it was written by other sketchsim code (another "
+                "version or an edited checkout); measure again without --resume, or keep it "
+                "under another name"
+            )
         return done

@@ -14,8 +14,8 @@ units as done.
 A unit's resume key names everything its result depends on: its settings,
 the identities of the files it reads (protocol and family sources, weights
 files) and, through the checkpoint, the code (:class:`~sketchsim.checkpoint.
-Checkpoint` records :func:`sketchsim.machine.package_digest` and resumes
-nothing from a file another code wrote).
+Checkpoint` records :func:`sketchsim.machine.package_digest` and refuses to
+resume from a file another code wrote).
 """
 
 from __future__ import annotations

@@ -261,7 +261,7 @@ class SoftmaxModel(nn.Module):
         return y
 
 
-def calibrate(model: CapacityModel, x: torch.Tensor) -> list[tuple]:
+def calibrate(model: CapacityModel, x: torch.Tensor, quantize=None) -> list[tuple]:
     """Per layer ``(lo, span)`` ``[H, E]`` float64 from the inputs ``x`` (the training set).
 
     ``lo_e``: the smallest contribution ``c_j`` of any token, less :data:`HEADROOM`
@@ -270,7 +270,7 @@ def calibrate(model: CapacityModel, x: torch.Tensor) -> list[tuple]:
     """
     states: list = []
     with torch.no_grad():
-        model.double()(x.double(), states=states)
+        model.double()(x.double(), quantize=quantize, states=states)
     out = []
     for c, _ in states:
         low, high = c.amin((0, 1)), c.amax((0, 1))

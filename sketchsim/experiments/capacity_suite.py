@@ -19,6 +19,7 @@ seeds with 95% intervals (:mod:`sketchsim.experiments.stats`) and, with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sketchsim.errors import PluginError
 from sketchsim.experiments.capacity import make_family
 from sketchsim.experiments.capacity_models import (
     CapacityModel,
@@ -242,9 +244,14 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     bad = int((~np.isfinite(y)).any(1).sum())
     if bad:
         return None, f"the model's outputs are not finite on {bad:,} of {len(Te):,} inputs"
-    extra = _answers(fam, CALIBRATION_EXTRA, spec.seed, 13)
-    calib = np.concatenate([T, extra]) if fam.size > spec.train_inputs else T
-    cal = calibrate(model, _tensor(fam, calib, torch.float64))  # leaves the model in float64
+    if spec.train_bits:  # the registers it was trained against: its training inputs, quantized
+        calib, quantize = T, qat_quantizer(spec.train_bits)
+    else:
+        extra = _answers(fam, CALIBRATION_EXTRA, spec.seed, 13)
+        calib = np.concatenate([T, extra]) if fam.size > spec.train_inputs else T
+        quantize = None
+    # leaves the model in float64
+    cal = calibrate(model, _tensor(fam, calib, torch.float64), quantize)
     y = _outputs(model, fam, Te, torch.float64)
     model.float()
     header = {
@@ -277,10 +284,15 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     # every field a plan varies is in the name: runs of a learning-rate grid or of
     # several register widths never write over each other's files
     at = f"-K{spec.train_bits}" if spec.train_bits else ""
+    if spec.model_plugin:  # two plug-ins of one NAME (or a plug-in named like a map) differ
+        name += "-" + hashlib.sha256(spec.model_plugin.encode()).hexdigest()[:8]
     base = f"{spec.family}-q{spec.q}-s{spec.s}-{name}-lr{spec.lr:g}{at}-seed{spec.seed}"
     path = Path(folder) / f"{base}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
-    return save_weights_file(path, header, arrays), None
+    try:
+        return save_weights_file(path, header, arrays), None
+    except PluginError as exc:  # a header the format refuses (a plug-in named like a map)
+        return None, str(exc).split(": ", 1)[-1]
 
 
 def _outputs(model, fam, T: np.ndarray, dtype=torch.float32, chunk: int = 4096) -> np.ndarray:
@@ -412,9 +424,11 @@ def run_capacity(
         what="capacity sweep file",
         resume=bool(resume and path),
     )
-    rows = [store.get(_run_key(spec, plugin_identity(spec))) for spec in specs]
+    identities = [plugin_identity(spec) for spec in specs]  # once, here: the key of each run
+    rows = [store.get(_run_key(spec, ident)) for spec, ident in zip(specs, identities, strict=True)]
 
     def finished(k: int, row: dict) -> None:
+        row["plugin_identity"] = identities[k]
         rows[k] = row
         store.save([r for r in rows if r is not None], False, suite="capacity", header=header)
 

@@ -200,6 +200,11 @@ MAX_HEADER_BYTES = 1 << 20
 MAX_ARRAY_BYTES = 1 << 30
 #: Room for an ``.npy`` member's own header beyond its data.
 _NPY_HEADER_BYTES = 4096
+#: Zip compressions a weights file may use (``numpy.savez``: stored; ``savez_compressed``:
+#: deflated); both decompress no more than is asked for.
+_COMPRESSIONS = (0, 8)
+#: Most bytes of arrays the loaded-file cache keeps.
+_LOADED_BYTES = 256 << 20
 #: Loaded files, keyed by the sha256 of their bytes (one parse per file and process).
 _LOADED: dict[str, Weights] = {}
 _LOADED_MAX = 8
@@ -250,9 +255,15 @@ def load_weights(path) -> Weights:
         w = _LOADED[key]
         return Weights(w.header, w.arrays, str(path))
     w = _read_weights(io.BytesIO(data), path)
-    if len(_LOADED) >= _LOADED_MAX:
-        _LOADED.pop(next(iter(_LOADED)))
-    _LOADED[key] = w
+    size = sum(a.nbytes for a in w.arrays.values())
+    if size <= _LOADED_BYTES:
+        while _LOADED and (
+            len(_LOADED) >= _LOADED_MAX
+            or size + sum(a.nbytes for v in _LOADED.values() for a in v.arrays.values())
+            > _LOADED_BYTES
+        ):
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = w
     return w
 
 
@@ -276,7 +287,11 @@ def _read_member(zf, info, path, shape=None) -> np.ndarray:
         if dtype.hasobject:
             _fail(path, f"array {name} holds objects")
         count = int(np.prod(have, dtype=np.int64))
-        data = fh.read(count * dtype.itemsize)
+        size = count * dtype.itemsize
+        limit = info.file_size if shape is not None else min(info.file_size, MAX_HEADER_BYTES)
+        if count < 0 or size > limit:  # never decompress more than the member's checked size
+            _fail(path, f"member {info.filename} declares {size:,} bytes of data in {limit:,}")
+        data = fh.read(size)
         if len(data) != count * dtype.itemsize:
             raise ValueError("truncated member")
         out = np.frombuffer(data, dtype=dtype)
@@ -292,6 +307,9 @@ def _read_weights(p, path) -> Weights:
         _fail(path, f"not a readable .npz ({type(exc).__name__})")
     with zf:
         infos = zf.infolist()
+        odd = [i.filename for i in infos if i.compress_type not in _COMPRESSIONS]
+        if odd:  # bzip2 and lzma members decompress without an output limit
+            _fail(path, f"member {odd[0]} is not stored or deflated (numpy writes no other)")
         names = [i.filename for i in infos]
         if len(set(names)) != len(names):
             _fail(path, "holds two members of the same name")

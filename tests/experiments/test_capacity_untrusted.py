@@ -119,3 +119,28 @@ def test_a_learning_rate_grid_writes_one_file_per_run(tmp_path):
     for row in rows:
         header = json.loads(np.load(tmp_path / "w" / row["weights"])["header"].tobytes())
         assert header["spec"]["lr"] == row["spec"]["lr"]
+
+
+def test_two_plugins_of_one_name_and_a_plugin_named_like_a_map(tmp_path):
+    """Review: plug-ins a.py:L and b.py:L wrote one file; a plug-in named relu aborted the sweep."""
+    layer = (
+        "from sketchsim.experiments.capacity_models import KernelLayer\n"
+        "from sketchsim.experiments.model_plugins import ModelType\n"
+        "L = ModelType('L', 'the kernel layer under a name of its own', KernelLayer)\n"
+    )
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.py").write_text(layer)
+    (tmp_path / "m.py").write_text(
+        "from sketchsim.experiments.capacity_models import KernelLayer\n"
+        "from sketchsim.experiments.model_plugins import ModelType\n"
+        "relu = ModelType('relu', 'a layer named like a map', KernelLayer)\n"
+    )
+    specs = [
+        CapacitySpec(
+            "hard", 3, 1, "kernel", 1, 1, 1, 2, "elu1", 0, steps=20, model_plugin=f"{tmp_path / p}"
+        )  # fmt: skip
+        for p in ("a.py:L", "b.py:L", "m.py:relu")
+    ]
+    rows = run_capacity(specs, weights_dir=tmp_path / "w")
+    assert rows[0]["weights"] and rows[1]["weights"] and rows[0]["weights"] != rows[1]["weights"]
+    assert rows[2]["weights"] is None and "does not describe" in rows[2]["weights_refused"]

@@ -78,3 +78,27 @@ def test_a_model_trained_at_k_says_so_in_its_row_file_and_capacity_row(tmp_path)
 def test_train_bits_outside_the_capacity_suite_is_refused():
     res = CliRunner().invoke(main, ["sweep", "--suite", "witness", "--train-bits", "4"])
     assert_error_line(res, "--train-bits applies only with --suite capacity")
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_a_file_trained_at_k_runs_in_the_engine_as_it_was_trained(tmp_path, layers):
+    """Review: the file was calibrated on other inputs (and the unquantized forward) than the
+    registers it was trained against; now the engine at K reproduces the QAT forward."""
+    from sketchsim.experiments.capacity_suite import CapacitySpec, run_capacity
+    from sketchsim.sketch.engine import Engine
+    from sketchsim.sketch.trained import trained_plan
+
+    spec = CapacitySpec("hard", 3, 1, "kernel", layers, 1, 1, 3, "elu1", 0, steps=80,
+                        train_bits=3)  # fmt: skip
+    (row,) = run_capacity([spec], weights_dir=tmp_path / "w")
+    w = load_weights(tmp_path / "w" / row["weights"])
+    fam = HardFamily(3, 1)
+    T = fam.all_answers()  # the training inputs: every input of F(3, 1)
+    ctx = fam.context()
+    got = Engine(trained_plan(ctx, w, 3), ctx).run(fam.tokens(T)).answers
+    x = torch.tensor(unpack_bits(fam.tokens(T), fam.m), dtype=torch.float64)
+    with torch.no_grad():
+        y = model_from_weights(w)(x, quantize=qat_quantizer(3))[:, :3].numpy()
+    near_tie = np.abs(y - np.floor(y) - 0.5) < 1e-6
+    want = np.clip(np.floor(y + 0.5), -1, 2)
+    assert ((got == want) | near_tie).all()

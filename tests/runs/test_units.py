@@ -86,17 +86,17 @@ def test_a_changed_setting_is_refused(tmp_path):
         _run(path, offset=1, calls=[])
 
 
-def test_a_changed_code_version_measures_everything_again(tmp_path, monkeypatch):
+def test_a_changed_code_version_is_refused_and_the_file_kept(tmp_path, monkeypatch):
     path = tmp_path / "r.json"
     first = _run(path, calls=[])
     assert json.loads(path.read_text())["code"] == machine.package_digest()
     calls: list = []
     assert _run(path, calls=calls) == first and calls == []  # same code: all resumed
+    before = path.read_bytes()
     monkeypatch.setattr(machine, "package_digest", lambda: "another sketchsim")
-    assert _store(path).other_code is True
-    calls = []
-    assert _run(path, calls=calls) == first and calls == list(range(len(UNITS)))
-    assert json.loads(path.read_text())["code"] == "another sketchsim"
+    with pytest.raises(SketchsimError, match="written by other sketchsim code"):
+        _run(path, calls=calls)
+    assert calls == [] and path.read_bytes() == before  # nothing measured, nothing overwritten
 
 
 def test_progress_counts_resumed_units_and_every_measured_one():

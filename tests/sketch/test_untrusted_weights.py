@@ -336,3 +336,31 @@ def test_case9_one_bad_file_does_not_sink_the_folder(tmp_path, files):
     assert [r["weights"] for r in data["rows"]] == ["a.npz"]
     assert data["unreadable"][0]["weights"] == "b.npz"
     assert "non-finite" in data["unreadable"][0]["reason"]
+
+
+def test_a_header_member_whose_array_header_lies_is_refused_before_reading(tmp_path, files):
+    """Review: the member's size was checked, the size its .npy header declares was not."""
+    import io
+
+    from numpy.lib import format as npy
+
+    with np.load(files[0]) as z:
+        data = {k: z[k] for k in z.files if k != "header"}
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, **data)
+    fake = io.BytesIO()
+    npy.write_array_header_1_0(fake, {"descr": "|u1", "fortran_order": False, "shape": (2**33,)})
+    with zipfile.ZipFile(plain, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.npy", fake.getvalue() + bytes(1 << 16))
+    with pytest.raises(PluginError, match="declares 8,589,934,592 bytes"):
+        load_weights(plain)
+
+
+def test_a_bzip2_member_is_refused(tmp_path, files):
+    """bzip2 and lzma members decompress without an output limit: numpy writes neither."""
+    path = tmp_path / "bz.npz"
+    path.write_bytes(files[0].read_bytes())
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_BZIP2) as zf:
+        zf.writestr("zz.npy", b"x")
+    with pytest.raises(PluginError, match="member zz.npy is not stored or deflated"):
+        load_weights(path)
