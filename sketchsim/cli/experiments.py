@@ -20,7 +20,7 @@ from sketchsim.cli.options import (
     resume_option,
     split_list,
 )
-from sketchsim.cli.paths import OutputPath, PlotPath
+from sketchsim.cli.paths import CheckedCommand, OutputPath, PlotPath
 from sketchsim.errors import SketchsimError
 from sketchsim.sketch.specs import parse_int
 
@@ -44,8 +44,48 @@ def _floats(text: str, name: str) -> list[float]:
 
 PLAN_DEFAULT = "Default: the suite's plan (as reproduce runs it)."
 
+SUITES = ("witness", "ood", "capacity")
+#: sweep options that say where or how the runs go, not what they train.
+_RUNNING = {"suite", "json_path", "plot_path", "resume", "weights_dir", "device", "threads",
+            "allow_large", "cluster", "cluster_timeout"}  # fmt: skip
 
-@main.command()
+
+def _suites_reading(name: str) -> tuple[str, ...]:
+    """The suites that read the sweep option ``name`` (the refusal tables below)."""
+    if name in _SUITE_ONLY:
+        return (_SUITE_ONLY[name],)
+    return _READ_BY.get(name, SUITES)
+
+
+class SweepCommand(CheckedCommand):
+    """``sweep``, whose help lists its options by the suites that read them."""
+
+    def format_options(self, ctx, formatter):
+        sections: dict[str, list] = {}
+        for param in self.get_params(ctx):
+            row = param.get_help_record(ctx)
+            if row is None:
+                continue
+            if param.name in _RUNNING or param.name == "help":
+                title = "Where and how the runs go"
+            else:
+                suites = _suites_reading(param.name)
+                title = (
+                    "Options of every suite"
+                    if suites == SUITES
+                    else f"Options of --suite {' and '.join(suites)} only"
+                )
+            sections.setdefault(title, []).append(row)
+        order = ["Options of every suite"] + [
+            t for t in sections if t.startswith("Options of --suite")
+        ] + ["Where and how the runs go"]  # fmt: skip
+        for title in order:
+            if title in sections:
+                with formatter.section(title):
+                    formatter.write_dl(sections[title])
+
+
+@main.command(cls=SweepCommand)
 @click.option(
     "--suite",
     type=click.Choice(["witness", "ood", "capacity"]),

@@ -543,3 +543,24 @@ def test_capacity_header_keeps_only_the_applied_parameters():
     assert set(head) == APPLIED_KEYS
     assert head["heads_grid"] == [1, 2] and head["value_widths"] == [4]
     assert {k: v for k, v in plan.header().items() if k in APPLIED_KEYS} == head
+
+
+def test_sweep_help_groups_its_options_by_the_suites_that_read_them():
+    """#46: sweep's 30-odd options listed by suite, each once."""
+    res = CliRunner().invoke(main, ["sweep", "--help"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    sections: dict[str, list[str]] = {}
+    title = None
+    for line in res.output.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            title = line[:-1]
+        elif title and line.startswith("  --"):
+            sections.setdefault(title, []).append(line.split()[0])
+    assert "--q" in sections["Options of --suite capacity only"]
+    assert "--train-bits" in sections["Options of --suite capacity only"]
+    assert "--scales" in sections["Options of --suite ood only"]
+    assert "--ranks" in sections["Options of every suite"]
+    assert "--json" in sections["Where and how the runs go"]
+    listed = [flag for flags in sections.values() for flag in flags]
+    declared = [p.opts[0] for p in main.commands["sweep"].params if p.opts]
+    assert sorted(listed) == sorted(declared), sections  # each option once (help aside)
