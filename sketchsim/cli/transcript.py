@@ -198,7 +198,7 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
     verdicts = {}
     for r in results:
         name = r["spec"] or r["name"]
-        verdicts[name] = decodable_verdict(r, bound)
+        verdicts[name] = decodable_verdict(r)
         slow = " [yellow](python)[/yellow]" if r["engine"] != "jit" else ""
         row = [
             name + slow,

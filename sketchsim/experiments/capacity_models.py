@@ -273,11 +273,18 @@ def calibrate(model: CapacityModel, x: torch.Tensor, quantize=None) -> list[tupl
         model.double()(x.double(), quantize=quantize, states=states)
     out = []
     for c, _ in states:
-        low, high = c.amin((0, 1)), c.amax((0, 1))
-        lo = low - HEADROOM * (high - low)
-        span = (c - lo).sum(1).amax(0) * (1 + HEADROOM)
+        lo, span = register_range(c)
         out.append((lo.cpu().numpy(), span.cpu().numpy()))
     return out
+
+
+def register_range(c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(lo, span)`` ``[H, E]`` of contributions ``c`` ``[B, N, H, E]``: the smallest
+    contribution less :data:`HEADROOM` of their range, and the largest register value
+    ``sum_j (c_j - lo)`` times ``1 + HEADROOM`` (what :func:`calibrate` stores)."""
+    low, high = c.amin((0, 1)), c.amax((0, 1))
+    lo = low - HEADROOM * (high - low)
+    return lo, (c - lo).sum(1).amax(0) * (1 + HEADROOM)
 
 
 def export_arrays(model: CapacityModel, calibration: list[tuple]) -> dict:
@@ -342,19 +349,14 @@ def qat_quantizer(bits: int):
     """``quantize(layer, c)`` for :meth:`CapacityModel.forward`: quantization-aware training.
 
     The forward pass reads the :func:`fixed_point_state` of ``c`` at ``bits`` bits,
-    calibrated on the batch itself as :func:`calibrate` does on the calibration
-    inputs (``lo``: the smallest contribution less :data:`HEADROOM` of the range;
-    ``span``: the largest register value times ``1 + HEADROOM``); the backward pass
-    is the exact sum's (straight-through).
+    calibrated on the batch itself by :func:`register_range`, as :func:`calibrate`
+    calibrates a saved file; the backward pass is the exact sum's (straight-through).
     """
 
     def quantize(_layer: int, c: torch.Tensor) -> torch.Tensor:
         exact = c.sum(1)
         with torch.no_grad():
-            low, high = c.amin((0, 1)), c.amax((0, 1))
-            lo = low - HEADROOM * (high - low)
-            span = (c - lo).sum(1).amax(0) * (1 + HEADROOM)
-            state = fixed_point_state(c, bits, lo, span)
+            state = fixed_point_state(c, bits, *register_range(c))
         return exact + (state - exact).detach()
 
     return quantize

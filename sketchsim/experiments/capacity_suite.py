@@ -187,7 +187,6 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         "trained_at_bits": spec.train_bits or None,
         "weights": None,
         "weights_refused": None,
-        "plugin_identity": plugin_identity(spec),
     }
     if save_to is not None and _exportable(model):
         # the file's name within the --save-weights folder: no machine paths in results

@@ -326,8 +326,8 @@ def _reach(power: float | None) -> str:
     return "-" if power is None else f"{power:.2g}"
 
 
-def decodable_verdict(r: dict, bound: float) -> tuple[bool | None, str]:
-    """``(decodable, reason)`` of a report's JSON entry (``bound`` is kept for callers).
+def decodable_verdict(r: dict) -> tuple[bool | None, str]:
+    """``(decodable, reason)`` of a report's JSON entry.
 
     Every entry a run reads back holds ``decodable_reason`` (the resume checks of
     :mod:`sketchsim.runs.transcript` and :mod:`sketchsim.runs.frontier` refuse one
