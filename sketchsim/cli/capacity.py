@@ -123,7 +123,7 @@ def _render_frontier(frontier: list[dict]) -> None:
         return  # one model per kind: the table above says it all
     table = Table(title="smallest decoding state per architecture (over the folder's sizes)")
     for col in ("family", "q", "s", "kind", "models", "decoded", "best", "K", "bits", "bound",
-                "ratio"):  # fmt: skip
+                "ratio", "mode"):  # fmt: skip
         table.add_column(col, justify="left" if col in ("family", "kind", "best") else "right")
     for f in frontier:
         b = f["best"] or {}
@@ -139,5 +139,17 @@ def _render_frontier(frontier: list[dict]) -> None:
             _num(b.get("transcript_bits"), ",.0f"),
             f"{f['bound_bits']:.1f}",
             _num(b.get("ratio"), ".2f") + ("x" if b else ""),
+            _mode(b),
         )
     render.console.print(table)
+
+
+def _mode(best: dict) -> str:
+    """What "decoded" covered: every input, or a sample with its 95% error bound."""
+    if not best:
+        return "-"
+    if best["mode"] == "exhaustive":
+        return "every input"
+    upper = best.get("error_rate_upper95")
+    bound = f", error < {upper:.2g} at 95%" if upper is not None else ""
+    return f"{best['inputs']:,} sampled{bound}"

@@ -403,8 +403,9 @@ def run_capacity(
     """Train every spec, writing ``path`` after each run; resumed runs are reused.
 
     A resumed run keeps its row (and the weights file it wrote then) when its
-    spec and its model plug-in's file (:func:`plugin_identity`) are unchanged
-    and the file was written by this code (:class:`~sketchsim.checkpoint.Checkpoint`).
+    spec, its model plug-in's file (:func:`plugin_identity`) and its family
+    (:func:`capacity_family_identity`) are unchanged and the file was written by
+    this code (:class:`~sketchsim.checkpoint.Checkpoint`).
     With ``client`` every run is a Dask task (one torch thread, as here: the
     same rows); the workers write the weights files into ``weights_dir``, so it
     must be a folder they share with this process.
@@ -418,16 +419,28 @@ def run_capacity(
         "sweep",
         header,
         "runs",
-        lambda row, _file: _run_key(CapacitySpec(**row["spec"]), row.get("plugin_identity")),
+        lambda row, _file: _run_key(
+            CapacitySpec(**row["spec"]), row.get("plugin_identity"), row.get("family_identity")
+        ),
         _run_problem,
         what="capacity sweep file",
         resume=bool(resume and path),
     )
-    identities = [plugin_identity(spec) for spec in specs]  # once, here: the key of each run
-    rows = [store.get(_run_key(spec, ident)) for spec, ident in zip(specs, identities, strict=True)]
+    # once, here: what each run's key holds besides its spec (a plug-in file's hash, a
+    # family's source and tokens)
+    identities = [plugin_identity(spec) for spec in specs]
+    families = {}
+    for spec in specs:
+        if (spec.family, spec.q, spec.s) not in families:
+            families[spec.family, spec.q, spec.s] = capacity_family_identity(spec)
+    fam_ids = [families[spec.family, spec.q, spec.s] for spec in specs]
+    rows = [
+        store.get(_run_key(spec, ident, fam))
+        for spec, ident, fam in zip(specs, identities, fam_ids, strict=True)
+    ]
 
     def finished(k: int, row: dict) -> None:
-        row["plugin_identity"] = identities[k]
+        row["plugin_identity"], row["family_identity"] = identities[k], fam_ids[k]
         rows[k] = row
         store.save([r for r in rows if r is not None], False, suite="capacity", header=header)
 
@@ -450,8 +463,16 @@ def capacity_task(spec: CapacitySpec, device: str, save_to) -> dict:
     return train_capacity(spec, device, save_to)
 
 
-def _run_key(spec: CapacitySpec, plugin: str | None) -> str:
-    return json.dumps([spec.key(), plugin])
+def _run_key(spec: CapacitySpec, plugin: str | None, family: str | None) -> str:
+    return json.dumps([spec.key(), plugin, family])
+
+
+def capacity_family_identity(spec: CapacitySpec) -> str:
+    """The family a run trains on, for resume keys: its source (a plug-in file's hash) and
+    a digest of its tokens (:func:`sketchsim.sketch.family_plugins.family_identity`)."""
+    from sketchsim.sketch.family_plugins import family_identity
+
+    return family_identity(spec.family, make_family(spec.family, spec.q, spec.s))
 
 
 def _run_problem(row) -> str | None:

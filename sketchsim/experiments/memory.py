@@ -24,6 +24,8 @@ rank ``r``, value width ``d``, ``E`` state entries per head)::
     training               B N (3 m + (L + 1) a) x 4 + 2 L B H E x 4
                                         (activations autograd keeps for every layer,
                                          one more layer's worth of gradients, the states)
+                           + 3 L B N H E x 4 with ``train_bits`` (the quantizer's
+                                         temporaries, outside autograd)
     evaluation             C N (3 m + a) x 4 + C N (m + 64 w)
                                         (chunks of C <= 4,096 inputs, no autograd)
     calibration            K N (2 m + L H E + H E + a) x 8 + K N (m + 64 w) + P x 8
@@ -126,6 +128,8 @@ def capacity_memory(spec, save_weights: bool = False) -> CapacityMemory:
     unpack = n * (m + 64 * words)  # uint8 bits of one input before the float copy
     inputs = b * n * m * _F32 + b * unpack
     train = b * n * (3 * m + (L + 1) * act) * _F32 + 2 * L * b * H * e * _F32
+    if getattr(spec, "train_bits", 0):  # the quantized state: three more [B, N, H, E] per layer
+        train += 3 * L * b * n * H * e * _F32
     chunk = min(EVAL_CHUNK, size if size <= EVAL_EXHAUSTIVE else EVAL_INPUTS)
     evaluate = chunk * n * (3 * m + act) * _F32 + chunk * unpack
     calibrate = 0

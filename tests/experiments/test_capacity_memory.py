@@ -117,3 +117,15 @@ def test_available_memory_is_this_machines():
 
     got = memory.available_memory()
     assert 0 < got <= os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_training_at_k_bits_is_estimated_with_the_quantizer():
+    from dataclasses import replace
+
+    from sketchsim.experiments.capacity_suite import CapacitySpec
+    from sketchsim.experiments.memory import capacity_memory
+
+    spec = CapacitySpec("hard", 8, 3, "kernel", 2, 1, 4, 16, "elu1", 0)
+    plain, qat = capacity_memory(spec), capacity_memory(replace(spec, train_bits=4))
+    # three [B, N, H, E] float32 tensors per layer: B = 512 inputs, N = 9 tokens, E = 68
+    assert qat.train - plain.train == 3 * 2 * 512 * 9 * 1 * 68 * 4

@@ -144,3 +144,28 @@ def test_two_plugins_of_one_name_and_a_plugin_named_like_a_map(tmp_path):
     rows = run_capacity(specs, weights_dir=tmp_path / "w")
     assert rows[0]["weights"] and rows[1]["weights"] and rows[0]["weights"] != rows[1]["weights"]
     assert rows[2]["weights"] is None and "does not describe" in rows[2]["weights_refused"]
+
+
+FAMILY_FILE = """
+from sketchsim.sketch.family import FamilyType, HardFamily
+
+def build(q, s, seed, params):
+    return HardFamily(q, s, seed + SHIFT)
+
+SHIFT = {shift}
+MINE = FamilyType("mine", "F(q,s) with a shifted seed", build)
+"""
+
+
+def test_sweep_resume_trains_again_after_the_family_file_changed(tmp_path):
+    """A family plug-in edited under the same name builds other tokens: not resumed."""
+    fam = tmp_path / "myfam.py"
+    fam.write_text(FAMILY_FILE.format(shift=0))
+    out = tmp_path / "s.json"
+    spec = CapacitySpec(f"{fam}:MINE", 3, 1, "kernel", 1, 1, 1, 2, "elu1", 0, steps=5)
+    first = run_capacity([spec], path=out)[0]
+    assert run_capacity([spec], path=out, resume=True)[0] == first  # unchanged: resumed
+    fam.write_text(FAMILY_FILE.format(shift=3))
+    edited = run_capacity([spec], path=out, resume=True)[0]
+    assert edited["family_identity"] != first["family_identity"]
+    assert edited["seconds"] != first["seconds"]

@@ -74,3 +74,12 @@ def test_the_frontier_keeps_the_smallest_decoding_state_per_kind():
     assert (
         got["signed L1 H1"]["best"] is None and got["elu1 L2 H1"]["best"]["transcript_bits"] == 40
     )
+
+
+def test_the_frontier_table_says_what_decoded_covered():
+    from sketchsim.cli.capacity import _mode
+
+    assert _mode({"mode": "exhaustive", "inputs": 256}) == "every input"
+    sampled = {"mode": "sampled", "inputs": 20_000, "error_rate_upper95": 1.5e-4}
+    assert _mode(sampled) == "20,000 sampled, error < 0.00015 at 95%"
+    assert _mode({}) == "-"
