@@ -389,3 +389,131 @@ def trained_outputs(weights, X, bits=None):
             delta += num @ g["wu"].T
         u = u + delta
     return y
+
+
+def causal_outputs(weights, X, bits=None):
+    """A causal weights file's outputs, cut codes and answers, from docs/theory.md 5.3.
+
+    ``X``: (B, N, m) 0/1 inputs in the family's order (the ``q`` queries first).
+    Returns ``(y, codes, answers)``: the float outputs (B, q) at the queries, the
+    registers at the cut (B, L H E; None for ``bits=None``, exact arithmetic), and
+    the answers (B, q).
+    """
+    import math
+
+    a, fam = weights.header["architecture"], weights.header["family"]
+    q, s = fam["q"], fam["s"]
+    L, H, r, d, kind = a["layers"], a["heads"], a["rank"], a["value_width"], a["kind"]
+    g = weights.arrays
+    B, N, m = X.shape
+    seq = np.concatenate([X[:, q:], X[:, :q]], axis=1)
+    top = None if bits is None else 2**bits - 1
+
+    def quant(x, lo, span):
+        if top is None:
+            return x, np.zeros(x.shape, dtype=np.int64)
+        step = np.where(span > 0, span / top, 1.0)
+        code = np.floor((x - lo) / step + 0.5)
+        code = np.where(np.isnan(code), 0.0, code)
+        code = np.clip(code, 0, top)
+        return lo + step * code, code.astype(np.int64)
+
+    def feat(x):  # Based: [1, x / r^(1/4), x_i x_j / (sqrt 2 sqrt r)]
+        return np.concatenate([[1.0], x / r**0.25, np.outer(x, x).ravel() / math.sqrt(2 * r)])
+
+    def act(z):
+        fm = a["feature_map"]
+        if fm == "elu1":
+            return np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0)))
+        if fm == "relu":
+            return np.maximum(z, 0.0) + 1e-3
+        return z
+
+    def softplus(z):
+        return np.logaddexp(0.0, z)
+
+    ys = np.zeros((B, q))
+    codes_all = np.zeros((B, 0), dtype=np.int64)
+    for b in range(B):
+        state = {(l, h): np.zeros(0) for l in range(L) for h in range(H)}
+        codes = {}
+        for t in range(N):
+            u = 2.0 * seq[b, t] - 1.0
+            y = g["wb"] @ u + g["bb"][0]
+            for l in range(L):
+                delta = np.zeros(m)
+                for h in range(H):
+                    p = {k.split(".", 2)[2]: v for k, v in g.items() if k.startswith(f"L{l}.H{h}.")}
+                    lo, span = p["lo"], p["span"]
+                    qv, kv = p["wq"] @ u + p["bq"], p["wk"] @ u + p["bk"]
+                    v, av = p["wv"] @ u + p["bv"], p["wa"] @ u + p["ba"]
+                    st = state[(l, h)]
+                    if kind in ("linear", "based"):
+                        fq, fk = (feat(qv), feat(kv)) if kind == "based" else (act(qv), act(kv))
+                        norm = kind == "based" or a["feature_map"] != "signed"
+                        D = fq.size
+                        if st.size == 0:
+                            st = np.zeros((D, d + 1 if norm else d))
+                        S = st.copy()
+                        S[:, :d] += np.outer(fk, v)
+                        if norm:
+                            S[:, d] += fk
+                        flat, code = quant(S.ravel(), lo, span)
+                        S = flat.reshape(S.shape)
+                        o = fq @ S[:, :d]
+                        if norm:
+                            o = o / (fq @ S[:, d] + a["eps"])
+                    elif kind == "window":
+                        w = a["window"]
+                        if st.size == 0:
+                            st = np.zeros((w, r + d))
+                        new, ncode = quant(np.concatenate([kv, v]), lo[-(r + d):], span[-(r + d):])
+                        S = np.vstack([st[1:], new])
+                        old = codes.get((l, h), np.zeros(w * (r + d), dtype=np.int64))
+                        code = np.concatenate([old[r + d :], ncode])
+                        n_valid = min(t + 1, w)
+                        logits = S[w - n_valid :, :r] @ qv / math.sqrt(r)
+                        pw = np.exp(logits - logits.max())
+                        o = (pw / pw.sum()) @ S[w - n_valid :, r:]
+                    else:
+                        if st.size == 0:
+                            st = np.zeros((r, d))
+                        if kind == "gla":
+                            z = p["wg"] @ u + p["bg"]
+                            gate = np.exp(-softplus(-z) / 16.0)
+                            S = gate[:, None] * st + np.outer(kv, v)
+                            qs = qv / math.sqrt(r)
+                        elif kind in ("deltanet", "gated-deltanet"):
+                            qs = qv / max(np.linalg.norm(qv), 1e-12) / math.sqrt(r)
+                            kn = kv / max(np.linalg.norm(kv), 1e-12)
+                            beta = 1.0 / (1.0 + np.exp(-(p["wbeta"] @ u + p["bbeta"])[0]))
+                            S = st
+                            if kind == "gated-deltanet":
+                                gz = (p["wg"] @ u + p["bg"])[0]
+                                S = math.exp(-math.exp(p["alog"][0]) * softplus(gz)) * S
+                            new = beta * (v - kn @ S)
+                            S = S + np.outer(kn, new)
+                        else:  # mamba
+                            dt = softplus(p["wg"] @ u + p["bg"])
+                            S = np.exp(-dt[None, :] * np.exp(p["alog"])) * st
+                            S = S + np.outer(kv, dt * v)
+                            qs = qv
+                        flat, code = quant(S.ravel(), lo, span)
+                        S = flat.reshape(S.shape)
+                        o = qs @ S
+                        if kind == "mamba":
+                            o = o + p["dskip"] * v
+                    state[(l, h)] = S
+                    codes[(l, h)] = code
+                    y += av @ o
+                    delta += p["wu"] @ o
+                u = u + delta
+            if t == N - q - 1:
+                cut = np.concatenate([codes[(l, h)].ravel() for l in range(L) for h in range(H)])
+                if b == 0:
+                    codes_all = np.zeros((B, cut.size), dtype=np.int64)
+                codes_all[b] = cut
+            if t >= N - q:
+                ys[b, t - (N - q)] = y
+    answers = np.where(np.isnan(ys), -1, np.clip(np.floor(ys + 0.5), -1, s + 1)).astype(np.int64)
+    return ys, (codes_all if bits is not None else None), answers

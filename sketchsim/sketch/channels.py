@@ -10,6 +10,10 @@ Every token that speaks in a layer emits ``k`` symbols from ``{0..a-1}``.
   per slot: compositions of ``n`` into ``a`` parts, ``C(n+a-1, a-1)``.
 - ``concat``: ``n*k`` entries, every speaker's symbols in position order.
   Range ``a^(n k)``.
+- ``state``: ``k`` registers that the speakers, in position order, pass from
+  one to the next (a causal model's state at the cut, docs/theory.md 5.1); the
+  sketch is the registers after the last speaker.  Range ``a^k``.  Only a plan
+  with a ``runner`` (sketchsim's causal models) has such a layer.
 
 The declared transcript size is the sum over layers of ``log2`` of the range
 (THEORY section 5).
@@ -19,13 +23,13 @@ from __future__ import annotations
 
 import math
 
-CHANNELS = ("sum", "histogram", "concat")
+CHANNELS = ("sum", "histogram", "concat", "state")
 CHANNEL_CODE = {name: code for code, name in enumerate(CHANNELS)}
 
 
 def sketch_length(channel: str, k: int, a: int, n_speakers: int) -> int:
     """Number of integer entries of one layer's sketch."""
-    if channel == "sum":
+    if channel in ("sum", "state"):
         return k
     if channel == "histogram":
         return k * a
@@ -45,6 +49,8 @@ def log2_range(channel: str, k: int, a: int, n_speakers: int, levels: int = 0) -
         return k * math.log2(math.comb(n_speakers + a - 1, a - 1))
     if channel == "concat":
         return n_speakers * k * math.log2(a)
+    if channel == "state":
+        return k * math.log2(a)
     raise ValueError(f"unknown channel {channel!r}")
 
 

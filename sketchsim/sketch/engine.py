@@ -122,10 +122,11 @@ class Engine:
         self.total_len = end
         self.sizes = np.array([plan.state_size, kmax, end], dtype=np.int64)
         self.queries = np.arange(ctx.q, dtype=np.int64)
-        self.jitted = plan.jitted and not python
+        self.runner = plan.runner
+        self.jitted = (plan.jitted and not python) or self.runner is not None
         self.threads = numba.config.NUMBA_NUM_THREADS
-        self._validated = False
-        if self.jitted:
+        self._validated = self.runner is not None  # sketchsim's own, tested by its suite
+        if self.jitted and self.runner is None:
             funcs = loop_functions(plan)
             if not plan.builtin:  # not ours: bounds-checked for the whole run
                 funcs = tuple(f if f is engine_loop.no_init else checked_copy(f) for f in funcs)
@@ -192,6 +193,12 @@ class Engine:
         """
         B = tokens.shape[0]
         tr, fp, ans, err = outputs
+        if self.runner is not None:
+            got = self.runner(full_tokens(fixed, tokens), store)
+            fp[:B], ans[:B] = got[0], got[1]
+            if store:
+                tr[:B, : self.total_len] = got[2]
+            return
         args = self._args(tokens, fixed, store, outputs)
         self._call(0, B, args)
         self._check_errors(err[:B])
@@ -276,6 +283,8 @@ class Engine:
             )
 
     def _run_jitted(self, tokens: np.ndarray, store: bool, fixed: np.ndarray) -> RunResult:
+        if self.runner is not None:
+            return RunResult(*self._run_runner(full_tokens(fixed, tokens), store))
         B = tokens.shape[0]
         outputs = self.new_outputs(B, store)
         tr, fp, ans, err = outputs
@@ -294,6 +303,23 @@ class Engine:
                     job.result()
         self._check_errors(err)
         return RunResult(fp, ans, tr[:, : self.total_len] if store else None)
+
+
+    def _run_runner(self, full: np.ndarray, store: bool):
+        """The plan's runner on threads over slices of the inputs (it releases no GIL
+        it does not own: numba's loop runs without it)."""
+        B = full.shape[0]
+        threads = min(self.threads, max(1, B // 64))
+        if threads == 1:
+            return self.runner(full, store)
+        bounds = np.linspace(0, B, threads + 1).astype(int)
+        with ThreadPoolExecutor(threads) as pool:
+            parts = list(pool.map(lambda lh: self.runner(full[lh[0] : lh[1]], store),
+                                  zip(bounds[:-1], bounds[1:], strict=True)))  # fmt: skip
+        fp = np.concatenate([p[0] for p in parts])
+        ans = np.concatenate([p[1] for p in parts])
+        tr = np.concatenate([p[2] for p in parts]) if store else None
+        return fp, ans, tr
 
 
 def full_tokens(fixed: np.ndarray, tokens: np.ndarray) -> np.ndarray:

@@ -223,6 +223,11 @@ class Plan:
     #: engine runs it once per batch for the tokens every input shares.
     init: Callable | None = None
     builtin: bool = field(default=False, repr=False)
+    #: sketchsim's own causal models only (:mod:`sketchsim.sketch.causal`):
+    #: ``runner(tokens, store) -> (fingerprints, answers, transcripts or None)`` computes
+    #: every input in place of the engine loop (its ``state`` layer passes the state from
+    #: token to token); the functions above are then never called.
+    runner: Callable | None = field(default=None, repr=False)
 
     def functions(self) -> tuple:
         """``(emit, update, answer)``, then ``init`` when the plan has one."""
@@ -307,6 +312,13 @@ class Protocol:
                 f"protocol {self.name}: setup must return a Plan, got {type(plan).__name__}"
             )
         _check_plan(plan, self.name)
+        if (plan.runner is not None or any(L.channel == "state" for L in plan.layers)) and not (
+            self.builtin and plan.runner is not None
+        ):
+            raise PluginError(
+                f"protocol {self.name}: the state channel and Plan.runner are for sketchsim's "
+                "own causal models (see docs/protocols.md)"
+            )
         plan.builtin = self.builtin
         return plan
 

@@ -115,8 +115,17 @@ class Weights:
     def family(self) -> dict:
         return self.header["family"]
 
+    @property
+    def causal(self) -> bool:
+        """Whether the file holds a causal model (its architecture names a ``kind``)."""
+        return "kind" in self.arch
+
     def entries(self) -> int:
         a = self.arch
+        if self.causal:
+            from sketchsim.sketch.causal import causal_entries
+
+            return causal_entries(a)
         return head_entries(a["rank"], a["value_width"], a["feature_map"])
 
 
@@ -142,7 +151,11 @@ def _check_header(header, path) -> None:
         v = arch[key]
         if not _is_int(v) or not 1 <= v <= top:
             _fail(path, f"architecture {key} must be an integer in 1..{top}, got {v!r}")
-    if arch["feature_map"] not in FEATURE_MAPS:
+    if "kind" in arch:
+        from sketchsim.sketch.causal import check_causal_arch
+
+        check_causal_arch(arch, lambda why: _fail(path, why))
+    elif arch["feature_map"] not in FEATURE_MAPS:
         _fail(path, f"feature_map must be one of {', '.join(FEATURE_MAPS)}")
     eps = arch["eps"]
     if not isinstance(eps, int | float) or not (math.isfinite(eps) and 0 <= eps <= 1):
@@ -167,7 +180,14 @@ def _check_claims(header: dict, path) -> None:
         not isinstance(label, str) or len(label) > MAX_LABEL or not label.isprintable()
     ):
         _fail(path, f"label must be printable text of at most {MAX_LABEL} characters")
-    if label is not None:
+    if label is not None and "kind" in header["architecture"]:
+        from sketchsim.sketch.causal import causal_dims, causal_name
+
+        a = header["architecture"]
+        want = f"{causal_name(a)} {causal_dims(a)}"
+        if label != want:
+            _fail(path, f"label {label!r} does not describe its architecture ({want})")
+    elif label is not None:
         a = header["architecture"]
         dims = f"L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
         name, _, tail = label.rpartition(" L")
@@ -379,6 +399,10 @@ def _read_weights(p, path) -> Weights:
 
 def _array_shapes(arch: dict) -> dict:
     """Every array a file of architecture ``arch`` holds, and its shape."""
+    if "kind" in arch:
+        from sketchsim.sketch.causal import causal_shapes
+
+        return causal_shapes(arch)
     r, d, m = arch["rank"], arch["value_width"], arch["m"]
     dims = {"r": r, "d": d, "m": m, "E": head_entries(r, d, arch["feature_map"])}
     want = {
@@ -770,6 +794,10 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
             f"{weights.path} was trained for {fam['name']} q={fam['q']}, s={fam['s']}; "
             f"it differs in {differ}"
         )
+    if weights.causal:
+        from sketchsim.sketch.causal import causal_plan
+
+        return causal_plan(ctx, weights, bits)
     L, H, E = a["layers"], a["heads"], weights.entries()
     r, d, m = a["rank"], a["value_width"], a["m"]
     # per token: its copies of the L layers' sketches, init's cache, the float scratch

@@ -1,0 +1,319 @@
+"""Causal architectures in torch: the recurrences of docs/theory.md 5.3, trained and exported.
+
+:class:`CausalLayer` is one layer of ``H`` heads of one kind (:data:`KINDS`:
+causal linear attention, Based, GLA, DeltaNet, gated DeltaNet, a Mamba-style
+selective diagonal state space, sliding-window softmax attention); it steps
+one token at a time on a state ``[B, H, E]`` kept in the entry order the
+engine uses.  :class:`CausalModel` stacks ``L`` layers on a residual stream
+and reads a family's inputs (queries first) in causal order: the data tokens,
+then the queries.  ``quantize``, when given, maps ``(layer, state)`` to the
+state kept after each update (the ``K``-bit registers of
+:func:`fixed_point_state`; default exact), so the model evaluated with it is
+the engine's fixed point.  :func:`export_causal` writes the arrays of
+:mod:`sketchsim.sketch.causal`; :func:`causal_from_weights` reads them back.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from sketchsim.sketch.causal import (
+    COMMON_ARRAYS,
+    FIXED_MAPS,
+    GATE_ARRAYS,
+    KINDS,
+    causal_dims,
+    causal_entries,
+    causal_name,
+)
+
+__all__ = [
+    "CausalLayer",
+    "CausalModel",
+    "causal_arch",
+    "state_range",
+    "fixed_point_state",
+    "export_causal",
+    "causal_from_weights",
+]
+
+#: Registers reach this fraction of an entry's range below the smallest value seen in
+#: calibration and above the largest.
+HEADROOM = 1 / 16
+
+
+def causal_arch(kind, m, layers, heads, r, d, feature_map="elu1", eps=1e-6, window=0) -> dict:
+    """The header's ``architecture`` of a causal model (``feature_map``: ``linear`` only)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown architecture {kind!r}; choose one of {', '.join(KINDS)}")
+    fmap = feature_map if kind == "linear" else FIXED_MAPS[kind]
+    return dict(
+        kind=kind,
+        layers=layers,
+        heads=heads,
+        rank=r,
+        value_width=d,
+        feature_map=fmap,
+        m=m,
+        eps=eps,
+        window=window if kind == "window" else 0,
+    )
+
+
+def _act(name: str, z: torch.Tensor) -> torch.Tensor:
+    if name == "elu1":
+        return F.elu(z) + 1.0
+    if name == "relu":
+        return F.relu(z) + 1e-3
+    return z
+
+
+def _taylor(x: torch.Tensor) -> torch.Tensor:
+    """Based's features ``[1, x / r^(1/4), vec(x x^T) / (sqrt(2) sqrt(r))]`` of ``x [..., r]``."""
+    r = x.shape[-1]
+    outer = (x.unsqueeze(-1) * x.unsqueeze(-2)).flatten(-2)
+    one = torch.ones_like(x[..., :1])
+    return torch.cat([one, x / r**0.25, outer / (math.sqrt(2) * math.sqrt(r))], -1)
+
+
+class CausalLayer(nn.Module):
+    """``H`` heads of architecture ``arch["kind"]`` over width-``m`` tokens."""
+
+    def __init__(self, arch: dict, index: int = 0):
+        super().__init__()
+        self.arch, self.index = arch, index
+        self.kind, m, H = arch["kind"], arch["m"], arch["heads"]
+        r, d = arch["rank"], arch["value_width"]
+        self.m, self.heads, self.r, self.d = m, H, r, d
+        self.entries = causal_entries(arch)
+        self.wq, self.wk = nn.Linear(m, H * r), nn.Linear(m, H * r)
+        self.wv, self.wa = nn.Linear(m, H * d), nn.Linear(m, H * d)
+        self.wu = nn.Parameter(torch.randn(H, m, d) / (d**0.5 * 4))
+        gates = GATE_ARRAYS[self.kind]
+        if "wg" in gates:
+            rows = {"r": r, "d": d, 1: 1}[gates["wg"][0]]
+            self.wg = nn.Linear(m, H * rows)
+        if "wbeta" in gates:
+            self.wbeta = nn.Linear(m, H)
+        if self.kind == "gated-deltanet":
+            self.alog = nn.Parameter(torch.zeros(H, 1))
+        if self.kind == "mamba":  # S4D-real: A_k = -(k + 1)
+            a = torch.log(torch.arange(1, r + 1, dtype=torch.float32))
+            self.alog = nn.Parameter(a.view(1, r, 1).repeat(H, 1, d))
+            self.dskip = nn.Parameter(torch.ones(H, d))
+
+    def step(self, u: torch.Tensor, st: torch.Tensor, count: int, quantize=None):
+        """One token: ``(y, delta, state)`` from its stream ``u [B, m]`` and the state
+        ``st [B, H, E]``; ``count``: tokens so far, this one included (the window's)."""
+        B, H, r, d = u.shape[0], self.heads, self.r, self.d
+        kind, fmap = self.kind, self.arch["feature_map"]
+        q, k = self.wq(u).view(B, H, r), self.wk(u).view(B, H, r)
+        v, a = self.wv(u).view(B, H, d), self.wa(u).view(B, H, d)
+        if kind in ("linear", "based"):
+            fq, fk = (_taylor(q), _taylor(k)) if kind == "based" else (_act(fmap, q), _act(fmap, k))
+            norm = kind == "based" or fmap != "signed"
+            add = fk.unsqueeze(-1) * v.unsqueeze(-2)
+            if norm:
+                add = torch.cat([add, fk.unsqueeze(-1)], -1)
+            S = st.view(B, H, fk.shape[-1], -1) + add
+            S = self._keep(S, quantize)
+            o = torch.einsum("bhk,bhkc->bhc", fq, S[..., :d])
+            if norm:
+                o = o / (torch.einsum("bhk,bhk->bh", fq, S[..., d]) + self.arch["eps"]).unsqueeze(
+                    -1
+                )
+        elif kind == "window":
+            w = self.arch["window"]
+            slots = torch.cat(
+                [st.view(B, H, w, r + d)[:, :, 1:], torch.cat([k, v], -1)[:, :, None]], 2
+            )
+            slots = self._keep(slots, quantize)
+            logits = torch.einsum("bhk,bhjk->bhj", q, slots[..., :r]) / math.sqrt(r)
+            empty = torch.arange(w, device=u.device) < w - min(count, w)
+            p = torch.softmax(logits.masked_fill(empty, -math.inf), -1)
+            o = torch.einsum("bhj,bhjc->bhc", p, slots[..., r:])
+            S = slots
+        else:
+            S = st.view(B, H, r, d)
+            if kind == "gla":
+                gate = torch.exp(F.logsigmoid(self.wg(u).view(B, H, r)) / 16.0)
+                S = gate.unsqueeze(-1) * S + k.unsqueeze(-1) * v.unsqueeze(-2)
+                qs = q / math.sqrt(r)
+            elif kind in ("deltanet", "gated-deltanet"):
+                qs, kn = F.normalize(q, dim=-1) / math.sqrt(r), F.normalize(k, dim=-1)
+                beta = torch.sigmoid(self.wbeta(u).view(B, H, 1))
+                if kind == "gated-deltanet":
+                    g = -torch.exp(self.alog).view(1, H) * F.softplus(self.wg(u).view(B, H))
+                    S = torch.exp(g).view(B, H, 1, 1) * S
+                new = beta * (v - torch.einsum("bhkc,bhk->bhc", S, kn))
+                S = S + kn.unsqueeze(-1) * new.unsqueeze(-2)
+            else:  # mamba
+                dt = F.softplus(self.wg(u).view(B, H, d))
+                decay = torch.exp(-dt.unsqueeze(-2) * torch.exp(self.alog))
+                S = decay * S + k.unsqueeze(-1) * (dt * v).unsqueeze(-2)
+                qs = q
+            S = self._keep(S, quantize)
+            o = torch.einsum("bhk,bhkc->bhc", qs, S)
+            if kind == "mamba":
+                o = o + self.dskip * v
+        y = (a * o).sum((-1, -2))
+        delta = torch.einsum("hmc,bhc->bm", self.wu, o)
+        return y, delta, S.reshape(B, H, self.entries)
+
+    def _keep(self, S: torch.Tensor, quantize):
+        if quantize is None:
+            return S
+        shape = S.shape
+        return quantize(self, S.reshape(shape[0], self.heads, -1)).view(shape)
+
+    def head_arrays(self, h: int) -> dict:
+        """Head ``h``'s weights as the float64 arrays of a causal weights file (no calibration)."""
+        r, d = self.r, self.d
+
+        def rows(lin, n):
+            return lin.weight[h * n : (h + 1) * n], lin.bias[h * n : (h + 1) * n]
+
+        out = {}
+        for name, n in (("q", r), ("k", r), ("v", d), ("a", d)):
+            out["w" + name], out["b" + name] = rows(getattr(self, "w" + name), n)
+        out["wu"] = self.wu[h]
+        gates = GATE_ARRAYS[self.kind]
+        if "wg" in gates:
+            n = self.wg.out_features // self.heads
+            out["wg"], out["bg"] = rows(self.wg, n)
+        if "wbeta" in gates:
+            out["wbeta"], out["bbeta"] = rows(self.wbeta, 1)
+        if "alog" in gates:
+            out["alog"] = self.alog[h]
+        if "dskip" in gates:
+            out["dskip"] = self.dskip[h]
+        return {k: v.detach().double().cpu().numpy() for k, v in out.items()}
+
+    def load_head(self, h: int, g: dict) -> None:
+        """Set head ``h`` from a file's arrays ``g`` (torch tensors)."""
+        r, d = self.r, self.d
+        with torch.no_grad():
+            for name, n in (("q", r), ("k", r), ("v", d), ("a", d)):
+                lin = getattr(self, "w" + name)
+                lin.weight[h * n : (h + 1) * n] = g["w" + name]
+                lin.bias[h * n : (h + 1) * n] = g["b" + name]
+            self.wu[h] = g["wu"]
+            if "wg" in g:
+                n = self.wg.out_features // self.heads
+                self.wg.weight[h * n : (h + 1) * n] = g["wg"]
+                self.wg.bias[h * n : (h + 1) * n] = g["bg"]
+            if "wbeta" in g:
+                self.wbeta.weight[h : h + 1] = g["wbeta"]
+                self.wbeta.bias[h : h + 1] = g["bbeta"]
+            if "alog" in g:
+                self.alog[h] = g["alog"].view(self.alog[h].shape)
+            if "dskip" in g:
+                self.dskip[h] = g["dskip"]
+
+
+class CausalModel(nn.Module):
+    """``L`` :class:`CausalLayer` s on a residual stream ``u^0 = 2x - 1``.
+
+    ``forward(x)`` takes a family's inputs ``[B, N, m]`` (the ``q`` queries first)
+    and returns the outputs ``[B, N]`` in the same order, computed in causal order.
+    """
+
+    def __init__(self, arch: dict, q: int):
+        super().__init__()
+        self.arch, self.q = dict(arch), q
+        self.layers = nn.ModuleList([CausalLayer(self.arch, i) for i in range(arch["layers"])])
+        self.out = nn.Linear(arch["m"], 1)
+        self.plugin = None
+
+    @property
+    def label(self) -> str:
+        return f"{causal_name(self.arch)} {causal_dims(self.arch)}"
+
+    def forward(self, x: torch.Tensor, quantize=None, states: list | None = None):
+        B, N, _ = x.shape
+        seq = torch.cat([x[:, self.q :], x[:, : self.q]], 1)  # data, then queries
+        st = [x.new_zeros(B, self.arch["heads"], layer.entries) for layer in self.layers]
+        ys = []
+        for t in range(N):
+            u = 2 * seq[:, t] - 1
+            y = self.out(u).squeeze(-1)
+            for lay, layer in enumerate(self.layers):
+                dy, delta, st[lay] = layer.step(u, st[lay], t + 1, quantize)
+                if states is not None:
+                    states.append((lay, t, st[lay].detach()))
+                y = y + dy
+                u = u + delta
+            ys.append(y)
+        out = torch.stack(ys, 1)
+        n_data = N - self.q
+        return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
+
+
+def state_range(model: CausalModel, x: torch.Tensor) -> list[tuple]:
+    """Per layer ``(lo, span)`` ``[H, E]`` float64: every state entry's range over the inputs
+    ``x`` at every position, widened by :data:`HEADROOM` of it on each side."""
+    states: list = []
+    with torch.no_grad():
+        model.double()(x.double(), states=states)
+    out = []
+    for lay, layer in enumerate(model.layers):
+        seen = torch.stack([s for l, _, s in states if l == lay], 0)  # [T, B, H, E]
+        low, high = seen.amin((0, 1)), seen.amax((0, 1))
+        if layer.kind == "window":  # one range per slot entry, whichever slot holds it
+            w = model.arch["window"]
+            H = low.shape[0]
+            low = low.view(H, w, -1).amin(1, keepdim=True).expand(H, w, -1).reshape(H, -1)
+            high = high.view(H, w, -1).amax(1, keepdim=True).expand(H, w, -1).reshape(H, -1)
+        pad = HEADROOM * (high - low)
+        out.append(((low - pad).cpu().numpy(), (high - low + 2 * pad).cpu().numpy()))
+    return out
+
+
+def fixed_point_state(bits: int, calibration: list[tuple]):
+    """``quantize(layer, state)`` for :meth:`CausalModel.forward`: every entry rounded to its
+    ``bits``-bit register (docs/theory.md 5.3), calibrated by ``(lo, span)`` per layer."""
+    top = float(2**bits - 1)
+    tables = []
+    for lo, span in calibration:
+        lo, span = torch.as_tensor(lo), torch.as_tensor(span)
+        tables.append((lo, torch.where(span > 0, span / top, torch.ones_like(span))))
+
+    def quantize(layer: CausalLayer, S: torch.Tensor) -> torch.Tensor:
+        lo, step = (t.to(S.dtype) for t in tables[layer.index])
+        code = torch.floor((S - lo) / step + 0.5)
+        code = torch.nan_to_num(code, nan=0.0).clamp(0.0, top)
+        return lo + step * code
+
+    return quantize
+
+
+def export_causal(model: CausalModel, calibration: list[tuple]) -> dict:
+    """The arrays of a causal weights file (:func:`sketchsim.sketch.causal.causal_shapes`)."""
+    arrays = {}
+    for lay, layer in enumerate(model.layers):
+        lo, span = calibration[lay]
+        for h in range(model.arch["heads"]):
+            head = layer.head_arrays(h)
+            head.update(lo=lo[h], span=span[h])
+            arrays.update({f"L{lay}.H{h}.{k}": v for k, v in head.items()})
+    arrays["wb"] = model.out.weight.detach().double().cpu().numpy()[0]
+    arrays["bb"] = model.out.bias.detach().double().cpu().numpy()
+    return arrays
+
+
+def causal_from_weights(weights) -> CausalModel:
+    """The torch model (float64) of a loaded causal weights file."""
+    model = CausalModel(weights.arch, weights.family["q"]).double()
+    arr = {k: torch.tensor(v) for k, v in weights.arrays.items()}
+    names = set(COMMON_ARRAYS) | set(GATE_ARRAYS[weights.arch["kind"]])
+    for lay, layer in enumerate(model.layers):
+        for h in range(weights.arch["heads"]):
+            layer.load_head(h, {k: arr[f"L{lay}.H{h}.{k}"] for k in names})
+    with torch.no_grad():
+        model.out.weight[0] = arr["wb"]
+        model.out.bias[:] = arr["bb"]
+    return model

@@ -1,0 +1,286 @@
+"""The jitted runner of causal models (docs/theory.md 5.3; layout in :mod:`sketchsim.sketch.causal`).
+
+Per input: the tokens in causal order pass each head's state from one to the
+next; after every update each state entry is rounded to its ``K``-bit register
+(:func:`_quantize`); the registers after the last data token are the transcript
+(fingerprinted like the engine's), and each query's output is rounded to its
+answer.  ``tests/naive.py`` (``causal_outputs``) is the plain reference.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from sketchsim.sketch.fingerprint import SEED1, SEED2, fold
+
+__all__ = ["run_batch"]
+
+# offsets of a head's arrays in its aux block (sketchsim.sketch.causal._BLOCK)
+_WQ, _BQ, _WK, _BK, _WV, _BV, _WA, _BA, _WU = 0, 1, 2, 3, 4, 5, 6, 7, 8
+_WG, _BG, _WBETA, _BBETA, _ALOG, _DSKIP, _LO, _STEP = 9, 10, 11, 12, 13, 14, 15, 16
+_NB = 18  # entries per head in the offsets table (17 arrays and the block's end)
+# kind codes (sketchsim.sketch.causal.KINDS)
+LINEAR, BASED, GLA, DELTA, GATED_DELTA, MAMBA, WINDOW = 0, 1, 2, 3, 4, 5, 6
+
+
+def run_batch(tokens, order, dims, offs, aux, eps: float, store: bool):
+    """``(fingerprints, answers, transcripts or None)`` of packed ``tokens`` (B, n, words).
+
+    ``tokens`` in the family's order (queries first); ``order``: the causal order of
+    positions (:func:`sketchsim.sketch.causal.causal_order`).
+    """
+    tokens = np.ascontiguousarray(tokens, dtype=np.uint64)
+    B = tokens.shape[0]
+    L, H, E, q = int(dims[0]), int(dims[1]), int(dims[7]), int(dims[10])
+    fp = np.zeros((B, 2), dtype=np.uint64)
+    ans = np.zeros((B, q), dtype=np.int64)
+    tr = np.zeros((B if store else 1, L * H * E), dtype=np.int64)
+    _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr)
+    return fp, ans, (tr if store else None)
+
+
+@njit(inline="always")
+def _act(z, act):
+    if act == 0:
+        return z + 1.0 if z > 0.0 else math.exp(z)
+    if act == 1:
+        return (z if z > 0.0 else 0.0) + 1e-3
+    return z
+
+
+@njit(inline="always")
+def _softplus(z):
+    return z + math.log1p(math.exp(-z)) if z > 0.0 else math.log1p(math.exp(z))
+
+
+@njit(inline="always")
+def _sigmoid(z):
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@njit(inline="always")
+def _affine(aux, w, b, rows, m, u, out, o0):
+    """``out[o0 + k] = sum_i W[k, i] u[i] + b[k]`` (``W`` row-major ``rows x m`` at ``aux[w]``)."""
+    for k in range(rows):
+        z = aux[b + k]
+        base = w + k * m
+        for i in range(m):
+            z += aux[base + i] * u[i]
+        out[o0 + k] = z
+
+
+@njit(inline="always")
+def _quantize(x, lo, step, top):
+    """``(code, value)``: ``x``'s register ``clip(floor((x - lo) / step + 1/2), 0, top)``
+    (NaN: 0) and what it decodes to, ``lo + step code``."""
+    code = np.floor((x - lo) / step + 0.5)
+    if not code >= 0.0:
+        code = 0.0
+    if code > top:
+        code = top
+    return code, lo + step * code
+
+
+@njit(cache=True)
+def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delta):
+    """One head's step on stream ``u``: update its state ``st[s0:]`` (codes ``cd``) and
+    return ``<a(u), o>``, adding ``W_u o`` to ``delta``.  ``o``: the head's offsets.
+
+    Scratch ``f``: ``q`` and ``k`` (``D`` each), ``v``, ``a``, ``g``, ``o`` (``d`` each),
+    then Based's ``r``-wide projections.
+    """
+    D = 1 + r + r * r if kind == BASED else r
+    FQ, FK, V, A, G, O, P = 0, D, 2 * D, 2 * D + d, 2 * D + 2 * d, 2 * D + 3 * d, 2 * D + 4 * d
+    lo0, step0 = o[_LO], o[_STEP]
+    if kind == BASED:  # the Taylor features of the projections (docs/theory.md 5.3)
+        _affine(aux, o[_WQ], o[_BQ], r, m, u, f, P)
+        _affine(aux, o[_WK], o[_BK], r, m, u, f, P + r)
+        r4, r2 = math.sqrt(math.sqrt(r)), math.sqrt(2.0) * math.sqrt(r)
+        for side in range(2):
+            src, dst = P + side * r, side * D
+            f[dst] = 1.0
+            for i in range(r):
+                f[dst + 1 + i] = f[src + i] / r4
+            for i in range(r):
+                for j in range(r):
+                    f[dst + 1 + r + i * r + j] = f[src + i] * f[src + j] / r2
+    else:
+        _affine(aux, o[_WQ], o[_BQ], r, m, u, f, FQ)
+        _affine(aux, o[_WK], o[_BK], r, m, u, f, FK)
+    _affine(aux, o[_WV], o[_BV], d, m, u, f, V)
+    _affine(aux, o[_WA], o[_BA], d, m, u, f, A)
+    if kind == LINEAR or kind == BASED:
+        norm = kind == BASED or act != 2
+        if kind == LINEAR:
+            for k in range(r):
+                f[FQ + k] = _act(f[FQ + k], act)
+                f[FK + k] = _act(f[FK + k], act)
+        W = d + 1 if norm else d
+        den = eps
+        for k in range(D):
+            for c in range(W):
+                e = k * W + c
+                x = st[s0 + e] + f[FK + k] * (f[V + c] if c < d else 1.0)
+                code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+                cd[s0 + e] = int(code)
+            if norm:
+                den += f[FQ + k] * st[s0 + k * W + d]
+        for c in range(d):
+            num = 0.0
+            for k in range(D):
+                num += f[FQ + k] * st[s0 + k * W + c]
+            f[O + c] = num / den if norm else num
+    elif kind == WINDOW:
+        S = r + d
+        for e in range(S, w * S):  # the slots move one older; the newest is this token's
+            st[s0 + e - S] = st[s0 + e]
+            cd[s0 + e - S] = cd[s0 + e]
+        for j in range(S):
+            e = (w - 1) * S + j
+            x = f[FK + j] if j < r else f[V + j - r]
+            code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+            cd[s0 + e] = int(code)
+        first = w - min(count, w)
+        scale = 1.0 / math.sqrt(r)
+        best = -math.inf
+        for j in range(first, w):
+            z = 0.0
+            for k in range(r):
+                z += f[FQ + k] * st[s0 + j * S + k]
+            f[P + j] = z * scale
+            best = max(best, f[P + j])
+        tot = 0.0
+        for j in range(first, w):
+            f[P + j] = math.exp(f[P + j] - best)
+            tot += f[P + j]
+        for c in range(d):
+            num = 0.0
+            for j in range(first, w):
+                num += f[P + j] * st[s0 + j * S + r + c]
+            f[O + c] = num / tot
+    else:  # gla, deltanet, gated-deltanet, mamba: an r x d state, S[k, c] at k d + c
+        qs = 1.0 / math.sqrt(r)
+        if kind == GLA:
+            _affine(aux, o[_WG], o[_BG], r, m, u, f, G)
+            for k in range(r):  # exp(logsigmoid(z) / 16)
+                z = f[G + k]
+                ls = -_softplus(-z)
+                f[G + k] = math.exp(ls / 16.0)
+            for k in range(r):
+                for c in range(d):
+                    e = k * d + c
+                    x = f[G + k] * st[s0 + e] + f[FK + k] * f[V + c]
+                    code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+                    cd[s0 + e] = int(code)
+            for k in range(r):
+                f[FQ + k] *= qs
+        elif kind == DELTA or kind == GATED_DELTA:
+            nq, nk = 0.0, 0.0
+            for k in range(r):
+                nq += f[FQ + k] * f[FQ + k]
+                nk += f[FK + k] * f[FK + k]
+            nq, nk = max(math.sqrt(nq), 1e-12), max(math.sqrt(nk), 1e-12)
+            for k in range(r):
+                f[FQ + k] = f[FQ + k] / nq * qs
+                f[FK + k] = f[FK + k] / nk
+            _affine(aux, o[_WBETA], o[_BBETA], 1, m, u, f, G)
+            beta = _sigmoid(f[G])
+            gamma = 1.0
+            if kind == GATED_DELTA:
+                _affine(aux, o[_WG], o[_BG], 1, m, u, f, G)
+                gamma = math.exp(-math.exp(aux[o[_ALOG]]) * _softplus(f[G]))
+            for c in range(d):
+                pred = 0.0
+                for k in range(r):
+                    pred += gamma * st[s0 + k * d + c] * f[FK + k]
+                f[G + c] = beta * (f[V + c] - pred)  # the delta rule's new value
+            for k in range(r):
+                for c in range(d):
+                    e = k * d + c
+                    x = gamma * st[s0 + e] + f[FK + k] * f[G + c]
+                    code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+                    cd[s0 + e] = int(code)
+        else:  # MAMBA: dt = softplus(wg u + bg), S[k, c] = exp(-dt_c exp(alog[k, c])) S + B_k dt_c x_c
+            _affine(aux, o[_WG], o[_BG], d, m, u, f, G)
+            for c in range(d):
+                f[G + c] = _softplus(f[G + c])
+            for k in range(r):
+                for c in range(d):
+                    e = k * d + c
+                    decay = math.exp(-f[G + c] * math.exp(aux[o[_ALOG] + e]))
+                    x = decay * st[s0 + e] + f[FK + k] * f[G + c] * f[V + c]
+                    code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+                    cd[s0 + e] = int(code)
+        for c in range(d):
+            num = 0.0
+            for k in range(r):
+                num += f[FQ + k] * st[s0 + k * d + c]
+            if kind == MAMBA:
+                num += aux[o[_DSKIP] + c] * f[V + c]
+            f[O + c] = num
+    y = 0.0
+    for c in range(d):
+        y += f[A + c] * f[O + c]
+    wu = o[_WU]
+    for i in range(m):
+        z = 0.0
+        for c in range(d):
+            z += aux[wu + i * d + c] * f[O + c]
+        delta[i] += z
+    return y
+
+
+@njit(cache=True, nogil=True)
+def _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr):
+    L, H, r, d, m = dims[0], dims[1], dims[2], dims[3], dims[4]
+    kind, act, E, w = dims[5], dims[6], dims[7], dims[8]
+    top, q, s, n = float(dims[9]), dims[10], dims[11], dims[12]
+    D = 1 + r + r * r if kind == BASED else r
+    f = np.zeros(2 * D + 4 * d + 2 * r + w + 1)
+    u = np.zeros(m)
+    delta = np.zeros(m)
+    st = np.zeros(L * H * E)
+    cd = np.zeros(L * H * E, dtype=np.int64)
+    o = np.zeros(_NB - 1, dtype=np.int64)
+    bias = offs[L * H * _NB]
+    cut = n - q - 1  # the step after which the state is the transcript
+    for b in range(tokens.shape[0]):
+        st[:] = 0.0
+        cd[:] = 0
+        for t in range(n):
+            pos = order[t]
+            for i in range(m):
+                bit = (tokens[b, pos, i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
+                u[i] = 2.0 * float(bit) - 1.0
+            y = aux[bias + m]
+            for i in range(m):
+                y += aux[bias + i] * u[i]
+            for lay in range(L):
+                delta[:] = 0.0
+                for h in range(H):
+                    g = (lay * H + h) * _NB
+                    for i in range(_NB - 1):
+                        o[i] = offs[g + i]
+                    s0 = (lay * H + h) * E
+                    y += _head(kind, act, r, d, m, w, top, eps, t + 1, aux, o, st, cd, s0, u,
+                               f, delta)  # fmt: skip
+                for i in range(m):
+                    u[i] += delta[i]
+            if t == cut:
+                h1, h2 = np.uint64(SEED1), np.uint64(SEED2)
+                for e in range(L * H * E):
+                    h1, h2 = fold(h1, h2, e, cd[e])
+                    if store:
+                        tr[b, e] = cd[e]
+                fp[b, 0], fp[b, 1] = h1, h2
+            if pos < q:
+                if not y == y:
+                    ans[b, pos] = -1
+                else:
+                    ans[b, pos] = int(min(max(math.floor(y + 0.5), -1.0), float(s + 1)))
