@@ -467,7 +467,9 @@ def causal_outputs(weights, X, bits=None):
                         w = a["window"]
                         if st.size == 0:
                             st = np.zeros((w, r + d))
-                        new, ncode = quant(np.concatenate([kv, v]), lo[-(r + d):], span[-(r + d):])
+                        new, ncode = quant(
+                            np.concatenate([kv, v]), lo[-(r + d) :], span[-(r + d) :]
+                        )
                         S = np.vstack([st[1:], new])
                         old = codes.get((l, h), np.zeros(w * (r + d), dtype=np.int64))
                         code = np.concatenate([old[r + d :], ncode])

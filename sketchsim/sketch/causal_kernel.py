@@ -1,4 +1,4 @@
-"""The jitted runner of causal models (docs/theory.md 5.3; layout in :mod:`sketchsim.sketch.causal`).
+"""The jitted runner of causal models (docs/theory.md 5.3; layout: :mod:`sketchsim.sketch.causal`).
 
 Per input: the tokens in causal order pass each head's state from one to the
 next; after every update each state entry is rounded to its ``K``-bit register
@@ -206,7 +206,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                     x = gamma * st[s0 + e] + f[FK + k] * f[G + c]
                     code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
                     cd[s0 + e] = int(code)
-        else:  # MAMBA: dt = softplus(wg u + bg), S[k, c] = exp(-dt_c exp(alog[k, c])) S + B_k dt_c x_c
+        else:  # MAMBA: dt = softplus(wg u + bg); S[k, c] = exp(-dt_c exp(alog)) S + B_k dt_c x_c
             _affine(aux, o[_WG], o[_BG], d, m, u, f, G)
             for c in range(d):
                 f[G + c] = _softplus(f[G + c])

@@ -304,7 +304,6 @@ class Engine:
         self._check_errors(err)
         return RunResult(fp, ans, tr[:, : self.total_len] if store else None)
 
-
     def _run_runner(self, full: np.ndarray, store: bool):
         """The plan's runner on threads over slices of the inputs (it releases no GIL
         it does not own: numba's loop runs without it)."""
