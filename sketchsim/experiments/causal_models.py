@@ -110,49 +110,67 @@ class CausalLayer(nn.Module):
         """One token: ``(y, delta, state)`` from its stream ``u [B, m]`` and the state
         ``st [B, H, E]``; ``count``: tokens so far, this one included (the window's)."""
         B, H, r, d = u.shape[0], self.heads, self.r, self.d
-        kind, fmap = self.kind, self.arch["feature_map"]
         q, k = self.wq(u).view(B, H, r), self.wk(u).view(B, H, r)
         v, a = self.wv(u).view(B, H, d), self.wa(u).view(B, H, d)
+        o, S = self.recur(q, k, v, self.gates(u), st, count, quantize)
+        y = (a * o).sum((-1, -2))
+        delta = torch.einsum("hmc,bhc->bm", self.wu, o)
+        return y, delta, S
+
+    def gates(self, u: torch.Tensor) -> dict:
+        """The kind's data-dependent gates of stream ``u [B, m]`` (docs/theory.md 5.3):
+        ``gk`` (GLA's log decay ``[B, H, r]``), ``beta`` ``[B, H, 1]``, ``g`` (gated
+        DeltaNet's log decay ``[B, H]``), ``dt`` (Mamba's step ``[B, H, d]``)."""
+        B, H = u.shape[0], self.heads
+        out = {}
+        if self.kind == "gla":
+            out["gk"] = F.logsigmoid(self.wg(u).view(B, H, self.r)) / 16.0
+        if self.kind in ("deltanet", "gated-deltanet"):
+            out["beta"] = torch.sigmoid(self.wbeta(u).view(B, H, 1))
+        if self.kind == "gated-deltanet":
+            out["g"] = -torch.exp(self.alog).view(1, H) * F.softplus(self.wg(u).view(B, H))
+        if self.kind == "mamba":
+            out["dt"] = F.softplus(self.wg(u).view(B, H, self.d))
+        return out
+
+    def recur(self, q, k, v, gates: dict, st, count: int, quantize=None):
+        """``(o, state)``: the recurrence on projections ``q, k [B, H, r]``, ``v [B, H, d]``
+        and :meth:`gates` from the state ``st [B, H, E]`` (the part each fla reference
+        function computes; ``tests/sketch/test_causal_fla.py``)."""
+        B, H, r, d = q.shape[0], self.heads, self.r, self.d
+        kind, fmap = self.kind, self.arch["feature_map"]
         if kind in ("linear", "based"):
             fq, fk = (_taylor(q), _taylor(k)) if kind == "based" else (_act(fmap, q), _act(fmap, k))
             norm = kind == "based" or fmap != "signed"
             add = fk.unsqueeze(-1) * v.unsqueeze(-2)
             if norm:
                 add = torch.cat([add, fk.unsqueeze(-1)], -1)
-            S = st.view(B, H, fk.shape[-1], -1) + add
-            S = self._keep(S, quantize)
+            S = self._keep(st.view(B, H, fk.shape[-1], -1) + add, quantize)
             o = torch.einsum("bhk,bhkc->bhc", fq, S[..., :d])
             if norm:
-                o = o / (torch.einsum("bhk,bhk->bh", fq, S[..., d]) + self.arch["eps"]).unsqueeze(
-                    -1
-                )
+                den = torch.einsum("bhk,bhk->bh", fq, S[..., d]) + self.arch["eps"]
+                o = o / den.unsqueeze(-1)
         elif kind == "window":
             w = self.arch["window"]
-            slots = torch.cat(
-                [st.view(B, H, w, r + d)[:, :, 1:], torch.cat([k, v], -1)[:, :, None]], 2
-            )
-            slots = self._keep(slots, quantize)
-            logits = torch.einsum("bhk,bhjk->bhj", q, slots[..., :r]) / math.sqrt(r)
-            empty = torch.arange(w, device=u.device) < w - min(count, w)
+            newest = torch.cat([k, v], -1)[:, :, None]
+            S = self._keep(torch.cat([st.view(B, H, w, r + d)[:, :, 1:], newest], 2), quantize)
+            logits = torch.einsum("bhk,bhjk->bhj", q, S[..., :r]) / math.sqrt(r)
+            empty = torch.arange(w, device=q.device) < w - min(count, w)
             p = torch.softmax(logits.masked_fill(empty, -math.inf), -1)
-            o = torch.einsum("bhj,bhjc->bhc", p, slots[..., r:])
-            S = slots
+            o = torch.einsum("bhj,bhjc->bhc", p, S[..., r:])
         else:
             S = st.view(B, H, r, d)
             if kind == "gla":
-                gate = torch.exp(F.logsigmoid(self.wg(u).view(B, H, r)) / 16.0)
-                S = gate.unsqueeze(-1) * S + k.unsqueeze(-1) * v.unsqueeze(-2)
+                S = torch.exp(gates["gk"]).unsqueeze(-1) * S + k.unsqueeze(-1) * v.unsqueeze(-2)
                 qs = q / math.sqrt(r)
             elif kind in ("deltanet", "gated-deltanet"):
                 qs, kn = F.normalize(q, dim=-1) / math.sqrt(r), F.normalize(k, dim=-1)
-                beta = torch.sigmoid(self.wbeta(u).view(B, H, 1))
                 if kind == "gated-deltanet":
-                    g = -torch.exp(self.alog).view(1, H) * F.softplus(self.wg(u).view(B, H))
-                    S = torch.exp(g).view(B, H, 1, 1) * S
-                new = beta * (v - torch.einsum("bhkc,bhk->bhc", S, kn))
+                    S = torch.exp(gates["g"]).view(B, H, 1, 1) * S
+                new = gates["beta"] * (v - torch.einsum("bhkc,bhk->bhc", S, kn))
                 S = S + kn.unsqueeze(-1) * new.unsqueeze(-2)
             else:  # mamba
-                dt = F.softplus(self.wg(u).view(B, H, d))
+                dt = gates["dt"]
                 decay = torch.exp(-dt.unsqueeze(-2) * torch.exp(self.alog))
                 S = decay * S + k.unsqueeze(-1) * (dt * v).unsqueeze(-2)
                 qs = q
@@ -160,9 +178,7 @@ class CausalLayer(nn.Module):
             o = torch.einsum("bhk,bhkc->bhc", qs, S)
             if kind == "mamba":
                 o = o + self.dskip * v
-        y = (a * o).sum((-1, -2))
-        delta = torch.einsum("hmc,bhc->bm", self.wu, o)
-        return y, delta, S.reshape(B, H, self.entries)
+        return o, S.reshape(B, H, self.entries)
 
     def _keep(self, S: torch.Tensor, quantize):
         if quantize is None:
