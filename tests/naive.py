@@ -391,13 +391,14 @@ def trained_outputs(weights, X, bits=None):
     return y
 
 
-def causal_outputs(weights, X, bits=None):
+def causal_outputs(weights, X, bits=None, trace=None):
     """A causal weights file's outputs, cut codes and answers, from docs/theory.md 5.3.
 
     ``X``: (B, N, m) 0/1 inputs in the family's order (the ``q`` queries first).
     Returns ``(y, codes, answers)``: the float outputs (B, q) at the queries, the
     registers at the cut (B, L H E; None for ``bits=None``, exact arithmetic), and
-    the answers (B, q).
+    the answers (B, q).  ``trace``: a dict that collects every state ``(l, h) ->
+    [flat state, ...]`` (for calibrating random files).
     """
     import math
 
@@ -418,8 +419,17 @@ def causal_outputs(weights, X, bits=None):
         code = np.clip(code, 0, top)
         return lo + step * code, code.astype(np.int64)
 
+    def dot(W, x, start=0.0):
+        """``start + sum_i W[..., i] x[i]``, added in the order ``i = 0, 1, ...`` (the
+        kernel's: a register's rounding must see the same float)."""
+        z = np.full(W.shape[:-1], start, dtype=np.float64)
+        for i in range(x.shape[-1]):
+            z = z + W[..., i] * x[i]
+        return z
+
     def feat(x):  # Based: [1, x / r^(1/4), x_i x_j / (sqrt 2 sqrt r)]
-        return np.concatenate([[1.0], x / r**0.25, np.outer(x, x).ravel() / math.sqrt(2 * r)])
+        r4, r2 = math.sqrt(math.sqrt(r)), math.sqrt(2.0) * math.sqrt(r)
+        return np.concatenate([[1.0], x / r4, np.outer(x, x).ravel() / r2])
 
     def act(z):
         fm = a["feature_map"]
@@ -430,7 +440,12 @@ def causal_outputs(weights, X, bits=None):
         return z
 
     def softplus(z):
-        return np.logaddexp(0.0, z)
+        z = np.asarray(z, dtype=np.float64)
+        pos = z + np.log1p(np.exp(-np.abs(z)))
+        return np.where(z > 0, pos, np.log1p(np.exp(np.minimum(z, 0.0))))
+
+    def sigmoid(z):
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
     ys = np.zeros((B, q))
     codes_all = np.zeros((B, 0), dtype=np.int64)
@@ -439,14 +454,14 @@ def causal_outputs(weights, X, bits=None):
         codes = {}
         for t in range(N):
             u = 2.0 * seq[b, t] - 1.0
-            y = g["wb"] @ u + g["bb"][0]
+            y = float(dot(g["wb"], u, g["bb"][0]))
             for l in range(L):
                 delta = np.zeros(m)
                 for h in range(H):
                     p = {k.split(".", 2)[2]: v for k, v in g.items() if k.startswith(f"L{l}.H{h}.")}
                     lo, span = p["lo"], p["span"]
-                    qv, kv = p["wq"] @ u + p["bq"], p["wk"] @ u + p["bk"]
-                    v, av = p["wv"] @ u + p["bv"], p["wa"] @ u + p["ba"]
+                    qv, kv = dot(p["wq"], u, p["bq"]), dot(p["wk"], u, p["bk"])
+                    v, av = dot(p["wv"], u, p["bv"]), dot(p["wa"], u, p["ba"])
                     st = state[(l, h)]
                     if kind in ("linear", "based"):
                         fq, fk = (feat(qv), feat(kv)) if kind == "based" else (act(qv), act(kv))
@@ -460,9 +475,9 @@ def causal_outputs(weights, X, bits=None):
                             S[:, d] += fk
                         flat, code = quant(S.ravel(), lo, span)
                         S = flat.reshape(S.shape)
-                        o = fq @ S[:, :d]
+                        o = dot(S[:, :d].T, fq)
                         if norm:
-                            o = o / (fq @ S[:, d] + a["eps"])
+                            o = o / float(dot(S[:, d], fq, a["eps"]))
                     elif kind == "window":
                         w = a["window"]
                         if st.size == 0:
@@ -474,41 +489,44 @@ def causal_outputs(weights, X, bits=None):
                         old = codes.get((l, h), np.zeros(w * (r + d), dtype=np.int64))
                         code = np.concatenate([old[r + d :], ncode])
                         n_valid = min(t + 1, w)
-                        logits = S[w - n_valid :, :r] @ qv / math.sqrt(r)
+                        logits = dot(S[w - n_valid :, :r], qv) / math.sqrt(r)
                         pw = np.exp(logits - logits.max())
-                        o = (pw / pw.sum()) @ S[w - n_valid :, r:]
+                        o = dot(S[w - n_valid :, r:].T, pw) / float(dot(pw, np.ones(pw.size)))
                     else:
                         if st.size == 0:
                             st = np.zeros((r, d))
                         if kind == "gla":
-                            z = p["wg"] @ u + p["bg"]
+                            z = dot(p["wg"], u, p["bg"])
                             gate = np.exp(-softplus(-z) / 16.0)
                             S = gate[:, None] * st + np.outer(kv, v)
                             qs = qv / math.sqrt(r)
                         elif kind in ("deltanet", "gated-deltanet"):
-                            qs = qv / max(np.linalg.norm(qv), 1e-12) / math.sqrt(r)
-                            kn = kv / max(np.linalg.norm(kv), 1e-12)
-                            beta = 1.0 / (1.0 + np.exp(-(p["wbeta"] @ u + p["bbeta"])[0]))
+                            nq = max(math.sqrt(float(dot(qv, qv))), 1e-12)
+                            qs = qv / nq / math.sqrt(r)
+                            kn = kv / max(math.sqrt(float(dot(kv, kv))), 1e-12)
+                            beta = sigmoid(float(dot(p["wbeta"], u, p["bbeta"])[0]))
                             S = st
                             if kind == "gated-deltanet":
-                                gz = (p["wg"] @ u + p["bg"])[0]
-                                S = math.exp(-math.exp(p["alog"][0]) * softplus(gz)) * S
-                            new = beta * (v - kn @ S)
+                                gz = float(dot(p["wg"], u, p["bg"])[0])
+                                S = math.exp(-math.exp(p["alog"][0]) * float(softplus(gz))) * S
+                            new = beta * (v - dot(S.T, kn))
                             S = S + np.outer(kn, new)
                         else:  # mamba
-                            dt = softplus(p["wg"] @ u + p["bg"])
+                            dt = softplus(dot(p["wg"], u, p["bg"]))
                             S = np.exp(-dt[None, :] * np.exp(p["alog"])) * st
-                            S = S + np.outer(kv, dt * v)
+                            S = S + np.outer(kv, dt) * v
                             qs = qv
                         flat, code = quant(S.ravel(), lo, span)
                         S = flat.reshape(S.shape)
-                        o = qs @ S
+                        o = dot(S.T, qs)
                         if kind == "mamba":
                             o = o + p["dskip"] * v
                     state[(l, h)] = S
                     codes[(l, h)] = code
-                    y += av @ o
-                    delta += p["wu"] @ o
+                    if trace is not None:
+                        trace.setdefault((l, h), []).append(S.ravel().copy())
+                    y += float(dot(av, o))
+                    delta += dot(p["wu"], o)
                 u = u + delta
             if t == N - q - 1:
                 cut = np.concatenate([codes[(l, h)].ravel() for l in range(L) for h in range(H)])

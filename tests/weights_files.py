@@ -74,3 +74,46 @@ def _calibrate_numpy(w, X, arrays):
                 num /= N
             delta += num @ g["wu"].T
         u = u + delta
+
+
+def random_causal_weights(path, family, kind, layers, heads, r, d, fmap="elu1", window=0,
+                          seed=0, scale=0.5):  # fmt: skip
+    """A random causal model (docs/theory.md 5.3), calibrated on 48 of the family's inputs
+    with the NumPy reference (no torch)."""
+    from naive import causal_outputs
+
+    from sketchsim.sketch.causal import FIXED_MAPS, causal_entries, causal_shapes
+
+    rng = np.random.default_rng(seed)
+    arch = dict(kind=kind, layers=layers, heads=heads, rank=r, value_width=d,
+                feature_map=fmap if kind == "linear" else FIXED_MAPS[kind], m=family.m,
+                eps=1e-6, window=window if kind == "window" else 0)  # fmt: skip
+    E = causal_entries(arch)
+    arrays = {k: rng.normal(0, scale, shape) for k, shape in causal_shapes(arch).items()}
+    for l in range(layers):
+        for h in range(heads):
+            arrays[f"L{l}.H{h}.lo"], arrays[f"L{l}.H{h}.span"] = np.zeros(E), np.ones(E)
+    header = {
+        "architecture": arch,
+        "family": {
+            "name": family.name,
+            "q": family.q,
+            "s": family.s,
+            "seed": family.seed,
+            "options": family.options(),
+        },  # fmt: skip
+    }
+    save_weights_file(path, header, arrays)
+    T = family.sample_answers(48)
+    trace = {}
+    causal_outputs(load_weights(path), unpack_bits(family.tokens(T), family.m), trace=trace)
+    for (l, h), seen in trace.items():
+        seen = np.array(seen)
+        low, high = seen.min(0), seen.max(0)
+        if kind == "window":
+            low = np.tile(low.reshape(window, -1).min(0), window)
+            high = np.tile(high.reshape(window, -1).max(0), window)
+        arrays[f"L{l}.H{h}.lo"] = low - (high - low) / 16
+        arrays[f"L{l}.H{h}.span"] = (high - low) * 9 / 8
+    save_weights_file(path, header, arrays)
+    return load_weights(path)

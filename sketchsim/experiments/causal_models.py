@@ -77,7 +77,7 @@ def _taylor(x: torch.Tensor) -> torch.Tensor:
     r = x.shape[-1]
     outer = (x.unsqueeze(-1) * x.unsqueeze(-2)).flatten(-2)
     one = torch.ones_like(x[..., :1])
-    return torch.cat([one, x / r**0.25, outer / (math.sqrt(2) * math.sqrt(r))], -1)
+    return torch.cat([one, x / math.sqrt(math.sqrt(r)), outer / (math.sqrt(2) * math.sqrt(r))], -1)
 
 
 class CausalLayer(nn.Module):

@@ -39,6 +39,7 @@ __all__ = [
     "causal_name",
     "causal_shapes",
     "check_causal_arch",
+    "check_causal_arrays",
     "causal_plan",
     "causal_order",
 ]
@@ -144,6 +145,20 @@ def causal_shapes(arch: dict) -> dict:
     }
     want.update({"wb": (arch["m"],), "bb": (1,)})
     return want
+
+
+def check_causal_arrays(arch: dict, arrays: dict, fail) -> None:
+    """A window model's ``lo`` and ``span`` repeat from slot to slot (an entry keeps its
+    register as it moves to an older slot): else ``fail(why)``."""
+    if arch["kind"] != "window":
+        return
+    w, width = arch["window"], arch["rank"] + arch["value_width"]
+    for l in range(arch["layers"]):
+        for h in range(arch["heads"]):
+            for name in ("lo", "span"):
+                a = arrays[f"L{l}.H{h}.{name}"].reshape(w, width)
+                if not (a == a[:1]).all():
+                    fail(f"L{l}.H{h}.{name} differs between window slots (one range per entry)")
 
 
 def causal_order(q: int, n_tokens: int) -> np.ndarray:

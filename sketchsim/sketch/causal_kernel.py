@@ -147,13 +147,13 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
             code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
             cd[s0 + e] = int(code)
         first = w - min(count, w)
-        scale = 1.0 / math.sqrt(r)
+        sr = math.sqrt(r)
         best = -math.inf
         for j in range(first, w):
             z = 0.0
             for k in range(r):
                 z += f[FQ + k] * st[s0 + j * S + k]
-            f[P + j] = z * scale
+            f[P + j] = z / sr
             best = max(best, f[P + j])
         tot = 0.0
         for j in range(first, w):
@@ -165,7 +165,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                 num += f[P + j] * st[s0 + j * S + r + c]
             f[O + c] = num / tot
     else:  # gla, deltanet, gated-deltanet, mamba: an r x d state, S[k, c] at k d + c
-        qs = 1.0 / math.sqrt(r)
+        sr = math.sqrt(r)
         if kind == GLA:
             _affine(aux, o[_WG], o[_BG], r, m, u, f, G)
             for k in range(r):  # exp(logsigmoid(z) / 16)
@@ -179,7 +179,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                     code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
                     cd[s0 + e] = int(code)
             for k in range(r):
-                f[FQ + k] *= qs
+                f[FQ + k] = f[FQ + k] / sr
         elif kind == DELTA or kind == GATED_DELTA:
             nq, nk = 0.0, 0.0
             for k in range(r):
@@ -187,7 +187,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                 nk += f[FK + k] * f[FK + k]
             nq, nk = max(math.sqrt(nq), 1e-12), max(math.sqrt(nk), 1e-12)
             for k in range(r):
-                f[FQ + k] = f[FQ + k] / nq * qs
+                f[FQ + k] = f[FQ + k] / nq / sr
                 f[FK + k] = f[FK + k] / nk
             _affine(aux, o[_WBETA], o[_BBETA], 1, m, u, f, G)
             beta = _sigmoid(f[G])
@@ -198,7 +198,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
             for c in range(d):
                 pred = 0.0
                 for k in range(r):
-                    pred += gamma * st[s0 + k * d + c] * f[FK + k]
+                    pred += gamma * st[s0 + k * d + c] * f[FK + k]  # (gamma S) k
                 f[G + c] = beta * (f[V + c] - pred)  # the delta rule's new value
             for k in range(r):
                 for c in range(d):

@@ -394,6 +394,10 @@ def _read_weights(p, path) -> Weights:
                     f"L{l}.H{h}.span has an entry in (0, {MIN_SPAN:.1e}): its register step "
                     "would underflow (a span is 0 or at least that)",
                 )
+    if "kind" in arch:
+        from sketchsim.sketch.causal import check_causal_arrays
+
+        check_causal_arrays(arch, arrays, lambda why: _fail(path, why))
     return Weights(header, arrays, str(path))
 
 

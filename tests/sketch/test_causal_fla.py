@@ -129,4 +129,6 @@ def test_mamba_matches_the_discretized_ssm():
             y = (q[:, t] * h[..., c]).sum(-1) + layer.dskip.detach()[:, c] * v[:, t, :, c]
             assert torch.allclose(o[:, t, :, c], y, rtol=1e-12, atol=1e-12)
     assert torch.allclose(st.view(B, H, R, D), h)
-    assert math.isclose(float(A[0, 1, 0]), -2.0, rel_tol=1e-6)  # S4D-real initialization A_k = -(k + 1)
+    assert math.isclose(
+        float(A[0, 1, 0]), -2.0, rel_tol=1e-6
+    )  # S4D-real initialization A_k = -(k + 1)
