@@ -108,6 +108,14 @@ class SweepCommand(CheckedCommand):
     multiple=True,
     help="capacity: a user layer, entry point NAME or file.py:NAME (repeatable).",
 )
+@click.option(
+    "--arch",
+    "archs",
+    default=None,
+    help="capacity: comma list of architectures, in place of --model: linear, based, gla, "
+    "deltanet, gated-deltanet, mamba, window[:W] (W tokens; plain window: the whole input), "
+    "softmax (the dense reference).",
+)
 @click.option("--ranks", default=None, help="Comma list of feature ranks. " + PLAN_DEFAULT)
 @click.option(
     "--seeds", type=int, default=None, help="Seeds 0..S-1 of every model. " + PLAN_DEFAULT
@@ -225,6 +233,7 @@ def sweep(
     seeds,
     feature_map,
     models,
+    archs,
     scales,
     accuracy,
     steps,
@@ -267,7 +276,10 @@ def sweep(
     if heads and len(heads) > 1 and suite != "capacity":
         raise SketchsimError("--heads takes one number outside the capacity suite")
     capacity = suite == "capacity"
+    if archs is not None and models:
+        raise click.UsageError("--arch names the capacity models; leave out --model")
     plan = default_plan(suite).with_(
+        archs=_names(archs, "--arch") if archs is not None else None,
         qs=tuple(_ints(qs, "--q")) if qs is not None else None,
         ss=tuple(_ints(ss, "--s")) if ss is not None else None,
         layer_counts=tuple(_ints(layers, "--layers")) if layers is not None else None,
@@ -324,6 +336,7 @@ _SUITE_ONLY = {
     "layers": "capacity",
     "value_widths": "capacity",
     "model_plugins": "capacity",
+    "archs": "capacity",
     "scales": "ood",
 }
 

@@ -80,19 +80,36 @@ class CapacitySpec:
     train_inputs: int = TRAIN_INPUTS
     model_plugin: str = ""
     train_bits: int = 0
+    #: ``model == "causal"``: the architecture (:data:`sketchsim.sketch.causal.KINDS`) and,
+    #: for ``window``, its window in tokens.
+    arch: str = ""
+    window: int = 0
 
     @property
     def label(self) -> str:
-        """The architecture in words: ``elu1 L1 H2 r2 d8``, ``softmax L1 H1 d16``."""
+        """The architecture in words: ``elu1 L1 H2 r2 d8``, ``softmax L1 H1 d16``,
+        ``gla L1 H1 r4 d8``, ``window L1 H1 r4 d8 w5``."""
         if self.model == "softmax":
             return f"softmax L{self.layers} H{self.heads} d{self.value_width}"
+        if self.model == "causal":
+            from sketchsim.sketch.causal import causal_dims, causal_name
+
+            return f"{causal_name(self.causal_arch(1))} {causal_dims(self.causal_arch(1))}"
         name = self.model_plugin.rsplit(":", 1)[-1] or self.feature_map
         return f"{name} L{self.layers} H{self.heads} r{self.rank} d{self.value_width}"
 
+    def causal_arch(self, m: int) -> dict:
+        """The header ``architecture`` of a causal run on width-``m`` tokens."""
+        from sketchsim.experiments.causal_models import causal_arch
+
+        return causal_arch(self.arch, m, self.layers, self.heads, self.rank, self.value_width,
+                           self.feature_map, window=self.window)  # fmt: skip
+
     def key(self) -> str:
         fields = asdict(self)
-        if not fields["train_bits"]:  # runs made before quantization-aware training keep their key
-            del fields["train_bits"]
+        for name in ("train_bits", "arch", "window"):  # older runs keep their key
+            if not fields[name]:
+                del fields[name]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -107,10 +124,14 @@ def _tensor(family, T: np.ndarray, dtype=torch.float32) -> torch.Tensor:
     return torch.tensor(unpack_bits(family.tokens(T), family.m), dtype=dtype)
 
 
-def _build(spec: CapacitySpec, m: int):
+def _build(spec: CapacitySpec, m: int, q: int = 0):
     torch.manual_seed(spec.seed)
     if spec.model == "softmax":
         return SoftmaxModel(m, spec.layers, spec.heads, spec.value_width)
+    if spec.model == "causal":
+        from sketchsim.experiments.causal_models import CausalModel
+
+        return CausalModel(spec.causal_arch(m), q)
     layer_type = None
     if spec.model_plugin:
         from sketchsim.experiments.model_plugins import resolve_model
@@ -148,8 +169,13 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     T = _answers(fam, spec.train_inputs, spec.seed, 11)
     X = _tensor(fam, T).to(device)
     t = torch.as_tensor(T.astype(np.float32), device=device)
-    model = _build(spec, fam.m).to(device)
-    quantize = qat_quantizer(spec.train_bits) if spec.train_bits else None
+    model = _build(spec, fam.m, fam.q).to(device)
+    if spec.train_bits and spec.model == "causal":
+        from sketchsim.experiments.causal_models import causal_qat_quantizer
+
+        quantize = causal_qat_quantizer(model, spec.train_bits)
+    else:
+        quantize = qat_quantizer(spec.train_bits) if spec.train_bits else None
     opt = torch.optim.Adam(model.parameters(), spec.lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, spec.lr, total_steps=spec.steps + 1)
     start, step, err = time.perf_counter(), 0, math.inf
@@ -218,8 +244,11 @@ def plugin_identity(spec: CapacitySpec) -> str | None:
 
 def _exportable(model) -> bool:
     """Whether the engine can run ``model``: kernel layers that export their heads."""
+    from sketchsim.experiments.causal_models import CausalModel
     from sketchsim.sketch.trained import FEATURE_MAPS
 
+    if isinstance(model, CausalModel):
+        return True
     return isinstance(model, CapacityModel) and all(
         callable(getattr(layer, "head_arrays", None))
         and getattr(layer, "feature_map", None) in FEATURE_MAPS
@@ -250,7 +279,12 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
         calib = np.concatenate([T, extra]) if fam.size > spec.train_inputs else T
         quantize = None
     # leaves the model in float64
-    cal = calibrate(model, _tensor(fam, calib, torch.float64), quantize)
+    if spec.model == "causal":  # a QAT model's registers: the exact states' range on T too
+        from sketchsim.experiments.causal_models import export_causal, state_range
+
+        cal = state_range(model, _tensor(fam, calib, torch.float64))
+    else:
+        cal = calibrate(model, _tensor(fam, calib, torch.float64), quantize)
     y = _outputs(model, fam, Te, torch.float64)
     model.float()
     header = {
@@ -271,7 +305,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
         "calibration_inputs": int(calib.shape[0]),
         "versions": versions(),
     }
-    arrays = export_arrays(model, cal)
+    arrays = export_causal(model, cal) if spec.model == "causal" else export_arrays(model, cal)
     if not all(np.isfinite(np.asarray(a, dtype=np.float64)).all() for a in arrays.values()):
         return None, "its exported arrays hold non-finite numbers"
     full = {"format": FORMAT, "format_version": FORMAT_VERSION, **header}
@@ -325,10 +359,11 @@ def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | Non
     does) on every input of ``T``, except outputs within :data:`TIE_WIDTH` of a tie.
     """
     from sketchsim.experiments.capacity_models import model_from_weights
+    from sketchsim.experiments.causal_models import causal_from_weights
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.trained import trained_plan
 
-    model = model_from_weights(weights)
+    model = causal_from_weights(weights) if weights.causal else model_from_weights(weights)
     with torch.no_grad():
         y_file = np.concatenate(
             [

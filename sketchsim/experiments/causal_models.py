@@ -37,6 +37,7 @@ __all__ = [
     "causal_arch",
     "state_range",
     "fixed_point_state",
+    "causal_qat_quantizer",
     "export_causal",
     "causal_from_weights",
 ]
@@ -251,6 +252,8 @@ class CausalModel(nn.Module):
 
     def forward(self, x: torch.Tensor, quantize=None, states: list | None = None):
         B, N, _ = x.shape
+        if hasattr(quantize, "prepare"):  # quantization-aware training: ranges of this batch
+            quantize.prepare(self, x)
         seq = torch.cat([x[:, self.q :], x[:, : self.q]], 1)  # data, then queries
         st = [x.new_zeros(B, self.arch["heads"], layer.entries) for layer in self.layers]
         ys = []
@@ -269,12 +272,19 @@ class CausalModel(nn.Module):
         return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
 
 
-def state_range(model: CausalModel, x: torch.Tensor) -> list[tuple]:
-    """Per layer ``(lo, span)`` ``[H, E]`` float64: every state entry's range over the inputs
-    ``x`` at every position, widened by :data:`HEADROOM` of it on each side."""
+def state_range(model: CausalModel, x: torch.Tensor, exact: bool = True) -> list[tuple]:
+    """Per layer ``(lo, span)`` ``[H, E]``: every state entry's range over the inputs ``x``
+    at every position, widened by :data:`HEADROOM` of it on each side.
+
+    ``exact``: in float64 (numpy arrays; leaves ``model`` in float64, as a saved file
+    is calibrated); else in the model's own dtype and device (tensors).
+    """
     states: list = []
     with torch.no_grad():
-        model.double()(x.double(), states=states)
+        if exact:
+            model.double()(x.double(), states=states)
+        else:
+            model(x, states=states)
     out = []
     for lay, layer in enumerate(model.layers):
         seen = torch.stack([s for l, _, s in states if l == lay], 0)  # [T, B, H, E]
@@ -285,7 +295,8 @@ def state_range(model: CausalModel, x: torch.Tensor) -> list[tuple]:
             low = low.view(H, w, -1).amin(1, keepdim=True).expand(H, w, -1).reshape(H, -1)
             high = high.view(H, w, -1).amax(1, keepdim=True).expand(H, w, -1).reshape(H, -1)
         pad = HEADROOM * (high - low)
-        out.append(((low - pad).cpu().numpy(), (high - low + 2 * pad).cpu().numpy()))
+        lo, span = low - pad, high - low + 2 * pad
+        out.append((lo.cpu().numpy(), span.cpu().numpy()) if exact else (lo, span))
     return out
 
 
@@ -295,7 +306,7 @@ def fixed_point_state(bits: int, calibration: list[tuple]):
     top = float(2**bits - 1)
     tables = []
     for lo, span in calibration:
-        lo, span = torch.as_tensor(lo), torch.as_tensor(span)
+        lo, span = torch.as_tensor(lo), torch.as_tensor(span, device=torch.as_tensor(lo).device)
         tables.append((lo, torch.where(span > 0, span / top, torch.ones_like(span))))
 
     def quantize(layer: CausalLayer, S: torch.Tensor) -> torch.Tensor:
@@ -305,6 +316,27 @@ def fixed_point_state(bits: int, calibration: list[tuple]):
         return lo + step * code
 
     return quantize
+
+
+class causal_qat_quantizer:  # noqa: N801 - used as the function of the kernel models
+    """``quantize`` for quantization-aware training of a :class:`CausalModel` at ``bits``.
+
+    Before each forward pass (:meth:`prepare`) the registers are calibrated on the
+    batch itself by :func:`state_range` (the exact model, no gradient), as the saved
+    file is calibrated on the training inputs; the forward pass then keeps every state
+    in its registers and the backward pass is the exact state's (straight-through).
+    """
+
+    def __init__(self, model, bits: int):
+        self.bits, self.rounding = bits, None
+
+    def prepare(self, model: CausalModel, x: torch.Tensor) -> None:
+        self.rounding = fixed_point_state(self.bits, state_range(model, x.detach(), exact=False))
+
+    def __call__(self, layer: CausalLayer, S: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            q = self.rounding(layer, S)
+        return S + (q - S).detach()
 
 
 def export_causal(model: CausalModel, calibration: list[tuple]) -> dict:

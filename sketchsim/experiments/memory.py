@@ -120,9 +120,16 @@ def capacity_memory(spec, save_weights: bool = False) -> CapacityMemory:
     fam = make_family(spec.family, spec.q, spec.s)
     m, n, words, size = fam.m, fam.n_tokens, fam.words, fam.size
     L, H = spec.layers, spec.heads
-    act, per_layer, e = _layer_numbers(
-        spec.model, m, n, H, spec.rank, spec.value_width, spec.feature_map
-    )
+    if spec.model == "causal":  # every token's state is kept for the backward pass
+        from sketchsim.sketch.causal import causal_entries
+
+        e = causal_entries(spec.causal_arch(m))
+        act, per_layer, _ = _layer_numbers("kernel", m, n, H, spec.rank, spec.value_width, "elu1")
+        act += 4 * H * e
+    else:
+        act, per_layer, e = _layer_numbers(
+            spec.model, m, n, H, spec.rank, spec.value_width, spec.feature_map
+        )
     params = L * per_layer + m + 1
     b = min(spec.train_inputs, size)
     unpack = n * (m + 64 * words)  # uint8 bits of one input before the float copy

@@ -91,6 +91,10 @@ class Plan:
         (layers, heads per layer, value width ``d``; ``ranks`` is the feature
         rank), the families (``hard``, ``mqar``) and user layers
         (:mod:`sketchsim.experiments.model_plugins`) trained beside the built-in maps.
+    archs : tuple of str
+        Capacity: architectures by name (:data:`sketchsim.sketch.causal.KINDS`, each
+        causal; ``window:W`` a window of ``W`` tokens, plain ``window`` the whole
+        input; ``softmax`` the dense reference).  When given they replace ``models``.
     train_bits : int
         Capacity: 0 trains the float model (its state is rounded to K bits only
         when measured); ``K`` in 1..32 trains with the state in K-bit registers in
@@ -128,6 +132,7 @@ class Plan:
     families: tuple[str, ...] = ("hard",)
     model_plugins: tuple[str, ...] = ()
     train_bits: int = 0
+    archs: tuple[str, ...] = ()
 
     def with_(self, **overrides) -> Plan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -212,6 +217,7 @@ class Plan:
             "families": list(self.families),
             "model_plugins": list(self.model_plugins),
             "train_bits": self.train_bits,
+            **({"archs": list(self.archs)} if self.archs else {}),
         }
 
     def source(self, model: str) -> str:
@@ -244,6 +250,8 @@ def _check_capacity(plan: Plan) -> None:
             raise SketchsimError(f"{name} must list integers in 1..{top}", param=name)
     if not plan.families:
         raise SketchsimError("families is empty", param="family")
+    for text in plan.archs:
+        parse_arch(text)
     from sketchsim.sketch.family_plugins import resolve_family
 
     for name in plan.families:  # found before anything trains
@@ -253,6 +261,36 @@ def _check_capacity(plan: Plan) -> None:
 
         for spec in plan.model_plugins:
             resolve_model(spec)
+
+
+def parse_arch(text: str) -> tuple[str, int]:
+    """``(kind, window)`` of an ``--arch`` item: ``gla`` -> ``("gla", 0)``, ``window:8`` ->
+    ``("window", 8)``, ``softmax`` -> ``("softmax", 0)``; window 0: the whole input.
+
+    Raises
+    ------
+    SketchsimError
+        An unknown name, or a size on an architecture that takes none.
+    """
+    from sketchsim.sketch.causal import KINDS, MAX_WINDOW
+
+    name, colon, size = str(text).strip().partition(":")
+    if name not in (*KINDS, "softmax"):
+        raise SketchsimError(
+            f"unknown architecture {name!r}; choose among {', '.join((*KINDS, 'softmax'))}",
+            param="arch",
+        )
+    if not colon:
+        return name, 0
+    if name != "window":
+        raise SketchsimError(
+            f"{text!r}: only window takes a size (window:W, its tokens); "
+            "the others' state sizes come from --ranks and --value-widths",
+            param="arch",
+        )
+    if not size.isdigit() or not 1 <= int(size) <= MAX_WINDOW:
+        raise SketchsimError(f"{text!r}: W must be an integer in 1..{MAX_WINDOW}", param="arch")
+    return name, int(size)
 
 
 def _check_maps(names, suite: str) -> None:
@@ -504,19 +542,35 @@ def capacity_specs(plan: Plan) -> list:
     from sketchsim.experiments.capacity_suite import CapacitySpec
 
     kinds = []
-    for model in plan.models:
-        if model == "kernel":
-            kinds += [("kernel", f, "") for f in plan.feature_maps]
-        elif model == "signed":
-            kinds.append(("signed", "signed", ""))
-        else:
-            kinds.append(("softmax", "-", ""))
-    kinds += [("kernel", "elu1", spec) for spec in plan.model_plugins]
+    if plan.archs:
+        for text in plan.archs:
+            kind, window = parse_arch(text)
+            if kind == "softmax":
+                kinds.append(("softmax", "-", "", "", 0))
+            elif kind == "linear":
+                kinds += [("causal", f, "", kind, 0) for f in plan.feature_maps]
+            else:
+                from sketchsim.sketch.causal import FIXED_MAPS
+
+                kinds.append(("causal", FIXED_MAPS[kind], "", kind, window))
+    else:
+        for model in plan.models:
+            if model == "kernel":
+                kinds += [("kernel", f, "", "", 0) for f in plan.feature_maps]
+            elif model == "signed":
+                kinds.append(("signed", "signed", "", "", 0))
+            else:
+                kinds.append(("softmax", "-", "", "", 0))
+    kinds += [("kernel", "elu1", spec, "", 0) for spec in plan.model_plugins]
     specs = []
     for fam in plan.families:
         for q in plan.qs:
             for s in plan.ss:
-                for model, fmap, plugin in kinds:
+                for model, fmap, plugin, arch, window in kinds:
+                    if arch == "window" and not window:  # the whole input
+                        from sketchsim.experiments.capacity import make_family
+
+                        window = make_family(fam, q, s).context().n_tokens
                     ranks = (0,) if model == "softmax" else plan.ranks
                     seeds = plan.softmax_seeds if model == "softmax" else plan.seeds
                     steps = (plan.softmax_steps or plan.steps) if model == "softmax" else plan.steps
@@ -534,6 +588,8 @@ def capacity_specs(plan: Plan) -> list:
                                                 steps=steps, lr=lr, stop_below=plan.stop_below,
                                                 model_plugin=plugin,
                                                 train_bits=bits,
+                                                arch=arch,
+                                                window=window,
                                             ))  # fmt: skip
     return specs
 
