@@ -138,6 +138,8 @@ def measure_weights(
         ``used_bits``, ``entry_entropy_bits``, ``log2_distinct``, ``bound_bits``,
         ``ratio``, ``mode``, ``inputs``, ``correct_fraction``, ``error_rate_upper95``,
         ``state_elements`` and ``float_state_bits`` (zoology's count: elements x 32),
+        ``kind`` (``kernel``: bidirectional; else the causal architecture), ``window``,
+        ``cut_bits`` (a causal model's transcript: its registers at the cut),
         and ``curve`` (accuracy per K on up to :data:`CURVE_INPUTS` inputs).
     """
     from sketchsim.sketch.plugins import resolve
@@ -188,6 +190,8 @@ def measure_weights(
         "rank": a["rank"],
         "value_width": a["value_width"],
         "feature_map": a["feature_map"],
+        "kind": a.get("kind", "kernel"),
+        "window": a.get("window") or None,
         "float_accuracy": w.header.get("accuracy"),
         "trained_at_bits": w.header.get("trained_at_bits"),
         "state_elements": elements,
@@ -195,6 +199,8 @@ def measure_weights(
         "bits_per_coordinate": best,
         "measured_at_bits": K,
         "transcript_bits": report.declared_bits if best is not None else None,
+        # a causal model's transcript is its state at the cut (docs/theory.md 5.1)
+        "cut_bits": report.declared_bits if best is not None and w.causal else None,
         "used_bits": report.used_bits,
         "entry_entropy_bits": report.entry_entropy_bits,
         "log2_distinct": report.log2_distinct,
