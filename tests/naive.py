@@ -355,6 +355,7 @@ def trained_outputs(weights, X, bits=None):
         "elu1": lambda z: np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0.0))),
         "relu": lambda z: np.maximum(z, 0.0) + 1e-3,
         "signed": lambda z: z,
+        "softplus": lambda z: np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))),
     }[fmap]
     u = 2.0 * np.asarray(X, dtype=np.float64) - 1.0
     N = u.shape[1]
@@ -437,6 +438,8 @@ def causal_outputs(weights, X, bits=None, trace=None):
             return np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0)))
         if fm == "relu":
             return np.maximum(z, 0.0) + 1e-3
+        if fm == "softplus":
+            return softplus(z)
         return z
 
     def softplus(z):

@@ -52,6 +52,7 @@ def _calibrate_numpy(w, X, arrays):
         "elu1": lambda z: np.where(z > 0, z + 1, np.exp(np.minimum(z, 0))),
         "relu": lambda z: np.maximum(z, 0) + 1e-3,
         "signed": lambda z: z,
+        "softplus": lambda z: np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))),
     }[a["feature_map"]]
     N = u.shape[1]
     for lay in range(a["layers"]):

@@ -50,7 +50,15 @@ def _activation(name: str):
         return lambda z: F.relu(z) + 1e-3
     if name == "signed":
         return lambda z: z
+    if name == "softplus":
+        return _softplus
     raise ValueError(f"unknown feature map {name!r}; choose one of {FEATURE_MAPS}")
+
+
+def _softplus(z: torch.Tensor) -> torch.Tensor:
+    """``z + log1p(exp(-z))`` for ``z > 0``, else ``log1p(exp(z))``: the engine's formula
+    (torch's ``softplus`` returns ``z`` above 20)."""
+    return torch.where(z > 0, z, torch.zeros_like(z)) + torch.log1p(torch.exp(-z.abs()))
 
 
 class KernelLayer(nn.Module):

@@ -94,7 +94,8 @@ class CapacitySpec:
         if self.model == "causal":
             from sketchsim.sketch.causal import causal_dims, causal_name
 
-            return f"{causal_name(self.causal_arch(1))} {causal_dims(self.causal_arch(1))}"
+            name = self.model_plugin.rsplit(":", 1)[-1] or causal_name(self.causal_arch(1))
+            return f"{name} {causal_dims(self.causal_arch(1))}"
         name = self.model_plugin.rsplit(":", 1)[-1] or self.feature_map
         return f"{name} L{self.layers} H{self.heads} r{self.rank} d{self.value_width}"
 
@@ -131,7 +132,12 @@ def _build(spec: CapacitySpec, m: int, q: int = 0):
     if spec.model == "causal":
         from sketchsim.experiments.causal_models import CausalModel
 
-        return CausalModel(spec.causal_arch(m), q)
+        layer_type = None
+        if spec.model_plugin:
+            from sketchsim.experiments.model_plugins import resolve_model
+
+            layer_type = resolve_model(spec.model_plugin)
+        return CausalModel(spec.causal_arch(m), q, layer_type=layer_type)
     layer_type = None
     if spec.model_plugin:
         from sketchsim.experiments.model_plugins import resolve_model

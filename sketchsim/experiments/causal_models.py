@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from sketchsim.errors import PluginError
 from sketchsim.sketch.causal import (
     COMMON_ARRAYS,
     FIXED_MAPS,
@@ -70,6 +71,10 @@ def _act(name: str, z: torch.Tensor) -> torch.Tensor:
         return F.elu(z) + 1.0
     if name == "relu":
         return F.relu(z) + 1e-3
+    if name == "softplus":
+        from sketchsim.experiments.capacity_models import _softplus
+
+        return _softplus(z)
     return z
 
 
@@ -239,12 +244,51 @@ class CausalModel(nn.Module):
     and returns the outputs ``[B, N]`` in the same order, computed in causal order.
     """
 
-    def __init__(self, arch: dict, q: int):
+    def __init__(self, arch: dict, q: int, layer_type=None):
         super().__init__()
         self.arch, self.q = dict(arch), q
-        self.layers = nn.ModuleList([CausalLayer(self.arch, i) for i in range(arch["layers"])])
-        self.out = nn.Linear(arch["m"], 1)
         self.plugin = None
+        make = layer_type or CausalLayer
+        if make is not CausalLayer:
+            from sketchsim.experiments.model_plugins import plugin_label
+
+            self.plugin = plugin_label(make)
+        built = [self._guarded(make, "__init__", self.arch, i) for i in range(arch["layers"])]
+        for layer in built:
+            if not isinstance(layer, nn.Module):
+                self._refuse(f"its layer class built a {type(layer).__name__}, not a torch "
+                             "nn.Module")  # fmt: skip
+        self.layers = nn.ModuleList(built)
+        self.out = nn.Linear(arch["m"], 1)
+
+    def _refuse(self, what: str):
+        raise PluginError(f"model plug-in {self.plugin}: {what}")
+
+    def _guarded(self, fn, name: str, *args):
+        """``fn(*args)``; a plug-in's exception is one line naming it (the built-in: as is)."""
+        if self.plugin is None:
+            return fn(*args)
+        try:
+            return fn(*args)
+        except MemoryError:
+            raise
+        except Exception as exc:
+            text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+            said = f": {text[:300]}" if text else ""
+            self._refuse(f"{name} raised {type(exc).__name__}{said}")
+
+    def _step(self, layer, u, st, count, quantize):
+        out = self._guarded(layer.step, "step", u, st, count, quantize)
+        if self.plugin is not None:
+            B, m = u.shape
+            want = ((B,), (B, m), tuple(st.shape))
+            ok = isinstance(out, tuple | list) and len(out) == 3
+            got = tuple(tuple(x.shape) for x in out) if ok and all(
+                isinstance(x, torch.Tensor) for x in out) else None  # fmt: skip
+            if got != want:
+                self._refuse(f"step returned {got or type(out).__name__}; expected (y, delta, "
+                             f"state) of shapes {want}")  # fmt: skip
+        return out
 
     @property
     def label(self) -> str:
@@ -261,7 +305,7 @@ class CausalModel(nn.Module):
             u = 2 * seq[:, t] - 1
             y = self.out(u).squeeze(-1)
             for lay, layer in enumerate(self.layers):
-                dy, delta, st[lay] = layer.step(u, st[lay], t + 1, quantize)
+                dy, delta, st[lay] = self._step(layer, u, st[lay], t + 1, quantize)
                 if states is not None:
                     states.append((lay, t, st[lay].detach()))
                 y = y + dy
@@ -342,10 +386,18 @@ class causal_qat_quantizer:  # noqa: N801 - used as the function of the kernel m
 def export_causal(model: CausalModel, calibration: list[tuple]) -> dict:
     """The arrays of a causal weights file (:func:`sketchsim.sketch.causal.causal_shapes`)."""
     arrays = {}
+    want = set(COMMON_ARRAYS) | set(GATE_ARRAYS[model.arch["kind"]])
     for lay, layer in enumerate(model.layers):
         lo, span = calibration[lay]
         for h in range(model.arch["heads"]):
-            head = layer.head_arrays(h)
+            head = model._guarded(layer.head_arrays, "head_arrays", h)
+            if not isinstance(head, dict) or set(head) != want:
+                got = ", ".join(sorted(head)) if isinstance(head, dict) else type(head).__name__
+                raise PluginError(
+                    f"model plug-in {model.plugin}: head_arrays gave {got}; a "
+                    f"{model.arch['kind']} weights file needs {', '.join(sorted(want))}"
+                )
+            head = dict(head)
             head.update(lo=lo[h], span=span[h])
             arrays.update({f"L{lay}.H{h}.{k}": v for k, v in head.items()})
     arrays["wb"] = model.out.weight.detach().double().cpu().numpy()[0]

@@ -15,12 +15,25 @@ per-layer state:
   less ``lo`` and ``span``): the engine computes ``act(W u + b)`` features with
   ``act`` in ``elu1``, ``relu``, ``signed``.
 
-The suite trains any such layer (``sweep --suite capacity --model-plugin
-SPEC``); it writes a weights file when the layer's ``feature_map`` is one the
-engine computes and it has ``head_arrays`` (a layer that computes something
-else trains and reports its accuracy, without a weights file).  Subclassing
-``KernelLayer`` gives all of it: docs/capacity.md has an example (query and
-key features tied).
+A *causal* layer (:class:`~sketchsim.experiments.causal_models.CausalLayer`'s
+contract) instead names its architecture in a class attribute ``kind`` (one of
+:data:`sketchsim.sketch.causal.KINDS`), is built as ``layer(arch, index)`` and
+steps one token at a time: ``step(u, state, count, quantize) -> (y, delta,
+state)``; its ``head_arrays(h)`` are the kind's arrays
+(:func:`sketchsim.sketch.causal.causal_shapes`).
+
+Either declares the feature map it computes in a class attribute
+``feature_map`` (default: the plan's, ``elu1``; a causal kind other than
+``linear`` has its own).  The contract (docs/capacity.md, "Your own layer"): a
+layer the engine could not run is refused in one line *before* training: no
+``head_arrays``, a feature map the engine does not compute
+(:data:`sketchsim.sketch.trained.FEATURE_MAPS`), an unknown ``kind``.  The rest
+is checked when the model is saved: the file's model (the engine's formulas on
+the exported arrays) must give the trained model's outputs, else no file is
+written and the run's ``weights_refused`` says why.  Subclassing
+``KernelLayer`` or ``CausalLayer`` gives all of it: docs/capacity.md has
+examples (query and key features tied; a decay that does not depend on the
+token).
 
 A plug-in's layer is untrusted code (#47): :class:`CapacityModel` turns an
 exception raised by its ``__init__``, ``entries``, ``contributions``, ``read`` or
@@ -39,10 +52,19 @@ from pathlib import Path
 from sketchsim.errors import PluginError
 from sketchsim.sketch import specs
 
-__all__ = ["ENTRY_POINT_GROUP", "ModelType", "discover_models", "resolve_model", "plugin_label"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ModelType",
+    "discover_models",
+    "resolve_model",
+    "plugin_label",
+    "declared_map",
+    "engine_refusal",
+]
 
 ENTRY_POINT_GROUP = "sketchsim.models"
 _METHODS = ("contributions", "read")
+_CAUSAL_METHODS = ("step", "head_arrays")
 
 
 @dataclass(frozen=True)
@@ -58,9 +80,51 @@ class ModelType:
             raise PluginError(f"a model's name must be a non-empty string, got {self.name!r}")
         if not isinstance(self.layer, type):
             raise PluginError(f"model {self.name}: layer must be a class")
-        missing = [m for m in _METHODS if not callable(getattr(self.layer, m, None))]
+        kind = getattr(self.layer, "kind", None)
+        need = _CAUSAL_METHODS if kind is not None else _METHODS
+        missing = [m for m in need if not callable(getattr(self.layer, m, None))]
         if missing:
             raise PluginError(f"model {self.name}: its layer lacks {', '.join(missing)}")
+        why = engine_refusal(self.layer)
+        if why:
+            raise PluginError(f"model {self.name}: the engine could not run it: {why}")
+
+
+def declared_map(layer: type, default: str = "elu1") -> str:
+    """The feature map a layer class declares (class attribute ``feature_map``), else
+    the kind's own (causal kinds other than ``linear``), else ``default``."""
+    from sketchsim.sketch.causal import FIXED_MAPS
+
+    fmap = layer.__dict__.get("feature_map") or next(
+        (c.__dict__["feature_map"] for c in layer.__mro__[1:] if "feature_map" in c.__dict__),
+        None,
+    )
+    if isinstance(fmap, str):
+        return fmap
+    return FIXED_MAPS.get(getattr(layer, "kind", None) or "", default)
+
+
+def engine_refusal(layer: type) -> str | None:
+    """Why the engine could not run a model of this layer class, or None (checked before
+    training: the arrays it exports, the feature map and causal kind it declares)."""
+    from sketchsim.sketch.causal import FIXED_MAPS, KINDS, LINEAR_MAPS
+    from sketchsim.sketch.trained import FEATURE_MAPS
+
+    if not callable(getattr(layer, "head_arrays", None)):
+        return "its layer has no head_arrays (the arrays of its weights file)"
+    kind = getattr(layer, "kind", None)
+    fmap = declared_map(layer)
+    if kind is None:
+        if fmap not in FEATURE_MAPS:
+            return (f"feature map {fmap!r:.40} is not one the engine computes "
+                    f"({', '.join(FEATURE_MAPS)})")  # fmt: skip
+        return None
+    if kind not in KINDS:
+        return f"kind {kind!r:.40} is not a causal architecture ({', '.join(KINDS)})"
+    allowed = LINEAR_MAPS if kind == "linear" else (FIXED_MAPS[kind],)
+    if fmap not in allowed:
+        return f"a {kind} layer's feature map is {' or '.join(allowed)}, not {fmap!r:.40}"
+    return None
 
 
 def discover_models() -> list:

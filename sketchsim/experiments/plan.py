@@ -298,7 +298,7 @@ def _check_maps(names, suite: str) -> None:
 
     allowed = [name for name, cls in REGISTRY.items() if cls.nonnegative]
     if suite == "capacity":  # the maps the sketch engine computes
-        allowed = ["elu1", "relu"]
+        allowed = ["elu1", "relu", "softplus"]
     if not names:
         raise SketchsimError("feature_map is empty", param="feature_map")
     for name in names:
@@ -561,7 +561,12 @@ def capacity_specs(plan: Plan) -> list:
                 kinds.append(("signed", "signed", "", "", 0))
             else:
                 kinds.append(("softmax", "-", "", "", 0))
-    kinds += [("kernel", "elu1", spec, "", 0) for spec in plan.model_plugins]
+    for spec in plan.model_plugins:  # a plug-in's own map; a causal one's kind
+        from sketchsim.experiments.model_plugins import declared_map, resolve_model
+
+        layer = resolve_model(spec)
+        kind = getattr(layer, "kind", None)
+        kinds.append(("causal" if kind else "kernel", declared_map(layer), spec, kind or "", 0))
     specs = []
     for fam in plan.families:
         for q in plan.qs:

@@ -55,7 +55,7 @@ FIXED_MAPS = {
     "mamba": "identity",
     "window": "softmax",
 }
-LINEAR_MAPS = ("elu1", "relu", "signed")
+LINEAR_MAPS = ("elu1", "relu", "signed", "softplus")
 #: Arrays beyond the common ones, per kind, and their shapes in terms of (r, d, m).
 GATE_ARRAYS = {
     "linear": {},
@@ -200,7 +200,7 @@ def _pack(weights, bits: int) -> tuple[np.ndarray, np.ndarray]:
 def _dims(weights, ctx, bits: int) -> np.ndarray:
     a = weights.arch
     fmap = a["feature_map"]
-    code = {"elu1": 0, "relu": 1, "signed": 2}.get(fmap, 0)
+    code = {"elu1": 0, "relu": 1, "signed": 2, "softplus": 3}.get(fmap, 0)
     return np.array(
         [
             a["layers"],

@@ -43,17 +43,19 @@ def run_batch(tokens, order, dims, offs, aux, eps: float, store: bool):
 
 
 @njit(inline="always")
+def _softplus(z):
+    return z + math.log1p(math.exp(-z)) if z > 0.0 else math.log1p(math.exp(z))
+
+
+@njit(inline="always")
 def _act(z, act):
     if act == 0:
         return z + 1.0 if z > 0.0 else math.exp(z)
     if act == 1:
         return (z if z > 0.0 else 0.0) + 1e-3
+    if act == 3:
+        return _softplus(z)
     return z
-
-
-@njit(inline="always")
-def _softplus(z):
-    return z + math.log1p(math.exp(-z)) if z > 0.0 else math.log1p(math.exp(z))
 
 
 @njit(inline="always")

@@ -66,8 +66,9 @@ __all__ = [
 
 FORMAT = "sketchsim-trained"
 FORMAT_VERSION = 1
-#: Feature maps the engine computes, in the order of their numba codes.
-FEATURE_MAPS = ("elu1", "relu", "signed")
+#: Feature maps the engine computes, in the order of their numba codes (``signed``,
+#: code 2, is the unnormalized one).
+FEATURE_MAPS = ("elu1", "relu", "signed", "softplus")
 #: Largest register width (bits per state entry).
 MAX_BITS = 32
 #: Largest layers, heads, rank, value width and token width a weights file may declare.
@@ -181,12 +182,19 @@ def _check_claims(header: dict, path) -> None:
     ):
         _fail(path, f"label must be printable text of at most {MAX_LABEL} characters")
     if label is not None and "kind" in header["architecture"]:
-        from sketchsim.sketch.causal import causal_dims, causal_name
+        from sketchsim.sketch.causal import KINDS, LINEAR_MAPS, causal_dims, causal_name
 
         a = header["architecture"]
-        want = f"{causal_name(a)} {causal_dims(a)}"
-        if label != want:
-            _fail(path, f"label {label!r} does not describe its architecture ({want})")
+        dims = causal_dims(a)
+        name, _, tail = label.partition(" L")
+        taken = {*KINDS, *(f"linear-{f}" for f in LINEAR_MAPS), *FEATURE_MAPS, "softmax"}
+        plugin = name.strip() and name not in taken  # a plug-in's label: NAME and the sizes
+        if "L" + tail != dims or not (name == causal_name(a) or plugin):
+            _fail(
+                path,
+                f"label {label!r} does not describe its architecture "
+                f"({causal_name(a)} {dims}; a plug-in's label is NAME {dims})",
+            )
     elif label is not None:
         a = header["architecture"]
         dims = f"L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
@@ -495,6 +503,8 @@ def _act(z, act):
         return z + 1.0 if z > 0.0 else math.exp(z)
     if act == 1:
         return (z if z > 0.0 else 0.0) + 1e-3
+    if act == 3:  # softplus, as log1p of the smaller exponential
+        return z + math.log1p(math.exp(-z)) if z > 0.0 else math.log1p(math.exp(z))
     return z
 
 

@@ -39,7 +39,7 @@ def engine_answers(w, family, T, bits, python=False):
     return res, plan
 
 
-@pytest.mark.parametrize("fmap", ["elu1", "relu", "signed"])
+@pytest.mark.parametrize("fmap", ["elu1", "relu", "signed", "softplus"])
 # (2, 1, 9, 11): eight-row blocks of the affine maps plus their tail, on two layers;
 # (1, 3, 2, 3): one layer's readout of the cache (answer without _forward) over heads
 @pytest.mark.parametrize(
