@@ -1,6 +1,8 @@
 """Causal architectures through the capacity suite: trained in torch, exported, checked at
 save (the file's model and the engine at K = 32 against the trained model), measured."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -132,3 +134,104 @@ def test_parse_arch_refuses(text):
 
     with pytest.raises(SketchsimError):
         parse_arch(text)
+
+
+# --------------------------------------------------- user layers: the plug-in contract (#44)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "capacity" / "decay_layer.py"
+
+_PLUGINS = """
+import torch
+from sketchsim.experiments.capacity_models import KernelLayer
+from sketchsim.experiments.causal_models import CausalLayer
+from sketchsim.experiments.model_plugins import ModelType
+
+
+class Softplus(KernelLayer):
+    feature_map = "softplus"
+
+
+class Halving(CausalLayer):
+    '''Says gla, but halves its state each token without exporting how.'''
+    kind = "gla"
+
+    def gates(self, u):
+        g = torch.full((u.shape[0], self.heads, self.r), -0.6931471805599453)
+        return {"gk": g}
+
+
+SOFT = ModelType("soft", "softplus features, declared", Softplus)
+HALF = ModelType("half", "an undeclared decay", Halving)
+"""
+
+
+def _plugin_spec(path, name, **kw):
+    from sketchsim.experiments.model_plugins import declared_map, resolve_model
+
+    layer = resolve_model(f"{path}:{name}")
+    kind = getattr(layer, "kind", "")
+    base = dict(family="hard", q=3, s=1, model="causal" if kind else "kernel", layers=1,
+                heads=1, rank=2, value_width=4, feature_map=declared_map(layer), seed=0,
+                steps=150, model_plugin=f"{path}:{name}", arch=kind)  # fmt: skip
+    base.update(kw)
+    return CapacitySpec(**base)
+
+
+def test_a_declared_softplus_layer_is_exported_and_runs(tmp_path):
+    """Was: softplus features had no weights file (or one measured as elu1)."""
+    path = tmp_path / "layers.py"
+    path.write_text(_PLUGINS)
+    row = train_capacity(_plugin_spec(path, "SOFT"), save_to=tmp_path / "w")
+    assert row["weights_refused"] is None and row["architecture"] == "SOFT L1 H1 r2 d4"
+    w = load_weights(tmp_path / "w" / row["weights"])
+    assert w.arch["feature_map"] == "softplus"
+    measured = measure_weights(tmp_path / "w" / row["weights"])
+    assert measured["accuracy_mismatch"] is False
+
+
+def test_the_documented_decaying_layer_is_exported_and_runs(tmp_path):
+    """Was: a layer with a decay could not be exported at all."""
+    row = train_capacity(_plugin_spec(EXAMPLE, "decay"), save_to=tmp_path / "w")
+    assert row["weights_refused"] is None
+    w = load_weights(tmp_path / "w" / row["weights"])
+    assert w.arch["kind"] == "gla" and not w.arrays["L0.H0.wg"].any()
+    measured = measure_weights(tmp_path / "w" / row["weights"])
+    assert measured["kind"] == "gla" and measured["accuracy_mismatch"] is False
+
+
+def test_an_undeclared_decay_is_refused_at_save(tmp_path):
+    path = tmp_path / "layers.py"
+    path.write_text(_PLUGINS)
+    row = train_capacity(_plugin_spec(path, "HALF", steps=20), save_to=tmp_path / "w")
+    assert row["weights"] is None and "away from the trained model's" in row["weights_refused"]
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("class L(KernelLayer):\n    feature_map = 'gelu'",
+         "feature map 'gelu' is not one the engine computes"),
+        ("class L(CausalLayer):\n    kind = 'rwkv'", "kind 'rwkv' is not a causal architecture"),
+        ("class L(CausalLayer):\n    kind = 'gla'\n    feature_map = 'elu1'",
+         "a gla layer's feature map is identity"),
+        ("class L(KernelLayer):\n    head_arrays = None", "its layer has no head_arrays"),
+    ],
+)  # fmt: skip
+def test_a_layer_the_engine_cannot_run_is_refused_before_training(tmp_path, body, message):
+    from click.testing import CliRunner
+
+    from sketchsim.cli import main
+
+    path = tmp_path / "bad.py"
+    path.write_text(
+        "from sketchsim.experiments.capacity_models import KernelLayer\n"
+        "from sketchsim.experiments.causal_models import CausalLayer\n"
+        "from sketchsim.experiments.model_plugins import ModelType\n"
+        f"{body}\nMODEL = ModelType('bad', 'cannot run', L)\n"
+    )
+    res = CliRunner().invoke(main, ["sweep", "--suite", "capacity", "--q", "2", "--s", "1",
+                                    "--model-plugin", f"{path}:bad", "--json",
+                                    str(tmp_path / "s.json")])  # fmt: skip
+    assert res.exit_code == 2
+    assert f"model bad: the engine could not run it: {message}" in res.output
+    assert not (tmp_path / "s.json").exists()  # nothing trained
