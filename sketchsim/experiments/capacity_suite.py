@@ -288,7 +288,9 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     if spec.model == "causal":  # a QAT model's registers: the exact states' range on T too
         from sketchsim.experiments.causal_models import export_causal, state_range
 
-        cal = state_range(model, _tensor(fam, calib, torch.float64))
+        chunks = (_tensor(fam, calib[i : i + 2048], torch.float64)
+                  for i in range(0, len(calib), 2048))  # fmt: skip
+        cal = state_range(model, chunks)
     else:
         cal = calibrate(model, _tensor(fam, calib, torch.float64), quantize)
     y = _outputs(model, fam, Te, torch.float64)

@@ -316,23 +316,38 @@ class CausalModel(nn.Module):
         return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
 
 
-def state_range(model: CausalModel, x: torch.Tensor, exact: bool = True) -> list[tuple]:
+class _Extremes:
+    """Takes the ``(layer, t, state)`` of :meth:`CausalModel.forward` as a list would and
+    keeps only each layer's entrywise minimum and maximum ``[H, E]``."""
+
+    def __init__(self):
+        self.low, self.high = {}, {}
+
+    def append(self, item) -> None:
+        lay, _, st = item
+        low, high = st.amin(0), st.amax(0)
+        if lay in self.low:
+            low, high = torch.minimum(low, self.low[lay]), torch.maximum(high, self.high[lay])
+        self.low[lay], self.high[lay] = low, high
+
+
+def state_range(model: CausalModel, x, exact: bool = True) -> list[tuple]:
     """Per layer ``(lo, span)`` ``[H, E]``: every state entry's range over the inputs ``x``
-    at every position, widened by :data:`HEADROOM` of it on each side.
+    (a tensor ``[B, N, m]``, or an iterable of them: chunks) at every position, widened by
+    :data:`HEADROOM` of it on each side.
 
     ``exact``: in float64 (numpy arrays; leaves ``model`` in float64, as a saved file
     is calibrated); else in the model's own dtype and device (tensors).
     """
-    states: list = []
+    seen = _Extremes()
+    if exact:
+        model.double()
     with torch.no_grad():
-        if exact:
-            model.double()(x.double(), states=states)
-        else:
-            model(x, states=states)
+        for chunk in [x] if isinstance(x, torch.Tensor) else x:
+            model(chunk.double() if exact else chunk, states=seen)
     out = []
     for lay, layer in enumerate(model.layers):
-        seen = torch.stack([s for l, _, s in states if l == lay], 0)  # [T, B, H, E]
-        low, high = seen.amin((0, 1)), seen.amax((0, 1))
+        low, high = seen.low[lay], seen.high[lay]
         if layer.kind == "window":  # one range per slot entry, whichever slot holds it
             w = model.arch["window"]
             H = low.shape[0]

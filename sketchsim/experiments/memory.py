@@ -140,7 +140,10 @@ def capacity_memory(spec, save_weights: bool = False) -> CapacityMemory:
     chunk = min(EVAL_CHUNK, size if size <= EVAL_EXHAUSTIVE else EVAL_INPUTS)
     evaluate = chunk * n * (3 * m + act) * _F32 + chunk * unpack
     calibrate = 0
-    if save_weights and spec.model != "softmax":
+    if save_weights and spec.model == "causal":  # in chunks of 2,048 inputs, token by token
+        k = min(2048, b + CALIBRATION_EXTRA if size > spec.train_inputs else b)
+        calibrate = k * (n * m + 2 * act + 2 * L * H * e) * _F64 + k * unpack + params * _F64
+    elif save_weights and spec.model != "softmax":
         k = b + CALIBRATION_EXTRA if size > spec.train_inputs else b
         calibrate = k * n * (2 * m + L * H * e + H * e + act) * _F64 + k * unpack
         calibrate += params * _F64

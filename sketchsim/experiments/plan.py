@@ -298,7 +298,7 @@ def _check_maps(names, suite: str) -> None:
 
     allowed = [name for name, cls in REGISTRY.items() if cls.nonnegative]
     if suite == "capacity":  # the maps the sketch engine computes
-        allowed = ["elu1", "relu", "softplus"]
+        allowed = ["elu1", "relu", "softplus", "signed"]
     if not names:
         raise SketchsimError("feature_map is empty", param="feature_map")
     for name in names:

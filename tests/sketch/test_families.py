@@ -55,6 +55,8 @@ def test_hard_bound_by_enumeration(q, s):
         (3, 2, 8, 5, True),
         (2, 4, 6, 6, False),
         (4, 1, 0, 0, False),
+        (4, 1, 0, 8, True),  # pairs = 2q, as docs/capacity.md's causal rows
+        (3, 3, 0, 6, True),
     ],
 )
 def test_mqar_bound_by_enumeration(q, s, keys, pairs, shuffle):
