@@ -35,6 +35,7 @@ __all__ = [
     "model_from_weights",
     "fixed_point_state",
     "qat_quantizer",
+    "softplus",
 ]
 
 #: Registers reach this fraction of the contributions' range below the smallest one
@@ -51,11 +52,11 @@ def _activation(name: str):
     if name == "signed":
         return lambda z: z
     if name == "softplus":
-        return _softplus
+        return softplus
     raise ValueError(f"unknown feature map {name!r}; choose one of {FEATURE_MAPS}")
 
 
-def _softplus(z: torch.Tensor) -> torch.Tensor:
+def softplus(z: torch.Tensor) -> torch.Tensor:
     """``z + log1p(exp(-z))`` for ``z > 0``, else ``log1p(exp(z))``: the engine's formula
     (torch's ``softplus`` returns ``z`` above 20)."""
     return torch.where(z > 0, z, torch.zeros_like(z)) + torch.log1p(torch.exp(-z.abs()))

@@ -72,9 +72,9 @@ def _act(name: str, z: torch.Tensor) -> torch.Tensor:
     if name == "relu":
         return F.relu(z) + 1e-3
     if name == "softplus":
-        from sketchsim.experiments.capacity_models import _softplus
+        from sketchsim.experiments.capacity_models import softplus
 
-        return _softplus(z)
+        return softplus(z)
     return z
 
 
