@@ -87,6 +87,14 @@ _TRAINED = (
     "tests/sketch/test_trained_protocol.py::test_engine_equals_numpy_reference_on_every_input"
 )
 _TRAINED_REF = "naive.trained_outputs"
+_CAUSAL = "tests/sketch/test_causal.py::test_runner_matches_reference"
+_CAUSAL_VIA = (
+    "sketchsim.sketch.trained.trained_plan",
+    "sketchsim.sketch.causal.causal_plan",
+    "sketchsim.sketch.causal_kernel.run_batch",
+)
+_CAUSAL_HEAD = (*_CAUSAL_VIA, "sketchsim.sketch.causal_kernel._loop")
+_CAUSAL_PARTS = (*_CAUSAL_HEAD, "sketchsim.sketch.causal_kernel._head")
 _TRAINED_PLAN = "sketchsim.sketch.trained.trained_plan"
 _TRAINED_ANSWER = "sketchsim.sketch.trained.answer"
 _TRAINED_INIT = (_TRAINED_PLAN, "sketchsim.sketch.trained.init")
@@ -295,6 +303,14 @@ REFERENCES: dict[str, Ref] = {
     "sketchsim.sketch.kernel_head.answer": Ref(
         _HEADS, "kernel_reference", via=(_HEAD_PLAN,), hook='"kernel'
     ),
+    "sketchsim.sketch.causal_kernel._loop": Ref(_CAUSAL, "naive.causal_outputs", _CAUSAL_VIA),
+    "sketchsim.sketch.causal_kernel._head": Ref(_CAUSAL, "naive.causal_outputs", _CAUSAL_HEAD),
+    **{
+        f"sketchsim.sketch.causal_kernel.{name}": Ref(
+            _CAUSAL, "naive.causal_outputs", _CAUSAL_PARTS
+        )
+        for name in ("_act", "_affine", "_quantize", "_sigmoid", "_softplus")
+    },
     "sketchsim.sketch.trained._act": Ref(
         _TRAINED,
         _TRAINED_REF,

@@ -1,9 +1,9 @@
 """Causal weights files in the engine: the jitted runner against the NumPy reference
 (``tests/naive.py``, ``causal_outputs``), the transcript at the cut, and the file checks."""
 
+import naive
 import numpy as np
 import pytest
-from naive import causal_outputs
 from weights_files import random_causal_weights
 
 from sketchsim.errors import PluginError
@@ -24,7 +24,7 @@ def _engine(w, fam, bits):
 def _check(w, fam, T, bits):
     res = _engine(w, fam, bits).run(fam.variable_tokens(T), store=True, fixed=fam.fixed_tokens())
     X = unpack_bits(fam.tokens(T), fam.m)
-    _, codes, answers = causal_outputs(w, X, bits)
+    _, codes, answers = naive.causal_outputs(w, X, bits)
     np.testing.assert_array_equal(res.answers, answers)
     np.testing.assert_array_equal(res.transcripts, codes)
     return res
