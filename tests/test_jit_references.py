@@ -88,6 +88,7 @@ _TRAINED = (
 )
 _TRAINED_REF = "naive.trained_outputs"
 _CAUSAL = "tests/sketch/test_causal.py::test_runner_matches_reference"
+_CAUSAL_REF = "naive.causal_outputs"
 _CAUSAL_VIA = (
     "sketchsim.sketch.trained.trained_plan",
     "sketchsim.sketch.causal.causal_plan",
@@ -303,8 +304,8 @@ REFERENCES: dict[str, Ref] = {
     "sketchsim.sketch.kernel_head.answer": Ref(
         _HEADS, "kernel_reference", via=(_HEAD_PLAN,), hook='"kernel'
     ),
-    "sketchsim.sketch.causal_kernel._loop": Ref(_CAUSAL, "naive.causal_outputs", _CAUSAL_VIA),
-    "sketchsim.sketch.causal_kernel._head": Ref(_CAUSAL, "naive.causal_outputs", _CAUSAL_HEAD),
+    "sketchsim.sketch.causal_kernel._loop": Ref(_CAUSAL, _CAUSAL_REF, _CAUSAL_VIA),
+    "sketchsim.sketch.causal_kernel._head": Ref(_CAUSAL, _CAUSAL_REF, _CAUSAL_HEAD),
     **{
         f"sketchsim.sketch.causal_kernel.{name}": Ref(
             _CAUSAL, "naive.causal_outputs", _CAUSAL_PARTS
