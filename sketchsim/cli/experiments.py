@@ -19,6 +19,7 @@ from sketchsim.cli.options import (
     refuse_unused,
     resume_option,
     split_list,
+    split_specs,
 )
 from sketchsim.cli.paths import CheckedCommand, OutputPath, PlotPath
 from sketchsim.errors import SketchsimError
@@ -287,7 +288,7 @@ def sweep(
             tuple(_ints(value_widths, "--value-widths")) if value_widths is not None else None
         ),
         head_counts=tuple(heads) if heads and capacity else None,
-        families=_names(family, "--family") if family and capacity else None,
+        families=tuple(split_specs(family, "--family")) if family and capacity else None,
         model_plugins=tuple(model_plugins) or None,
         ranks=tuple(_ints(ranks, "--ranks")) if ranks is not None else None,
         seeds=seeds,

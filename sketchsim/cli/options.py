@@ -66,6 +66,28 @@ def split_list(text: str, flag: str) -> list[str]:
     return items
 
 
+def split_specs(text: str, flag: str) -> list[str]:
+    """The specs of a comma-separated list whose specs may hold ``name=value`` parameters
+    after a colon: ``hard,mqar:pairs=8,keys=16`` -> ``["hard", "mqar:pairs=8,keys=16"]``
+    (an item ``name=value`` continues the spec before it).
+
+    Raises
+    ------
+    SketchsimError
+        As :func:`split_list`, or for a parameter with no spec before it.
+    """
+    specs: list[str] = []
+    for item in split_list(text, flag):
+        continues = "=" in item and ":" not in item
+        if continues and not (specs and ":" in specs[-1]):
+            raise SketchsimError(f"{flag}: {item!r} is a parameter with no NAME: before it")
+        if continues:
+            specs[-1] += "," + item
+        else:
+            specs.append(item)
+    return specs
+
+
 def parse_list(text: str, convert, flag: str, what: str) -> list:
     """:func:`split_list`'s items converted by ``convert`` (``int``, ``float``).
 

@@ -235,3 +235,39 @@ def test_a_layer_the_engine_cannot_run_is_refused_before_training(tmp_path, body
     assert res.exit_code == 2
     assert f"model bad: the engine could not run it: {message}" in res.output
     assert not (tmp_path / "s.json").exists()  # nothing trained
+
+
+def test_sweep_takes_architectures_and_family_specs(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from sketchsim.cli import main
+
+    out = tmp_path / "s.json"
+    argv = ["sweep", "--suite", "capacity", "--family", "hard,mqar:pairs=4,keys=8", "--arch",
+            "gla,window:2,softmax", "--q", "2", "--s", "1", "--seeds", "1", "--steps", "3",
+            "--layers", "1", "--ranks", "1", "--value-widths", "2", "--json", str(out)]  # fmt: skip
+    res = CliRunner().invoke(main, argv)
+    assert res.exit_code == 0, res.output
+    runs = json.loads(out.read_text())["runs"]
+    got = {(r["family"], r["architecture"]) for r in runs}
+    assert got == {
+        (fam, arch)
+        for fam in ("hard", "mqar:pairs=4,keys=8")
+        for arch in ("gla L1 H1 r1 d2", "window L1 H1 r1 d2 w2", "softmax L1 H1 d2")
+    }
+    assert json.loads(out.read_text())["header"]["archs"] == ["gla", "window:2", "softmax"]
+
+
+def test_split_specs():
+    from sketchsim.cli.options import split_specs
+    from sketchsim.errors import SketchsimError
+
+    assert split_specs("hard,mqar:pairs=8,keys=16,x.py:F", "--family") == [
+        "hard",
+        "mqar:pairs=8,keys=16",
+        "x.py:F",
+    ]
+    with pytest.raises(SketchsimError, match="no NAME"):
+        split_specs("keys=16,hard", "--family")
