@@ -38,7 +38,8 @@ def run_batch(tokens, order, dims, offs, aux, eps: float, store: bool):
     fp = np.zeros((B, 2), dtype=np.uint64)
     ans = np.zeros((B, q), dtype=np.int64)
     tr = np.zeros((B if store else 1, L * H * E), dtype=np.int64)
-    _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr)
+    shared = bool(B) and bool((tokens[:, :q] == tokens[:1, :q]).all())
+    _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr, shared)
     return fp, ans, (tr if store else None)
 
 
@@ -89,23 +90,61 @@ def _quantize(x, lo, step, top):
     return code, lo + step * code
 
 
-@njit(cache=True)
-def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delta):
-    """One head's step on stream ``u``: update its state ``st[s0:]`` (codes ``cd``) and
-    return ``<a(u), o>``, adding ``W_u o`` to ``delta``.  ``o``: the head's offsets.
+@njit(inline="always")
+def _layout(kind, r, d):
+    """Offsets in the scratch ``f``: the projection block (what :func:`_project` writes:
+    raw ``q``, ``k`` (``r``), ``v``, ``a`` (``d``), the gates' raw values (``max(r, d) + 2``)),
+    then the features ``phi(q)``, ``phi(k)`` (``D`` each), ``o`` (``d``) and a window's
+    weights.  Returns ``(RQ, RK, V, A, G, FQ, FK, O, P, block)``."""
+    D = 1 + r + r * r if kind == BASED else r
+    RQ, RK, V, A, G = 0, r, 2 * r, 2 * r + d, 2 * r + 2 * d
+    block = G + max(r, d) + 2
+    FQ, FK = block, block + D
+    O = FK + D
+    return RQ, RK, V, A, G, FQ, FK, O, O + d, block
 
-    Scratch ``f``: ``q`` and ``k`` (``D`` each), ``v``, ``a``, ``g``, ``o`` (``d`` each),
-    then Based's ``r``-wide projections.
+
+@njit(inline="always")
+def _scratch_size(kind, r, d, w):
+    D = 1 + r + r * r if kind == BASED else r
+    return 2 * r + 3 * d + max(r, d) + 2 + 2 * D + d + w + 1
+
+
+@njit(cache=True)
+def _project(kind, r, d, m, aux, o, u, f):
+    """The head's affine maps of stream ``u`` into ``f``'s projection block (:func:`_layout`):
+    all that depends on the token alone, so layer 0 computes it once per query token."""
+    RQ, RK, V, A, G, FQ, FK, O, P, block = _layout(kind, r, d)
+    _affine(aux, o[_WQ], o[_BQ], r, m, u, f, RQ)
+    _affine(aux, o[_WK], o[_BK], r, m, u, f, RK)
+    _affine(aux, o[_WV], o[_BV], d, m, u, f, V)
+    _affine(aux, o[_WA], o[_BA], d, m, u, f, A)
+    if kind == GLA:
+        _affine(aux, o[_WG], o[_BG], r, m, u, f, G)
+    elif kind == DELTA or kind == GATED_DELTA:
+        _affine(aux, o[_WBETA], o[_BBETA], 1, m, u, f, G)
+        if kind == GATED_DELTA:
+            _affine(aux, o[_WG], o[_BG], 1, m, u, f, G + 1)
+    elif kind == MAMBA:
+        _affine(aux, o[_WG], o[_BG], d, m, u, f, G)
+
+
+@njit(cache=True)
+def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delta, projected,
+          residual):  # fmt: skip
+    """One head's step on stream ``u``: update its state ``st[s0:]`` (codes ``cd``) and
+    return ``<a(u), o>``, adding ``W_u o`` to ``delta`` when ``residual``.  ``o``: the head's
+    offsets; ``projected``: ``f``'s projection block already holds :func:`_project`'s.
     """
     D = 1 + r + r * r if kind == BASED else r
-    FQ, FK, V, A, G, O, P = 0, D, 2 * D, 2 * D + d, 2 * D + 2 * d, 2 * D + 3 * d, 2 * D + 4 * d
+    RQ, RK, V, A, G, FQ, FK, O, P, block = _layout(kind, r, d)
     lo0, step0 = o[_LO], o[_STEP]
+    if not projected:
+        _project(kind, r, d, m, aux, o, u, f)
     if kind == BASED:  # the Taylor features of the projections (docs/theory.md 5.3)
-        _affine(aux, o[_WQ], o[_BQ], r, m, u, f, P)
-        _affine(aux, o[_WK], o[_BK], r, m, u, f, P + r)
         r4, r2 = math.sqrt(math.sqrt(r)), math.sqrt(2.0) * math.sqrt(r)
         for side in range(2):
-            src, dst = P + side * r, side * D
+            src, dst = RQ + side * r, FQ + side * D
             f[dst] = 1.0
             for i in range(r):
                 f[dst + 1 + i] = f[src + i] / r4
@@ -113,10 +152,9 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                 for j in range(r):
                     f[dst + 1 + r + i * r + j] = f[src + i] * f[src + j] / r2
     else:
-        _affine(aux, o[_WQ], o[_BQ], r, m, u, f, FQ)
-        _affine(aux, o[_WK], o[_BK], r, m, u, f, FK)
-    _affine(aux, o[_WV], o[_BV], d, m, u, f, V)
-    _affine(aux, o[_WA], o[_BA], d, m, u, f, A)
+        for k in range(r):
+            f[FQ + k] = f[RQ + k]
+            f[FK + k] = f[RK + k]
     if kind == LINEAR or kind == BASED:
         norm = kind == BASED or act != 2
         if kind == LINEAR:
@@ -169,7 +207,6 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
     else:  # gla, deltanet, gated-deltanet, mamba: an r x d state, S[k, c] at k d + c
         sr = math.sqrt(r)
         if kind == GLA:
-            _affine(aux, o[_WG], o[_BG], r, m, u, f, G)
             for k in range(r):  # exp(logsigmoid(z) / 16)
                 z = f[G + k]
                 ls = -_softplus(-z)
@@ -191,12 +228,10 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
             for k in range(r):
                 f[FQ + k] = f[FQ + k] / nq / sr
                 f[FK + k] = f[FK + k] / nk
-            _affine(aux, o[_WBETA], o[_BBETA], 1, m, u, f, G)
             beta = _sigmoid(f[G])
             gamma = 1.0
             if kind == GATED_DELTA:
-                _affine(aux, o[_WG], o[_BG], 1, m, u, f, G)
-                gamma = math.exp(-math.exp(aux[o[_ALOG]]) * _softplus(f[G]))
+                gamma = math.exp(-math.exp(aux[o[_ALOG]]) * _softplus(f[G + 1]))
             for c in range(d):
                 pred = 0.0
                 for k in range(r):
@@ -209,7 +244,6 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                     code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
                     cd[s0 + e] = int(code)
         else:  # MAMBA: dt = softplus(wg u + bg); S[k, c] = exp(-dt_c exp(alog)) S + B_k dt_c x_c
-            _affine(aux, o[_WG], o[_BG], d, m, u, f, G)
             for c in range(d):
                 f[G + c] = _softplus(f[G + c])
             for k in range(r):
@@ -229,6 +263,8 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
     y = 0.0
     for c in range(d):
         y += f[A + c] * f[O + c]
+    if not residual:
+        return y
     wu = o[_WU]
     for i in range(m):
         z = 0.0
@@ -238,13 +274,23 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
     return y
 
 
+@njit(cache=True)
+def _unpack(tokens, b, pos, m, u):
+    for i in range(m):
+        bit = (tokens[b, pos, i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
+        u[i] = 2.0 * float(bit) - 1.0
+
+
 @njit(cache=True, nogil=True)
-def _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr):
+def _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr, shared):
+    """Every input of ``tokens``.  ``shared``: the query tokens are the same in every input
+    (a family's fixed queries): their output bias and layer 0's projections are computed
+    once (the same floats; the queries' later layers read the input's state)."""
     L, H, r, d, m = dims[0], dims[1], dims[2], dims[3], dims[4]
     kind, act, E, w = dims[5], dims[6], dims[7], dims[8]
     top, q, s, n = float(dims[9]), dims[10], dims[11], dims[12]
-    D = 1 + r + r * r if kind == BASED else r
-    f = np.zeros(2 * D + 4 * d + 2 * r + w + 1)
+    block = _layout(kind, r, d)[9]
+    f = np.zeros(_scratch_size(kind, r, d, w))
     u = np.zeros(m)
     delta = np.zeros(m)
     st = np.zeros(L * H * E)
@@ -252,28 +298,53 @@ def _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr):
     o = np.zeros(_NB - 1, dtype=np.int64)
     bias = offs[L * H * _NB]
     cut = n - q - 1  # the step after which the state is the transcript
+    qcache = np.zeros((q if shared else 0, H, block))
+    qbias = np.zeros(q if shared else 0)
+    if shared and tokens.shape[0] > 0:
+        for p in range(q):
+            _unpack(tokens, 0, p, m, u)
+            y = aux[bias + m]
+            for i in range(m):
+                y += aux[bias + i] * u[i]
+            qbias[p] = y
+            for h in range(H):
+                for i in range(_NB - 1):
+                    o[i] = offs[h * _NB + i]
+                _project(kind, r, d, m, aux, o, u, f)
+                for i in range(block):
+                    qcache[p, h, i] = f[i]
     for b in range(tokens.shape[0]):
         st[:] = 0.0
         cd[:] = 0
         for t in range(n):
             pos = order[t]
-            for i in range(m):
-                bit = (tokens[b, pos, i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
-                u[i] = 2.0 * float(bit) - 1.0
-            y = aux[bias + m]
-            for i in range(m):
-                y += aux[bias + i] * u[i]
+            cached = shared and pos < q
+            if not cached or L > 1:  # later layers read the stream
+                _unpack(tokens, b, pos, m, u)
+            if cached:
+                y = qbias[pos]
+            else:
+                y = aux[bias + m]
+                for i in range(m):
+                    y += aux[bias + i] * u[i]
             for lay in range(L):
-                delta[:] = 0.0
+                residual = lay < L - 1  # the last layer's update of the stream is never read
+                if residual:
+                    delta[:] = 0.0
                 for h in range(H):
                     g = (lay * H + h) * _NB
                     for i in range(_NB - 1):
                         o[i] = offs[g + i]
                     s0 = (lay * H + h) * E
+                    projected = cached and lay == 0
+                    if projected:
+                        for i in range(block):
+                            f[i] = qcache[pos, h, i]
                     y += _head(kind, act, r, d, m, w, top, eps, t + 1, aux, o, st, cd, s0, u,
-                               f, delta)  # fmt: skip
-                for i in range(m):
-                    u[i] += delta[i]
+                               f, delta, projected, residual)  # fmt: skip
+                if residual:
+                    for i in range(m):
+                        u[i] += delta[i]
             if t == cut:
                 h1, h2 = np.uint64(SEED1), np.uint64(SEED2)
                 for e in range(L * H * E):

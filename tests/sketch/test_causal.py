@@ -134,3 +134,25 @@ def test_plugins_may_not_use_the_state_channel():
 
     with pytest.raises(PluginError, match="sketchsim's own causal models"):
         Protocol("mine", "", setup).plan(make_family("hard", 2, 1).context(), {})
+
+
+@pytest.mark.parametrize("kind", ["linear", "based", "mamba", "window"])
+def test_inputs_whose_queries_differ(tmp_path, kind):
+    """The runner computes the queries' layer-0 projections once when every input shares
+    its query tokens; inputs that do not (any tokens) take the per-input path: both equal
+    the reference."""
+    from sketchsim.minip.bits import pack_bits
+    from sketchsim.sketch import causal_kernel
+    from sketchsim.sketch.causal import _dims, _pack
+
+    fam = make_family("hard", 3, 2)
+    w = random_causal_weights(tmp_path / "w.npz", fam, kind, 2, 1, 2, 3, window=2)
+    X = np.random.default_rng(3).integers(0, 2, size=(12, fam.context().n_tokens, fam.m))
+    aux, offs = _pack(w, 5)
+    dims = _dims(w, fam.context(), 5)
+    order = causal_order(fam.q, fam.context().n_tokens)
+    tokens = pack_bits(X.reshape(-1, fam.m).astype(np.uint8)).reshape(12, X.shape[1], -1)
+    fp, ans, tr = causal_kernel.run_batch(tokens, order, dims, offs, aux, 1e-6, True)
+    _, codes, answers = naive.causal_outputs(w, X, 5)
+    np.testing.assert_array_equal(ans, answers)
+    np.testing.assert_array_equal(tr, codes)
