@@ -112,15 +112,17 @@ class CausalLayer(nn.Module):
             self.alog = nn.Parameter(a.view(1, r, 1).repeat(H, 1, d))
             self.dskip = nn.Parameter(torch.ones(H, d))
 
-    def step(self, u: torch.Tensor, st: torch.Tensor, count: int, quantize=None):
-        """One token: ``(y, delta, state)`` from its stream ``u [B, m]`` and the state
-        ``st [B, H, E]``; ``count``: tokens so far, this one included (the window's)."""
-        B, H, r, d = u.shape[0], self.heads, self.r, self.d
-        q, k = self.wq(u).view(B, H, r), self.wk(u).view(B, H, r)
-        v, a = self.wv(u).view(B, H, d), self.wa(u).view(B, H, d)
-        o, S = self.recur(q, k, v, self.gates(u), st, count, quantize)
+    def step(self, u: torch.Tensor, st: torch.Tensor, count: int, quantize=None, residual=True):
+        """One token: ``(y, delta, state)`` from its stream ``u [B, m]`` (or ``[1, m]``: a token
+        every input shares) and the state ``st [B, H, E]``; ``count``: tokens so far, this
+        one included (the window's); ``residual=False``: ``delta`` is None (not computed)."""
+        B, H, r, d, n = st.shape[0], self.heads, self.r, self.d, u.shape[0]
+        q, k = self.wq(u).view(n, H, r).expand(B, H, r), self.wk(u).view(n, H, r).expand(B, H, r)
+        v, a = self.wv(u).view(n, H, d).expand(B, H, d), self.wa(u).view(n, H, d).expand(B, H, d)
+        gates = {name: g.expand(B, *g.shape[1:]) for name, g in self.gates(u).items()}
+        o, S = self.recur(q, k, v, gates, st, count, quantize)
         y = (a * o).sum((-1, -2))
-        delta = torch.einsum("hmc,bhc->bm", self.wu, o)
+        delta = torch.einsum("hmc,bhc->bm", self.wu, o) if residual else None
         return y, delta, S
 
     def gates(self, u: torch.Tensor) -> dict:
@@ -277,17 +279,20 @@ class CausalModel(nn.Module):
             said = f": {text[:300]}" if text else ""
             self._refuse(f"{name} raised {type(exc).__name__}{said}")
 
-    def _step(self, layer, u, st, count, quantize):
+    def _step(self, layer, u, st, count, quantize, residual):
+        """The layer's step; a plug-in's is guarded and its outputs' shapes checked (it
+        always gets ``B`` rows and returns its ``delta``)."""
+        if self.plugin is None:
+            return layer.step(u, st, count, quantize, residual)
         out = self._guarded(layer.step, "step", u, st, count, quantize)
-        if self.plugin is not None:
-            B, m = u.shape
-            want = ((B,), (B, m), tuple(st.shape))
-            ok = isinstance(out, tuple | list) and len(out) == 3
-            got = tuple(tuple(x.shape) for x in out) if ok and all(
-                isinstance(x, torch.Tensor) for x in out) else None  # fmt: skip
-            if got != want:
-                self._refuse(f"step returned {got or type(out).__name__}; expected (y, delta, "
-                             f"state) of shapes {want}")  # fmt: skip
+        B, m = u.shape
+        want = ((B,), (B, m), tuple(st.shape))
+        ok = isinstance(out, tuple | list) and len(out) == 3
+        tensors = ok and all(isinstance(x, torch.Tensor) for x in out)
+        got = tuple(tuple(x.shape) for x in out) if tensors else None
+        if got != want:
+            self._refuse(f"step returned {got or type(out).__name__}; expected (y, delta, "
+                         f"state) of shapes {want}")  # fmt: skip
         return out
 
     @property
@@ -300,19 +305,22 @@ class CausalModel(nn.Module):
             quantize.prepare(self, x)
         seq = torch.cat([x[:, self.q :], x[:, : self.q]], 1)  # data, then queries
         st = [x.new_zeros(B, self.arch["heads"], layer.entries) for layer in self.layers]
+        n_data, last = N - self.q, len(self.layers) - 1
+        # a family's queries are the same in every input: layer 0 projects them once
+        shared = self.plugin is None and bool((x[:, : self.q] == x[:1, : self.q]).all())
         ys = []
         for t in range(N):
-            u = 2 * seq[:, t] - 1
-            y = self.out(u).squeeze(-1)
+            u = 2 * (seq[:1, t] if shared and t >= n_data else seq[:, t]) - 1
+            y = self.out(u).squeeze(-1).expand(B)
             for lay, layer in enumerate(self.layers):
-                dy, delta, st[lay] = self._step(layer, u, st[lay], t + 1, quantize)
+                dy, delta, st[lay] = self._step(layer, u, st[lay], t + 1, quantize, lay < last)
                 if states is not None:
                     states.append((lay, t, st[lay].detach()))
                 y = y + dy
-                u = u + delta
+                if lay < last:
+                    u = u + delta
             ys.append(y)
         out = torch.stack(ys, 1)
-        n_data = N - self.q
         return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
 
 
