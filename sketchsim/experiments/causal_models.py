@@ -188,6 +188,33 @@ class CausalLayer(nn.Module):
                 o = o + self.dskip * v
         return o, S.reshape(B, H, self.entries)
 
+    def sum_terms(self, u: torch.Tensor):
+        """``(phi(q), a, term)`` of tokens ``u [B, T, m]`` for a sum-state kind: the
+        features ``[B, T, H, D]``, readouts ``[B, T, H, d]`` and each token's term of the
+        state ``[B, T, H, D, W]`` (``phi(k) v^T``, then ``phi(k)`` when normalized)."""
+        B, T, _ = u.shape
+        H, r, d, fmap = self.heads, self.r, self.d, self.arch["feature_map"]
+        q, k = self.wq(u).view(B, T, H, r), self.wk(u).view(B, T, H, r)
+        v, a = self.wv(u).view(B, T, H, d), self.wa(u).view(B, T, H, d)
+        if self.kind == "based":
+            fq, fk = _taylor(q), _taylor(k)
+        else:
+            fq, fk = _act(fmap, q), _act(fmap, k)
+        term = fk.unsqueeze(-1) * v.unsqueeze(-2)
+        if self.kind == "based" or fmap != "signed":
+            term = torch.cat([term, fk.unsqueeze(-1)], -1)
+        return fq, a, term
+
+    def read_sum(self, fq: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+        """``o [B, T, H, d]`` of features ``fq [B, T, H, D]`` from states ``S [B, T, H, D, W]``
+        (as :meth:`recur` reads them)."""
+        d = self.d
+        o = torch.einsum("bthk,bthkc->bthc", fq, S[..., :d])
+        if self.kind == "based" or self.arch["feature_map"] != "signed":
+            den = torch.einsum("bthk,bthk->bth", fq, S[..., d]) + self.arch["eps"]
+            o = o / den.unsqueeze(-1)
+        return o
+
     def _keep(self, S: torch.Tensor, quantize):
         if quantize is None:
             return S
@@ -303,14 +330,19 @@ class CausalModel(nn.Module):
         B, N, _ = x.shape
         if hasattr(quantize, "prepare"):  # quantization-aware training: ranges of this batch
             quantize.prepare(self, x)
-        seq = torch.cat([x[:, self.q :], x[:, : self.q]], 1)  # data, then queries
-        st = [x.new_zeros(B, self.arch["heads"], layer.entries) for layer in self.layers]
         n_data, last = N - self.q, len(self.layers) - 1
         # a family's queries are the same in every input: layer 0 projects them once
-        shared = self.plugin is None and bool((x[:, : self.q] == x[:1, : self.q]).all())
+        shared = self.plugin is None and self._shared_queries(x)
+        if quantize is None and self.plugin is None and self.kind_is_sum():
+            out = self._parallel(x, n_data, shared, states)
+            return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
+        st = [x.new_zeros(B, self.arch["heads"], layer.entries) for layer in self.layers]
         ys = []
-        for t in range(N):
-            u = 2 * (seq[:1, t] if shared and t >= n_data else seq[:, t]) - 1
+        for t in range(N):  # causal order: the data tokens (positions q..), then the queries
+            if t < n_data:
+                u = 2 * x[:, self.q + t] - 1
+            else:
+                u = 2 * x[: 1 if shared else B, t - n_data] - 1
             y = self.out(u).squeeze(-1).expand(B)
             for lay, layer in enumerate(self.layers):
                 dy, delta, st[lay] = self._step(layer, u, st[lay], t + 1, quantize, lay < last)
@@ -322,6 +354,49 @@ class CausalModel(nn.Module):
             ys.append(y)
         out = torch.stack(ys, 1)
         return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
+
+    def kind_is_sum(self) -> bool:
+        """Whether the state is a running sum of per-token terms (``linear``, ``based``):
+        then exact arithmetic needs no loop over tokens (:meth:`_parallel`)."""
+        return self.arch["kind"] in ("linear", "based")
+
+    def _shared_queries(self, x: torch.Tensor) -> bool:
+        """Whether every input of ``x`` has the same query tokens (remembered per tensor:
+        a training loop passes the same one at every step)."""
+        key = (x.data_ptr(), tuple(x.shape), tuple(x.stride()), x._version, x.device, self.q)
+        if getattr(self, "_shared_key", None) != key:
+            self._shared_key = key
+            self._shared = bool((x[:, : self.q] == x[:1, : self.q]).all())
+        return self._shared
+
+    def _parallel(self, x, n_data: int, shared: bool, states):
+        """The exact forward of a sum-state model in one pass per layer: every token's
+        state is the running sum (``cumsum``, adding in token order as the loop does) of
+        the terms ``phi(k) v^T`` (and ``phi(k)``); shared queries are projected once."""
+        B, N, _ = x.shape
+        u_data = 2 * x[:, self.q :] - 1
+        u_q = 2 * x[: 1 if shared else B, : self.q] - 1
+        y = torch.cat([self.out(u_data), self.out(u_q).expand(B, -1, -1)], 1).squeeze(-1)
+        last = len(self.layers) - 1
+        for lay, layer in enumerate(self.layers):
+            parts = [layer.sum_terms(u) for u in (u_data, u_q)]  # (phi_q, a, term) each
+            run = torch.cumsum(parts[0][2], 1)
+            if u_q.shape[1]:
+                base = run[:, -1:] if n_data else torch.zeros_like(parts[1][2][:, :1])
+                run_q = base + torch.cumsum(parts[1][2].expand(B, *parts[1][2].shape[1:]), 1)
+                run = torch.cat([run, run_q], 1)  # [B, N, H, D, W]
+            fq = torch.cat([parts[0][0], parts[1][0].expand(B, -1, -1, -1)], 1)
+            a = torch.cat([parts[0][1], parts[1][1].expand(B, -1, -1, -1)], 1)
+            o = layer.read_sum(fq, run)
+            if states is not None:
+                for t in range(N):
+                    states.append((lay, t, run[:, t].reshape(B, layer.heads, -1).detach()))
+            y = y + (a * o).sum((-1, -2))
+            if lay < last:
+                u = torch.cat([u_data, u_q.expand(B, -1, -1)], 1)
+                u = u + torch.einsum("hmc,bnhc->bnm", layer.wu, o)
+                u_data, u_q = u[:, :n_data], u[:, n_data:]
+        return y
 
 
 class _Extremes:
