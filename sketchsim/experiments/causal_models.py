@@ -448,7 +448,8 @@ def fixed_point_state(bits: int, calibration: list[tuple]):
     top = float(2**bits - 1)
     tables = []
     for lo, span in calibration:
-        lo, span = torch.as_tensor(lo), torch.as_tensor(span, device=torch.as_tensor(lo).device)
+        lo = torch.as_tensor(lo)
+        span = torch.as_tensor(span).to(lo.device)
         tables.append((lo, torch.where(span > 0, span / top, torch.ones_like(span))))
 
     def quantize(layer: CausalLayer, S: torch.Tensor) -> torch.Tensor:
