@@ -365,6 +365,9 @@ def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | Non
     gives ``y`` within :data:`OUTPUT_TOLERANCE`; and the engine's answers at
     K = 32 equal ``round(y)`` (half up, clipped to ``-1..s+1`` as the engine
     does) on every input of ``T``, except outputs within :data:`TIE_WIDTH` of a tie.
+    For a causal file ``y`` there is the file's model with its 32-bit registers
+    (every update rounded and saturated as the engine does): a state outside the
+    calibrated range on an evaluated input is the file's, not a wrong export.
     """
     from sketchsim.experiments.capacity_models import model_from_weights
     from sketchsim.experiments.causal_models import causal_from_weights
@@ -392,6 +395,8 @@ def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | Non
     plan.builtin = True  # sketchsim's own functions: its cached engine loop, no guarded pass
     engine = Engine(plan, ctx, "trained")
     got = engine.run(fam.variable_tokens(T), fixed=fam.fixed_tokens()).answers
+    if weights.causal:  # the file's model with its K = 32 registers: saturation included
+        y = _causal_fixed_point(model, weights, fam, T)
     want = np.clip(np.floor(y + 0.5), -1, fam.s + 1)
     near_tie = np.abs(y - np.floor(y) - 0.5) < TIE_WIDTH
     wrong = ((got != want) & ~near_tie).any(1)
@@ -404,6 +409,26 @@ def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | Non
             "the layer computes something its exported arrays do not say"
         )
     return None
+
+
+def _causal_fixed_point(model, weights, fam, T: np.ndarray) -> np.ndarray:
+    """A causal file's torch model run with the file's 32-bit registers (float64): what the
+    engine computes, so a register that saturates on an input outside the calibration
+    inputs is not taken for a wrong export."""
+    from sketchsim.experiments.causal_models import fixed_point_state
+
+    a = weights.arch
+    cal = [
+        tuple(np.stack([weights.arrays[f"L{l}.H{h}.{k}"] for h in range(a["heads"])])
+              for k in ("lo", "span"))
+        for l in range(a["layers"])
+    ]  # fmt: skip
+    quantize = fixed_point_state(32, cal)
+    with torch.no_grad():
+        return np.concatenate([
+            model(_tensor(fam, T[lo : lo + 4096], torch.float64), quantize=quantize)[:, : fam.q]
+            .numpy() for lo in range(0, T.shape[0], 4096)
+        ])  # fmt: skip
 
 
 def summarize_capacity(rows: list[dict]) -> list[dict]:
