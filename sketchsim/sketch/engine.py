@@ -305,8 +305,8 @@ class Engine:
         return RunResult(fp, ans, tr[:, : self.total_len] if store else None)
 
     def _run_runner(self, full: np.ndarray, store: bool):
-        """The plan's runner on threads over slices of the inputs (it releases no GIL
-        it does not own: numba's loop runs without it)."""
+        """The plan's runner on threads over slices of the inputs (its jitted loop runs
+        without the GIL), the slices' outputs joined in input order."""
         B = full.shape[0]
         threads = min(self.threads, max(1, B // 64))
         if threads == 1:
