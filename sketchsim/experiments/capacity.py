@@ -237,6 +237,10 @@ def accuracy_check(recorded, engine: float, inputs: int) -> dict:
 
 
 def _label(a: dict) -> str:
+    if "kind" in a:
+        from sketchsim.sketch.causal import causal_dims, causal_name
+
+        return f"{causal_name(a)} {causal_dims(a)}"
     return f"{a['feature_map']} L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
 
 
