@@ -69,6 +69,24 @@ RUN: dict[str, list[str]] = {
         "kernel",
     ],
     "sketchsim minrank --m 2..6": ["--m", "2", "--seeds", "1", "--steps", "20"],
+    # every causal architecture, one tiny model each (weights into W under the test's folder)
+    "sketchsim sweep --suite capacity --arch linear,based,gla,deltanet,gated-deltanet,mamba,"
+    "window --save-weights W": [
+        "--q",
+        "2",
+        "--s",
+        "1",
+        "--seeds",
+        "1",
+        "--steps",
+        "3",
+        "--layers",
+        "1",
+        "--ranks",
+        "1",
+        "--value-widths",
+        "2",
+    ],
 }
 
 #: README commands not run by this file, and why.
