@@ -113,9 +113,9 @@ class SweepCommand(CheckedCommand):
     "--arch",
     "archs",
     default=None,
-    help="capacity: comma list of architectures, in place of --model: linear, based, gla, "
-    "deltanet, gated-deltanet, mamba, window[:W] (W tokens; plain window: the whole input), "
-    "softmax (the dense reference).",
+    help="capacity: comma list of architectures (beside --model's; without --model, the only "
+    "ones): linear, based, gla, deltanet, gated-deltanet, mamba, window[:W] (W tokens; plain "
+    "window: the whole input), softmax (the dense reference).",
 )
 @click.option("--ranks", default=None, help="Comma list of feature ranks. " + PLAN_DEFAULT)
 @click.option(
@@ -277,8 +277,6 @@ def sweep(
     if heads and len(heads) > 1 and suite != "capacity":
         raise SketchsimError("--heads takes one number outside the capacity suite")
     capacity = suite == "capacity"
-    if archs is not None and models:
-        raise click.UsageError("--arch names the capacity models; leave out --model")
     plan = default_plan(suite).with_(
         archs=_names(archs, "--arch") if archs is not None else None,
         qs=tuple(_ints(qs, "--q")) if qs is not None else None,
@@ -294,7 +292,8 @@ def sweep(
         seeds=seeds,
         softmax_seeds=seeds,
         feature_maps=_names(feature_map, "--feature-map"),
-        models=tuple(models) or None,
+        # --arch alone: only its architectures (the plan's default models are not added)
+        models=tuple(models) or (() if archs is not None and capacity else None),
         scales=scales,
         accuracy=accuracy,
         steps=steps,
@@ -404,11 +403,15 @@ def _refuse_unread(plan, cluster) -> None:
                 "--triples applies only when a model trains on random triples (--train-on "
                 "random, or auto with --model softmax); this run would ignore it"
             )
-    if given("feature_map") and "kernel" not in plan.models:
+    from sketchsim.experiments.plan import parse_arch
+
+    archs = [parse_arch(a)[0] for a in plan.archs]
+    if given("feature_map") and "kernel" not in plan.models and "linear" not in archs:
         raise SketchsimError(
-            "--feature-map applies only to --model kernel; this run would ignore it"
+            "--feature-map applies only to --model kernel and --arch linear; this run would "
+            "ignore it"
         )
-    ranked = [m for m in plan.models if m != "softmax"] or list(plan.model_plugins)
+    ranked = [m for m in [*plan.models, *archs] if m != "softmax"] or list(plan.model_plugins)
     if given("ranks") and not ranked:
         raise SketchsimError(
             "--ranks applies only to kernel and signed models (softmax has no feature rank); "

@@ -94,7 +94,8 @@ class Plan:
     archs : tuple of str
         Capacity: architectures by name (:data:`sketchsim.sketch.causal.KINDS`, each
         causal; ``window:W`` a window of ``W`` tokens, plain ``window`` the whole
-        input; ``softmax`` the dense reference).  When given they replace ``models``.
+        input; ``softmax`` the dense reference), trained beside ``models`` (which
+        may then be empty).
     train_bits : int
         Capacity: 0 trains the float model (its state is rounded to K bits only
         when measured); ``K`` in 1..32 trains with the state in K-bit registers in
@@ -158,7 +159,7 @@ class Plan:
         _bounded(self.threads, "threads", 1, 256, False)
         if self.suite not in SUITES:
             raise SketchsimError(f"suite must be one of {', '.join(SUITES)}", param="suite")
-        if not self.models or set(self.models) - set(MODELS):
+        if (not self.models and not self.archs) or set(self.models) - set(MODELS):
             raise SketchsimError(f"models must be among {', '.join(MODELS)}", param="model")
         if not self.ranks or min(self.ranks) < 1:
             raise SketchsimError("ranks must list integers >= 1", param="ranks")
@@ -542,25 +543,25 @@ def capacity_specs(plan: Plan) -> list:
     from sketchsim.experiments.capacity_suite import CapacitySpec
 
     kinds = []
+    for model in plan.models:
+        if model == "kernel":
+            kinds += [("kernel", f, "", "", 0) for f in plan.feature_maps]
+        elif model == "signed":
+            kinds.append(("signed", "signed", "", "", 0))
+        elif ("softmax", "-", "", "", 0) not in kinds:
+            kinds.append(("softmax", "-", "", "", 0))
     if plan.archs:
         for text in plan.archs:
             kind, window = parse_arch(text)
             if kind == "softmax":
-                kinds.append(("softmax", "-", "", "", 0))
+                if ("softmax", "-", "", "", 0) not in kinds:
+                    kinds.append(("softmax", "-", "", "", 0))
             elif kind == "linear":
                 kinds += [("causal", f, "", kind, 0) for f in plan.feature_maps]
             else:
                 from sketchsim.sketch.causal import FIXED_MAPS
 
                 kinds.append(("causal", FIXED_MAPS[kind], "", kind, window))
-    else:
-        for model in plan.models:
-            if model == "kernel":
-                kinds += [("kernel", f, "", "", 0) for f in plan.feature_maps]
-            elif model == "signed":
-                kinds.append(("signed", "signed", "", "", 0))
-            else:
-                kinds.append(("softmax", "-", "", "", 0))
     for spec in plan.model_plugins:  # a plug-in's own map; a causal one's kind
         from sketchsim.experiments.model_plugins import declared_map, resolve_model
 

@@ -393,6 +393,7 @@ CAPACITY_EFFECT = {
     "heads": ["--heads", "2"],
     "threads": ["--threads", "2"],  # recorded; the runs are the same numbers
     "train_bits": ["--train-bits", "4"],
+    "archs": ["--arch", "gla"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).
