@@ -369,17 +369,16 @@ def sweep(
         return run_plan(plan, path, resume, device, family, c, progress, save_weights)
 
 
-def audit(folder) -> list[dict]:
+def audit(folder, json_path=None) -> list[dict]:
     """Bit audit of the heads a sweep kept (``save_weights``): accuracy per bits of state.
 
-    See :mod:`sketchsim.experiments.audit`.
+    See :mod:`sketchsim.experiments.audit` and :func:`sketchsim.runs.audit.run`;
+    ``json_path`` receives the file ``sketchsim audit --json`` writes.  Returns
+    one row per weights file.
     """
-    from sketchsim.experiments import require_torch
+    from sketchsim.runs.audit import run as run_audit
 
-    require_torch()
-    from sketchsim.experiments.audit import audit_dir
-
-    return audit_dir(folder)
+    return run_audit(folder, json_path=json_path).heads
 
 
 def reproduce(
