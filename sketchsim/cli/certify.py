@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 from rich.panel import Panel
@@ -31,7 +30,7 @@ from sketchsim.errors import SketchsimError
 @click.option("--out", type=OutputPath((".npy", ".txt")), help="Write the code (.npy, or .txt).")
 def codes(m, kind, d, w, seed, out):
     """Build a constant-weight code and print its size, weight and minimum distance."""
-    from sketchsim.certify.codes import STATS_MAX_WORDS, code_stats, make_code
+    from sketchsim.certify.codes import STATS_MAX_WORDS, code_stats, make_code, save_code
 
     if m < 1:
         raise SketchsimError(f"--m must be >= 1, got {m}")
@@ -55,14 +54,7 @@ def codes(m, kind, d, w, seed, out):
     )
     render.console.print(table)
     if out:
-        import numpy as np
-
-        path = Path(out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".txt":
-            np.savetxt(path, code, fmt="%d", delimiter="")
-        else:
-            np.save(path, code)
+        save_code(code, out)
 
 
 @main.command()
