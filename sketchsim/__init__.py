@@ -29,6 +29,8 @@ _LAZY = {
     "run": "sketchsim.api",
     "bound": "sketchsim.api",
     "minrank": "sketchsim.api",
+    "witness": "sketchsim.api",
+    "ablation": "sketchsim.api",
     "sweep": "sketchsim.api",
     "reproduce": "sketchsim.api",
 }

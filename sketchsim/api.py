@@ -27,6 +27,8 @@ __all__ = [
     "bound",
     "minrank",
     "certify",
+    "witness",
+    "ablation",
     "sweep",
     "audit",
     "reproduce",
@@ -195,24 +197,126 @@ def minrank(
     return run_plan(plan, resume=resume, cluster=cluster, progress=progress)
 
 
-def certify(family, eps: Sequence[float] | None = None, positional: bool = True):
+def certify(
+    family,
+    eps: Sequence[float] | None = None,
+    positional: bool = True,
+    json_path=None,
+    proof_path=None,
+):
     """Certified lower bound on the feature rank of any head solving a length-3 family.
 
-    ``family`` is a :class:`sketchsim.certify.Family`, a
-    :class:`sketchsim.certify.packed.PackedFamily` (certified block by block) or
-    the path of a family file of either kind; returns a
-    :class:`sketchsim.certify.Certificate`.
-    """
-    from sketchsim.certify.certificate import DEFAULT_EPS
-    from sketchsim.certify.certificate import certify as run
-    from sketchsim.certify.packed import PackedFamily, certify_packed, load_any_family
+    Parameters
+    ----------
+    family : path-like, Family or PackedFamily
+        A :class:`sketchsim.certify.Family`, a
+        :class:`sketchsim.certify.packed.PackedFamily` (certified block by
+        block) or the path of a family file of either kind.
+    eps : sequence of float, optional
+        Error levels below 1/2 (default
+        :data:`sketchsim.certify.certificate.DEFAULT_EPS`); the limit 1/2 is
+        always certified.
+    positional : bool
+        False certifies only heads whose maps ignore position.
+    json_path : path-like, optional
+        Receives the result file ``sketchsim certify --json`` writes (the same
+        file for the same arguments).
+    proof_path : path-like, optional
+        Receives the proof at the limit (``sketchsim certify --certificate``).
 
-    if isinstance(family, str | Path):
-        family = load_any_family(family)
-    eps = DEFAULT_EPS if eps is None else tuple(eps)
-    if isinstance(family, PackedFamily):
-        return certify_packed(family, eps, positional=positional)
-    return run(family, eps, positional=positional)
+    Returns
+    -------
+    sketchsim.certify.Certificate
+        See :func:`sketchsim.runs.certify.run` for the run object.
+    """
+    from sketchsim.runs.certify import CertifyPlan
+    from sketchsim.runs.certify import run as run_plan
+
+    plan = CertifyPlan(family, None if eps is None else tuple(eps), not positional)
+    return run_plan(plan, json_path=json_path, proof_path=proof_path).certificate
+
+
+def witness(
+    m: int = 24,
+    code: str = "hadamard",
+    codewords: int = 12,
+    out="witness.npz",
+    d: int | None = None,
+    w: int | None = None,
+    complements: bool = False,
+    chains: bool = False,
+    both_orders: bool = True,
+    seed: int = 0,
+    packed: bool = False,
+    json_path=None,
+):
+    """Build a length-3 witness family from a code, write it to ``out`` and certify it.
+
+    See :class:`sketchsim.runs.witness.WitnessPlan` for the parameters;
+    ``json_path`` receives the result file ``sketchsim witness --json``
+    writes.  Returns a :class:`sketchsim.runs.witness.WitnessRun`.
+    """
+    from sketchsim.runs.witness import WitnessPlan
+    from sketchsim.runs.witness import run as run_plan
+
+    plan = WitnessPlan(
+        m, code, codewords, d, w, complements, chains, both_orders, seed, packed, out
+    )
+    return run_plan(plan, json_path=json_path)
+
+
+def ablation(
+    seeds: int = 2,
+    steps: int = 2000,
+    triples: int = 4000,
+    screen_maps: str | None = None,
+    ranks: Sequence[int] = (16, 64),
+    screen_stop: Sequence[float] | None = None,
+    scales: str = "8:64:2000,10:128:2000,12:256:2000",
+    lr: float = 0.01,
+    json_path=None,
+    progress: Callable[[dict], None] | None = None,
+):
+    """The softmax ablation on the witness family, or one of its validation screens.
+
+    Needs the torch extra; trains on one torch thread (as ``sketchsim ablation``).
+
+    Parameters
+    ----------
+    seeds, steps : int
+        Seeds per variant and training steps per head.
+    triples : int
+        Without a screen: random triples of the random-triple variants.
+    screen_maps : str, optional
+        ``M:POOL:TRIPLES``: compare the nonnegative feature maps at ``ranks``
+        on that scale's validation split.
+    screen_stop : sequence of float, optional
+        Stop margins to screen on the validation splits of ``scales``.
+    lr : float
+        Learning rate of the screens.
+    json_path : path-like, optional
+        Receives the result file ``sketchsim ablation --json`` writes (the
+        same file for the same arguments).
+    progress : callable, optional
+        Screens: ``progress(row)`` after each trained head.
+
+    Returns
+    -------
+    AblationRun, ScreenMapsRun or ScreenStopRun
+        See :mod:`sketchsim.runs.ablation`.
+    """
+    from sketchsim.runs.ablation import AblationPlan, ScreenMapsPlan, ScreenStopPlan
+    from sketchsim.runs.ablation import run as run_plan
+
+    if screen_maps is not None and screen_stop is not None:
+        raise ValueError("screen_maps and screen_stop are two runs; give one")
+    if screen_maps is not None:
+        plan = ScreenMapsPlan(screen_maps, tuple(ranks), seeds, steps, lr)
+    elif screen_stop is not None:
+        plan = ScreenStopPlan(tuple(screen_stop), scales, seeds, steps, lr)
+    else:
+        plan = AblationPlan(seeds, steps, triples)
+    return run_plan(plan, json_path=json_path, progress=progress)
 
 
 def sweep(
@@ -265,17 +369,16 @@ def sweep(
         return run_plan(plan, path, resume, device, family, c, progress, save_weights)
 
 
-def audit(folder) -> list[dict]:
+def audit(folder, json_path=None) -> list[dict]:
     """Bit audit of the heads a sweep kept (``save_weights``): accuracy per bits of state.
 
-    See :mod:`sketchsim.experiments.audit`.
+    See :mod:`sketchsim.experiments.audit` and :func:`sketchsim.runs.audit.run`;
+    ``json_path`` receives the file ``sketchsim audit --json`` writes.  Returns
+    one row per weights file.
     """
-    from sketchsim.experiments import require_torch
+    from sketchsim.runs.audit import run as run_audit
 
-    require_torch()
-    from sketchsim.experiments.audit import audit_dir
-
-    return audit_dir(folder)
+    return run_audit(folder, json_path=json_path).heads
 
 
 def reproduce(

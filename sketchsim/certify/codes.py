@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -37,6 +38,7 @@ __all__ = [
     "make_code",
     "check_code_options",
     "code_stats",
+    "save_code",
     "CODE_KINDS",
     "hadamard_orders",
 ]
@@ -411,3 +413,17 @@ def code_stats(code: np.ndarray) -> dict:
         "weights": weights,
         "min_distance": dmin,
     }
+
+
+def save_code(code: np.ndarray, path) -> Path:
+    """Write ``code`` to ``path``: ``.txt`` one word a line as 0/1 digits, else ``.npy``.
+
+    The parent folder is created.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".txt":
+        np.savetxt(path, code, fmt="%d", delimiter="")
+    else:
+        np.save(path, code)
+    return path

@@ -1,157 +1,85 @@
 """``sketchsim ablation``: why the learned softmax head failed, and the OOD screens.
 
-The library part is :mod:`sketchsim.experiments.ablation`; this module parses,
-prints the markdown tables docs/results.md quotes, and writes ``--json``.
+The run is :mod:`sketchsim.runs.ablation` (its plans validate, train and write
+``--json``; the training is :mod:`sketchsim.experiments.ablation`); this module
+parses the options and prints the markdown tables docs/results.md quotes.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import click
-import numpy as np
 
 from sketchsim.cli.app import main
 from sketchsim.cli.options import json_option, parse_list
-from sketchsim.config import OOD_STOP_BELOW
-
-#: Largest seeds, steps and triples an ablation run accepts (each trains seeds x variants heads).
-ABLATION_MAX_SEEDS = 1_000
-ABLATION_MAX_STEPS = 10_000_000
-ABLATION_MAX_TRIPLES = 10_000_000
 
 
-def _check_budget(args) -> None:
-    """The options both screens share: seeds, steps and the learning rate."""
-    import math
+def _screen_maps(plan, json_path) -> None:
+    from sketchsim.runs.ablation import run
 
-    from sketchsim.errors import SketchsimError
-
-    if args.seeds < 1 or args.steps < 1:
-        raise SketchsimError("--seeds and --steps must be >= 1")
-    for flag, value, limit in (
-        ("--seeds", args.seeds, ABLATION_MAX_SEEDS),
-        ("--steps", args.steps, ABLATION_MAX_STEPS),
-        ("--triples", args.triples, ABLATION_MAX_TRIPLES),
-    ):
-        if value > limit:
-            raise SketchsimError(f"{flag} = {value:,} is above the limit {limit:,}")
-    if args.triples < 1:
-        raise SketchsimError(f"--triples must be >= 1, got {args.triples}")
-    if not (math.isfinite(args.lr) and 0 < args.lr <= 1e6):
-        raise SketchsimError(f"--lr must be in (0, 1e6], got {args.lr}")
-
-
-def _save(path, command: str, params: dict, results: dict) -> None:
-    """Write a screen's rows (each with its seed) atomically, with parameters and versions."""
-    from sketchsim.results import result_payload, write_json_atomic
-
-    write_json_atomic(path, result_payload(command, params, results))
-
-
-def _screen_main(args) -> None:
-    from sketchsim.errors import SketchsimError
-    from sketchsim.experiments.ablation import screen_maps
-    from sketchsim.experiments.suites import parse_scales
-
-    ranks = tuple(parse_list(args.ranks, int, "--ranks", "integers"))
-    if min(ranks) < 1:
-        raise SketchsimError("--ranks must be >= 1")
-    _check_budget(args)
-    parse_scales(args.screen_maps)  # a bad scale is refused before any output
-    print(f"validation split of the train pool of {args.screen_maps} ({args.seeds} seed(s))")
-    rows = screen_maps(
-        args.screen_maps,
-        ranks,
-        args.seeds,
-        steps=args.steps,
-        lr=args.lr,
+    plan.validate()  # a bad scale is refused before any output
+    print(f"validation split of the train pool of {plan.scale} ({plan.seeds} seed(s))")
+    result = run(
+        plan,
+        json_path=json_path,
         progress=lambda row: print(
             f"  {row['feature_map']} r={row['rank']} seed {row['seed']}: "
             f"{row['validation_accuracy']:.3f} ({row['seconds']:.0f} s)",
             flush=True,
         ),
     )
-    print("| map | " + " | ".join(f"r = {r}" for r in ranks) + " |")
-    print("|---|" + "---|" * len(ranks))
-    for fmap in dict.fromkeys(row["feature_map"] for row in rows):
-        cells = []
-        for r in ranks:
-            accs = [
-                x["validation_accuracy"] for x in rows if (x["feature_map"], x["rank"]) == (fmap, r)
-            ]
-            cells.append(f"{np.mean(accs):.3f}")
+    print("| map | " + " | ".join(f"r = {r}" for r in plan.ranks) + " |")
+    print("|---|" + "---|" * len(plan.ranks))
+    for fmap in result.maps:
+        cells = [f"{result.mean_accuracy(fmap, r):.3f}" for r in plan.ranks]
         print(f"| {fmap} | " + " | ".join(cells) + " |")
-    if args.json:
-        params = {
-            "scale": args.screen_maps,
-            "ranks": list(ranks),
-            "seeds": args.seeds,
-            "steps": args.steps,
-            "lr": args.lr,
-            "stop_below": OOD_STOP_BELOW,
-        }
-        _save(args.json, "ablation --screen-maps", params, {"rows": rows})
 
 
-def _screen_stop_main(args) -> None:
-    from sketchsim.errors import SketchsimError
-    from sketchsim.experiments.ablation import pick_margin, screen_stops
-    from sketchsim.experiments.suites import parse_scales
+def _screen_stop(plan, json_path) -> None:
+    from sketchsim.runs.ablation import run
 
-    margins = tuple(parse_list(args.screen_stop, float, "--screen-stop", "numbers"))
-    if not all(0 < s <= 0.5 for s in margins):
-        raise SketchsimError("stop margins must be in (0, 0.5]")
-    _check_budget(args)
-    parse_scales(args.scales)
-    print(f"validation splits of the train pools of {args.scales} ({args.seeds} seed(s))")
-    rows = screen_stops(
-        args.scales,
-        margins,
-        args.seeds,
-        steps=args.steps,
-        lr=args.lr,
+    plan.validate()
+    print(f"validation splits of the train pools of {plan.scales} ({plan.seeds} seed(s))")
+    result = run(
+        plan,
+        json_path=json_path,
         progress=lambda row: print(
             f"  {row['scale']} {row['model']} stop {row['stop_below']} seed {row['seed']}: "
             f"{row['validation_accuracy']:.3f} after {row['steps']} steps",
             flush=True,
         ),
     )
-    scales = list(dict.fromkeys(row["scale"] for row in rows))
+    scales = result.scales
     print("| model | stop below | " + " | ".join(scales) + " | worst |")
     print("|---|---|" + "---|" * (len(scales) + 1))
-    for model, s in dict.fromkeys((row["model"], row["stop_below"]) for row in rows):
-        cells = []
-        for sc in scales:
-            accs = [
-                x["validation_accuracy"]
-                for x in rows
-                if (x["model"], x["stop_below"], x["scale"]) == (model, s, sc)
-            ]
-            cells.append(" / ".join(f"{a:.3f}" for a in accs))
-        worst = min(
-            x["validation_accuracy"] for x in rows if (x["model"], x["stop_below"]) == (model, s)
-        )
+    for model, s in result.configs:
+        cells = [" / ".join(f"{a:.3f}" for a in result.accuracies(model, s, sc)) for sc in scales]
+        worst = result.worst(model, s)
         print(f"| {model} | {s:g} | " + " | ".join(cells) + f" | {worst:.3f} |")
-    kernel = [row for row in rows if row["model"] == "kernel"]
+    kernel = result.kernel_steps()
     if kernel:
-        full = all(row["steps"] == args.steps for row in kernel)
+        full, total = kernel
         print(
-            f"kernel runs that used all {args.steps} steps at the largest margin: "
-            f"{sum(row['steps'] == args.steps for row in kernel)} of {len(kernel)}"
-            + (" (so no margin changes them)" if full else "")
+            f"kernel runs that used all {plan.steps} steps at the largest margin: "
+            f"{full} of {total}" + (" (so no margin changes them)" if full == total else "")
         )
-    chosen = pick_margin(rows)
-    print(f"chosen stop margin (highest worst validation accuracy): {chosen:g}")
-    if args.json:
-        params = {
-            "scales": args.scales,
-            "margins": list(margins),
-            "seeds": args.seeds,
-            "steps": args.steps,
-            "lr": args.lr,
-        }
-        _save(args.json, "ablation --screen-stop", params, {"rows": rows, "chosen": chosen})
+    print(f"chosen stop margin (highest worst validation accuracy): {result.chosen:g}")
+
+
+def _ablation(plan, json_path) -> None:
+    from sketchsim.runs.ablation import run
+
+    def start(inputs: int, base: float) -> None:
+        print(f"witness family: {inputs} inputs; const-per-query MSE {base:.2f}")
+        print("| training | seeds | family sequence error | family max error | family MSE |")
+        print("|---|---|---|---|---|")
+
+    def variant(v, got) -> None:
+        seq = ", ".join(f"{g['family_sequence_error']:.3f}" for g in got)
+        mx = ", ".join(f"{g['family_max_abs_error']:.2f}" for g in got)
+        mse = ", ".join(f"{g['family_mse']:.2f}" for g in got)
+        print(f"| {v.name} | {plan.seeds} | {seq} | {mx} | {mse} |", flush=True)
+
+    run(plan, json_path=json_path, on_start=start, on_variant=variant)
 
 
 @main.command()
@@ -181,6 +109,12 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     from sketchsim.cli.options import refuse_unused
     from sketchsim.errors import SketchsimError
     from sketchsim.experiments import require_torch
+    from sketchsim.runs.ablation import (
+        AblationPlan,
+        ScreenMapsPlan,
+        ScreenStopPlan,
+        check_budget,
+    )
 
     for flag, text in (("--screen-maps", screen_maps), ("--screen-stop", screen_stop)):
         if text is not None and not text.strip():
@@ -202,39 +136,13 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
             "triples": "without a screen (the screens draw their own)",
         },
     )
-    _check_budget(SimpleNamespace(seeds=seeds, steps=steps, lr=lr, triples=triples))
-    torch = require_torch()
-    from sketchsim.experiments.ablation import run_ablation
-
-    args = SimpleNamespace(
-        seeds=seeds,
-        steps=steps,
-        lr=lr,
-        triples=triples,
-        screen_maps=screen_maps,
-        ranks=ranks,
-        screen_stop=screen_stop,
-        scales=scales,
-        json=json_path,
-    )
-    torch.set_num_threads(1)
-    if args.screen_maps or args.screen_stop:
-        (_screen_main if args.screen_maps else _screen_stop_main)(args)
-        return
-
-    def start(inputs: int, base: float) -> None:
-        print(f"witness family: {inputs} inputs; const-per-query MSE {base:.2f}")
-        print("| training | seeds | family sequence error | family max error | family MSE |")
-        print("|---|---|---|---|---|")
-
-    def variant(v, got) -> None:
-        seq = ", ".join(f"{g['family_sequence_error']:.3f}" for g in got)
-        mx = ", ".join(f"{g['family_max_abs_error']:.2f}" for g in got)
-        mse = ", ".join(f"{g['family_mse']:.2f}" for g in got)
-        print(f"| {v.name} | {args.seeds} | {seq} | {mx} | {mse} |", flush=True)
-
-    result = run_ablation(args.seeds, args.steps, args.triples, start, variant)
-    base, rows = result["baseline_mse"], result["rows"]
-    if args.json:
-        params = {"seeds": args.seeds, "steps": args.steps, "triples": args.triples}
-        _save(args.json, "ablation", params, {"baseline_mse": base, "rows": rows})
+    check_budget(seeds, steps, lr, triples)
+    require_torch()
+    if screen_maps:
+        rank_list = tuple(parse_list(ranks, int, "--ranks", "integers"))
+        _screen_maps(ScreenMapsPlan(screen_maps, rank_list, seeds, steps, lr), json_path)
+    elif screen_stop:
+        margins = tuple(parse_list(screen_stop, float, "--screen-stop", "numbers"))
+        _screen_stop(ScreenStopPlan(margins, scales, seeds, steps, lr), json_path)
+    else:
+        _ablation(AblationPlan(seeds, steps, triples), json_path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 from rich.panel import Panel
@@ -14,12 +13,7 @@ from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.options import json_option
 from sketchsim.cli.paths import OutputPath
-from sketchsim.config import PAPER
 from sketchsim.errors import SketchsimError
-from sketchsim.results import result_payload, write_json_atomic
-
-PAPER_WITNESS_INPUTS = PAPER["witness_inputs"]
-PAPER_WITNESS_BOUND = PAPER["witness_lower_bound"]
 
 
 @main.command()
@@ -36,7 +30,7 @@ PAPER_WITNESS_BOUND = PAPER["witness_lower_bound"]
 @click.option("--out", type=OutputPath((".npy", ".txt")), help="Write the code (.npy, or .txt).")
 def codes(m, kind, d, w, seed, out):
     """Build a constant-weight code and print its size, weight and minimum distance."""
-    from sketchsim.certify.codes import STATS_MAX_WORDS, code_stats, make_code
+    from sketchsim.certify.codes import STATS_MAX_WORDS, code_stats, make_code, save_code
 
     if m < 1:
         raise SketchsimError(f"--m must be >= 1, got {m}")
@@ -60,14 +54,7 @@ def codes(m, kind, d, w, seed, out):
     )
     render.console.print(table)
     if out:
-        import numpy as np
-
-        path = Path(out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".txt":
-            np.savetxt(path, code, fmt="%d", delimiter="")
-        else:
-            np.save(path, code)
+        save_code(code, out)
 
 
 @main.command()
@@ -109,65 +96,25 @@ def witness(
     m, kind, codewords, d, w, complements, chains, both_orders, seed, packed, out, json_path
 ):
     """Build a length-3 witness family from a code and certify it."""
-    from sketchsim.certify.codes import (
-        RANDOM_WORDS,
-        check_code_options,
-        hadamard_code,
-        make_code,
-    )
+    from sketchsim.runs.witness import PAPER_WITNESS_BOUND, PAPER_WITNESS_INPUTS, WitnessPlan
+    from sketchsim.runs.witness import run as run_witness
 
-    if codewords < 0:
-        raise SketchsimError(f"--codewords must be >= 0, got {codewords}")
-    if not 0 <= seed < 2**63:
-        raise SketchsimError(f"--seed must be in 0..2^63-1, got {seed}")
-    check_code_options(kind, d, w)  # every option changes the family or is refused
-    if complements and kind != "hadamard":
-        raise SketchsimError(f"--complements applies to hadamard codes, not {kind}")
-    if kind == "hadamard":
-        code = hadamard_code(m, complements)
-    else:  # a random code keeps as many words as asked (default 1,024)
-        limit = max(codewords, RANDOM_WORDS) if kind == "random" else None
-        code = make_code(kind, m, d, w, seed=seed, limit=limit)
-    from sketchsim.certify.realize import realize_witness
-
-    family, inputs, cert = realize_witness(
-        code, kind, codewords, chains, both_orders, seed, complements, out, packed
+    plan = WitnessPlan(
+        m, kind, codewords, d, w, complements, chains, both_orders, seed, packed, out
     )
-    r = cert.certified_rank["0.5"]
+    result = run_witness(plan, json_path=json_path)
+    cert = result.certificate
     render.console.print(
         Panel.fit(
-            f"{inputs:,} inputs of length 3, m = {m}, {family.meta['codewords']} "
+            f"{result.inputs:,} inputs of length 3, m = {m}, {result.meta['codewords']} "
             f"codewords of a {kind} code{' with chains' if chains else ''}"
             f"{' (packed)' if packed else ''}\n"
-            f"certified r >= [bold]{r}[/bold] for every head with error < 1/2 "
-            f"(bound {cert.bound['0.5']:.3f} from {cert.pairs['0.5']} pairs)\n"
+            f"certified r >= [bold]{result.certified_rank}[/bold] for every head with error "
+            f"< 1/2 (bound {cert.bound['0.5']:.3f} from {cert.pairs['0.5']} pairs)\n"
             f"paper's witness suite: {PAPER_WITNESS_INPUTS:,} inputs, r >= {PAPER_WITNESS_BOUND}",
             title=f"sketchsim witness -> {out}",
         )
     )
-    if json_path:
-        payload = {
-            **family.meta,
-            "inputs": inputs,
-            "file": str(out),
-            "family_sha256": cert.family_sha256,
-            "certified_rank": cert.certified_rank,
-            "paper_inputs": PAPER_WITNESS_INPUTS,
-            "paper_bound": PAPER_WITNESS_BOUND,
-        }
-        params = {
-            "m": m,
-            "code": kind,
-            "codewords": codewords,
-            "d": d,
-            "w": w,
-            "complements": complements,
-            "chains": chains,
-            "both_orders": both_orders,
-            "seed": seed,
-            "packed": packed,
-        }
-        write_json_atomic(json_path, result_payload("witness", params, payload))
 
 
 @main.command()
@@ -201,16 +148,12 @@ def certify(path, eps_list, position_independent, json_path, proof_path):
     order, not the file's bytes, metadata or targets. check-certificate
     recomputes it from the tokens and inputs in the certificate.
     """
-    from sketchsim.api import certify as run_certify
-    from sketchsim.certify.certificate import DEFAULT_EPS
-    from sketchsim.certify.packed import load_any_family
+    from sketchsim.runs.certify import CertifyPlan
+    from sketchsim.runs.certify import run as run_certify
 
-    eps_list = eps_list or DEFAULT_EPS
-    for e in eps_list:
-        if not 0 < e < 0.5:
-            raise click.BadParameter(f"eps must be in (0, 1/2), got {e}", param_hint="--eps")
-    family = load_any_family(path)
-    cert = run_certify(family, sorted(set(eps_list)), positional=not position_independent)
+    plan = CertifyPlan(path, eps_list, position_independent)
+    result = run_certify(plan, json_path=json_path, proof_path=proof_path)
+    cert = result.certificate
     table = Table(
         caption=f"{cert.inputs:,} inputs, m = {cert.m}, {cert.queries} queries, "
         f"{cert.edges:,} domination edges; maps: "
@@ -231,27 +174,8 @@ def certify(path, eps_list, position_independent, json_path, proof_path):
             f"[bold]{cert.certified_rank[key]}[/bold]",
         )
     render.console.print(table)
-    if json_path:
-        params = {
-            "path": str(path),
-            "eps": list(eps_list),
-            "position_independent": position_independent,
-        }
-        write_json_atomic(json_path, result_payload("certify", params, cert.to_dict()))
     if proof_path:
-        from sketchsim.certify.packed import PackedFamily
-        from sketchsim.certify.proof import certificate_proof
-        from sketchsim.certify.witness import WITNESS_MAX_INPUTS
-
-        if isinstance(family, PackedFamily):
-            if family.inputs > WITNESS_MAX_INPUTS:
-                raise SketchsimError(
-                    f"proof objects are written for families of up to {WITNESS_MAX_INPUTS:,} "
-                    f"inputs; {path} holds {family.inputs:,}"
-                )
-            family = family.unpack()
-        proof = certificate_proof(family, positional=not position_independent)
-        write_json_atomic(proof_path, proof)
+        proof = result.proof
         render.console.print(
             f"certificate written to {proof_path}: {proof['claimed']['pairs']} pairs, "
             f"{len(proof['chains']):,} chains, r >= {proof['claimed']['certified_rank']} "

@@ -616,9 +616,9 @@ def audit(folder, json_path, plot_path):
     reports accuracy against state bits beside float32; failing heads are
     re-evaluated in float64 (numerical or representational failure).
     """
-    from sketchsim.api import audit as run_audit
+    from sketchsim.runs.audit import run as run_audit
 
-    rows = run_audit(folder)
+    rows = run_audit(folder, json_path=json_path).heads
     table = Table(title="bit audit: exact-sequence accuracy from a quantized attention state")
     cols = ("file", "model", "r", "seed", "float32", "state bits (f32)", "k within 1 pt",
             "state bits at k", "1 bit", "4 bits", "8 bits", "float64 / failure")  # fmt: skip
@@ -644,12 +644,6 @@ def audit(folder, json_path, plot_path):
             fail,
         )  # fmt: skip
     render.console.print(table)
-    if json_path:
-        from sketchsim.results import result_payload, write_json_atomic
-
-        write_json_atomic(
-            json_path, result_payload("audit", {"folder": str(folder)}, {"heads": rows})
-        )
     if plot_path:
         from sketchsim.runs.plots import plot_audit
 

@@ -1,11 +1,12 @@
 """Why the learned softmax head failed on the witness family: a small ablation.
 
-``sketchsim ablation [--seeds S] [--json PATH]`` (:mod:`sketchsim.cli.ablation`)
-prints one markdown table (docs/results.md quotes it).  Every row trains the
-same :class:`~sketchsim.experiments.models.SoftmaxHead` from random init and
-reports the error on the witness family; only the training data, the token
-encoding and the optimizer change.  ``const per query`` is the squared error of
-the best head that ignores the context and answers one number per query token:
+``sketchsim ablation [--seeds S] [--json PATH]`` (the run
+:mod:`sketchsim.runs.ablation`) prints one markdown table (docs/results.md
+quotes it).  Every row trains the same
+:class:`~sketchsim.experiments.models.SoftmaxHead` from random init and reports
+the error on the witness family; only the training data, the token encoding
+and the optimizer change.  ``const per query`` is the squared error of the best
+head that ignores the context and answers one number per query token:
 a trained head near it has learned the family's query statistics, not Min-IP.
 
 ``--screen-maps m:pool:triples`` instead compares the nonnegative parametric

@@ -129,3 +129,14 @@ def test_broken_weights_files_are_one_line(audited, tmp_path):
     assert_error_line(
         CliRunner().invoke(main, ["audit", str(bad)]), "do not fit the head they name"
     )
+
+
+def test_the_api_and_the_cli_write_the_same_audit_file(audited, tmp_path):
+    """``audit`` as a library run (#46): the same result file from the API and the CLI."""
+    folder, _, _ = audited
+    api_file, cli_file = tmp_path / "api.json", tmp_path / "cli.json"
+    heads = api.audit(folder, json_path=api_file)
+    res = CliRunner().invoke(main, ["audit", str(folder), "--json", str(cli_file)])
+    assert res.exit_code == 0, res.output
+    assert api_file.read_bytes() == cli_file.read_bytes()  # one process: the same argv too
+    assert json.loads(api_file.read_text())["heads"] == heads
