@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -327,7 +328,10 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     at = f"-K{spec.train_bits}" if spec.train_bits else ""
     if spec.model_plugin:  # two plug-ins of one NAME (or a plug-in named like a map) differ
         name += "-" + hashlib.sha256(spec.model_plugin.encode()).hexdigest()[:8]
-    base = f"{spec.family}-q{spec.q}-s{spec.s}-{name}-lr{spec.lr:g}{at}-seed{spec.seed}"
+    # a family spec's ':', '=' and ',' (mqar:pairs=8,keys=16) would not survive a protocol
+    # spec (trained:weights=FILE,bits=K): the name keeps letters, digits, '.', '_' and '-'
+    family = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.family)
+    base = f"{family}-q{spec.q}-s{spec.s}-{name}-lr{spec.lr:g}{at}-seed{spec.seed}"
     path = Path(folder) / f"{base}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
