@@ -247,9 +247,14 @@ def test_sweep_takes_architectures_and_family_specs(tmp_path):
     out = tmp_path / "s.json"
     argv = ["sweep", "--suite", "capacity", "--family", "hard,mqar:pairs=4,keys=8", "--arch",
             "gla,window:2,softmax", "--q", "2", "--s", "1", "--seeds", "1", "--steps", "3",
-            "--layers", "1", "--ranks", "1", "--value-widths", "2", "--json", str(out)]  # fmt: skip
+            "--layers", "1", "--ranks", "1", "--value-widths", "2", "--json", str(out),
+            "--save-weights", str(tmp_path / "w")]  # fmt: skip
     res = CliRunner().invoke(main, argv)
     assert res.exit_code == 0, res.output
+    # a family spec's ':', '=' and ',' stay out of file names (trained:weights=FILE,bits=K)
+    names = sorted(p.name for p in (tmp_path / "w").glob("*.npz"))
+    assert "mqar_pairs_4_keys_8-q2-s1-gla-L1-H1-r1-d2-lr0.03-seed0.npz" in names
+    assert not any(set(n) & set(":=,") for n in names)
     runs = json.loads(out.read_text())["runs"]
     got = {(r["family"], r["architecture"]) for r in runs}
     assert got == {
