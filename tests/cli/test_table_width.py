@@ -54,10 +54,7 @@ def test_the_transcript_table_has_one_line_per_protocol(narrow, q, s, exhaustive
     from sketchsim.cli.transcript import _render_transcript
 
     run = api.transcript(q=q, s=s, protocols=SPECS, exhaustive=exhaustive, samples=samples or 1)
-    entries = []
-    for rep in run.reports:
-        entries.append(rep.to_dict())
-    _render_transcript(run.family, run.mode, entries)
+    _render_transcript(run)
     text = narrow.export_text()
     _check(text, SPECS)
     if not exhaustive:  # the long explanation once, under the table
