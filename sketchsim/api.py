@@ -46,6 +46,7 @@ def verify(
     cluster=None,
     state=None,
     log: Callable[[str], None] | None = None,
+    json_path=None,
 ):
     """Check a THEORY section 3 construction on all ``2^(m n)`` inputs.
 
@@ -53,14 +54,16 @@ def verify(
     Dask, ``state`` keeps finished shards, ``log`` hears the cluster's plan);
     returns a ``VerifyResult``.  ``construction`` defaults to
     :data:`sketchsim.runs.verify.DEFAULT_CONSTRUCTION`, as ``sketchsim verify``'s does.
+    ``json_path`` receives the file ``sketchsim verify --json`` writes.
     """
     from sketchsim.runs.verify import DEFAULT_CONSTRUCTION
     from sketchsim.runs.verify import run as run_verify
 
     construction = DEFAULT_CONSTRUCTION if construction is None else construction
     return run_verify(
-        m, n, construction, beta, causal, progress, cluster=cluster, state=state, log=log
-    )
+        m, n, construction, beta, causal, progress,
+        cluster=cluster, state=state, log=log, json_path=json_path,
+    )  # fmt: skip
 
 
 def transcript(
