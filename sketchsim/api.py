@@ -46,6 +46,7 @@ def verify(
     cluster=None,
     state=None,
     log: Callable[[str], None] | None = None,
+    json_path=None,
 ):
     """Check a THEORY section 3 construction on all ``2^(m n)`` inputs.
 
@@ -53,14 +54,16 @@ def verify(
     Dask, ``state`` keeps finished shards, ``log`` hears the cluster's plan);
     returns a ``VerifyResult``.  ``construction`` defaults to
     :data:`sketchsim.runs.verify.DEFAULT_CONSTRUCTION`, as ``sketchsim verify``'s does.
+    ``json_path`` receives the file ``sketchsim verify --json`` writes.
     """
     from sketchsim.runs.verify import DEFAULT_CONSTRUCTION
     from sketchsim.runs.verify import run as run_verify
 
     construction = DEFAULT_CONSTRUCTION if construction is None else construction
     return run_verify(
-        m, n, construction, beta, causal, progress, cluster=cluster, state=state, log=log
-    )
+        m, n, construction, beta, causal, progress,
+        cluster=cluster, state=state, log=log, json_path=json_path,
+    )  # fmt: skip
 
 
 def transcript(
@@ -74,6 +77,7 @@ def transcript(
     progress: Callable[[str, int, int], None] | None = None,
     resume=None,
     cluster=None,
+    json_path=None,
 ):
     """Run sketch protocols on a family and measure their transcripts against the bound.
 
@@ -98,6 +102,9 @@ def transcript(
         Result file to resume from and rewrite after each protocol.
     cluster : None, str, ClusterSpec or distributed.Client
         Shard the inputs over a Dask cluster (``"local:2"``); the same reports.
+    json_path : path-like, optional
+        Receives the result file ``sketchsim transcript --json`` writes,
+        rewritten after each protocol (without ``resume``, nothing is read from it).
 
     Returns
     -------
@@ -107,7 +114,7 @@ def transcript(
     from sketchsim.runs.transcript import run as run_plan
 
     plan = TranscriptPlan(q, s, protocols, family, samples, exhaustive, seed)
-    return run_plan(plan, resume=resume, cluster=cluster, progress=progress)
+    return run_plan(plan, resume=resume, cluster=cluster, progress=progress, checkpoint=json_path)
 
 
 def frontier(
@@ -120,13 +127,15 @@ def frontier(
     search: str = "auto",
     seed: int = 0,
     cluster=None,
+    json_path=None,
 ):
     """The smallest value of a protocol parameter that is correct on F(q, s).
 
     ``vary`` is ``NAME=LO..HI`` (``bits=1..12``); returns a
     :class:`sketchsim.sketch.frontier.Cell`.  ``cluster`` runs the cell as a
     Dask task (for grids of cells, :func:`run` a
-    :class:`~sketchsim.runs.frontier.FrontierPlan`).
+    :class:`~sketchsim.runs.frontier.FrontierPlan`); ``json_path`` receives the
+    file ``sketchsim frontier --protocol PROTOCOL --q Q --s S --json`` writes.
     """
     from dataclasses import fields
 
@@ -135,17 +144,19 @@ def frontier(
     from sketchsim.sketch.frontier import Cell
 
     plan = FrontierPlan((protocol,), vary, (q,), (s,), family, samples, search, seed)
-    (cell,) = run_plan(plan, cluster=cluster).cells
+    (cell,) = run_plan(plan, cluster=cluster, checkpoint=json_path).cells
     return Cell(**{f.name: cell[f.name] for f in fields(Cell)})
 
 
-def run(plan, resume=None, cluster=None, progress=None):
+def run(plan, resume=None, cluster=None, progress=None, json_path=None):
     """Run a plan of :mod:`sketchsim.runs` and return its result object.
 
     ``plan`` is a ``TranscriptPlan``, ``FrontierPlan``, ``MinrankPlan`` or
     ``BoundPlan``; ``resume`` a result file to resume from and rewrite after
     every unit (not for bounds); ``cluster`` None, ``"local:N"``,
-    ``"tcp://HOST:PORT"`` or a Dask Client; ``progress`` the plan's callback.
+    ``"tcp://HOST:PORT"`` or a Dask Client; ``progress`` the plan's callback;
+    ``json_path`` receives the result file the command's ``--json`` writes
+    (rewritten after every unit; nothing is read from it without ``resume``).
     """
     from sketchsim.runs import bound, frontier, minrank
     from sketchsim.runs import transcript as transcript_run
@@ -153,14 +164,16 @@ def run(plan, resume=None, cluster=None, progress=None):
     if isinstance(plan, bound.BoundPlan):
         if resume is not None:
             raise TypeError("a bound run has nothing to resume (its rows take seconds)")
-        return bound.run(plan, cluster=cluster, progress=progress)
+        return bound.run(plan, cluster=cluster, progress=progress, json_path=json_path)
     for module, kind in (
         (transcript_run, "TranscriptPlan"),
         (frontier, "FrontierPlan"),
         (minrank, "MinrankPlan"),
     ):
         if isinstance(plan, getattr(module, kind)):
-            return module.run(plan, resume=resume, cluster=cluster, progress=progress)
+            return module.run(
+                plan, resume=resume, cluster=cluster, progress=progress, checkpoint=json_path
+            )
     raise TypeError(f"not a plan sketchsim can run: {type(plan).__name__}")
 
 

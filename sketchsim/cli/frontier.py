@@ -111,7 +111,7 @@ def frontier(
             progress=update,
             log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"),
         )
-    _render_frontier(result.cells, result.vary)
+    _render_frontier(result)
     if plot_path:
         from sketchsim.runs.plots import plot_frontier
 
@@ -123,7 +123,9 @@ def _num(x, fmt: str = ",.2f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def _render_frontier(cells, vary) -> None:
+def _render_frontier(result) -> None:
+    """Print a :class:`~sketchsim.runs.frontier.FrontierRun`: the values it holds."""
+    vary = result.vary
     table = Table(
         box=box.SIMPLE_HEAD,
         padding=0,  # one space between columns (the box's divider)
@@ -154,14 +156,15 @@ def _render_frontier(cells, vary) -> None:
             no_wrap=True,
             min_width=max(map(len, col.split())),
         )
-    for c in cells:
+    for v in result.verdicts():
+        c = v.cell
         search = {"bisection": "bisect"}.get(c["search"], c["search"])
-        if c["search"] == "scan" and c["monotone"] is False:
+        if v.not_monotone:
             search += "[yellow]*[/yellow]"
         table.add_row(
             str(c["q"]),
             str(c["s"]),
-            c["spec"] or c["protocol"],
+            v.name,
             _num(c["bound_bits"]),
             _value(c["search"], c["found"], c["value"]),
             _bits(c["declared_bits"], c["declared_ratio"]),
@@ -169,10 +172,10 @@ def _render_frontier(cells, vary) -> None:
             _bits(c.get("decodable_declared_bits"), c.get("decodable_declared_ratio")),
             f"{c['inputs']:,}",  # all of them when "proved", a sample when "not refuted"
             search,
-            _short_verdict(c),
+            _VERDICT_CELLS[v.verdict],
         )
     render.console.print(table)
-    for line in _frontier_notes(cells):
+    for line in _frontier_notes(result.notes()):
         render.console.print(f"[dim]{line}[/dim]")
 
 
@@ -183,45 +186,40 @@ def _bits(bits, ratio) -> str:
     return _num(bits) + ("" if ratio is None else f" ({ratio:.2f}x)")
 
 
-def _short_verdict(c) -> str:
-    """A few words per cell; :func:`_frontier_notes` explains them once."""
-    if not c["found"] and not c.get("decodable_found", False):
-        return "[red]none[/red]"
-    if c["mode"] == "exhaustive":
-        return "[green]proved[/green]"
-    return "[yellow]not refuted[/yellow]"
+#: A few words per cell's verdict; :func:`_frontier_notes` explains them once.
+_VERDICT_CELLS = {
+    "none": "[red]none[/red]",
+    "proved": "[green]proved[/green]",
+    "not refuted": "[yellow]not refuted[/yellow]",
+}
 
 
-def _frontier_notes(cells) -> list[str]:
-    """The long explanation of the table's verdicts, once for all cells."""
-    from sketchsim.sketch.transcript import collision_power, error_rate_upper
-
-    notes = []
-    modes = {c["mode"] for c in cells}
-    if "exhaustive" in modes:
-        notes.append(
+def _frontier_notes(notes) -> list[str]:
+    """The long explanation of the table's verdicts (a
+    :class:`~sketchsim.runs.frontier.FrontierNotes`), once for all cells."""
+    lines = []
+    if notes.proved:
+        lines.append(
             "proved: every input of the family was run; the decoded value is correct on every "
             "input and the decodable value's transcripts separate every two answer vectors"
         )
-    sampled = sorted({c["inputs"] for c in cells if c["mode"] != "exhaustive"})
-    for n in sampled:
-        power = collision_power(n)
-        notes.append(
+    for n, error_upper, power in notes.sampled:
+        lines.append(
             f"not refuted ({n:,} sampled inputs): the decoded value is correct on the "
-            f"{n:,} sampled inputs (error rate < {error_rate_upper(0, n):.2g} at 95%) and the "
+            f"{n:,} sampled inputs (error rate < {error_upper:.2g} at 95%) and the "
             f"decodable value shows no collision among them (collision check reach "
             f"{'-' if power is None else f'{power:.2g}'}); neither is proved for the other inputs"
         )
-    if any(not c["found"] or not c.get("decodable_found", False) for c in cells):
-        notes.append(
+    if notes.missing:
+        lines.append(
             "none: no value in the range is correct (decoded) or decodable; each such cell's "
             "decodable_reason in the JSON says how the last value was refuted"
         )
-    if any(c["search"] == "scan" and c["monotone"] is False for c in cells):
-        notes.append("scan*: the scanned verdicts are not monotone in the parameter")
-    if any(c["search"] == "fixed" for c in cells):
-        notes.append("fixed: the protocol has no such parameter; measured once")
-    return notes
+    if notes.not_monotone:
+        lines.append("scan*: the scanned verdicts are not monotone in the parameter")
+    if notes.fixed:
+        lines.append("fixed: the protocol has no such parameter; measured once")
+    return lines
 
 
 def _value(search: str, found: bool, value) -> str:

@@ -8,7 +8,6 @@ import click
 from rich import box
 from rich.table import Table
 
-from sketchsim import config
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
@@ -90,7 +89,7 @@ def transcript(
             on_start=lambda r: render_header(r.family, r.mode, r.inputs, seed),
             on_protocol=None if quiet else _done_line(json_path),
         )
-    _render_transcript(result.family, result.mode, result.entries, verbose)
+    _render_transcript(result, verbose)
 
 
 def _dim(msg: str) -> None:
@@ -129,30 +128,24 @@ class _Bars:
         self.bar(done, total)
 
 
-def _fmt_ci(r) -> str:
-    ci = r.get("entry_entropy_ci")
-    if not ci or ci[0] == ci[1]:
-        return f"{r['entry_entropy_bits']:,.2f}"
-    return f"{r['entry_entropy_bits']:,.2f} ± {(ci[1] - ci[0]) / 2:,.2f}"
+def _entropy_cell(bits: float, halfwidth: float | None) -> str:
+    """An entry entropy and half its interval: ``15.70 ± 0.77`` (no interval: the value)."""
+    if halfwidth is None:
+        return f"{bits:,.2f}"
+    return f"{bits:,.2f} ± {halfwidth:,.2f}"
 
 
-def _entropy_verdict(r, bound: float) -> str:
-    if "entry_entropy_bits" not in r:
+def _ratio_cell(v) -> str:
+    """The entry entropy / bound cell of :class:`~sketchsim.runs.transcript.ProtocolVerdicts`."""
+    if v.entropy_verdict is None:
         return "-"
-    if r.get("entry_entropy_below_bound"):
+    if v.entropy_verdict == "below":
         return "[red]below[/red]"
-    if not bound:
-        return "-"
-    ratio = f"{r['entry_entropy_bits'] / bound:.2f}x"
-    # under 1 without the flag: an undersampled estimate, biased low (no verdict)
-    return (
-        f"[yellow]{ratio}[/yellow]"
-        if r["entry_entropy_bits"] < bound
-        else f"[green]{ratio}[/green]"
-    )
+    colour = "yellow" if v.entropy_verdict == "under" else "green"
+    return f"[{colour}]{v.entropy_ratio:.2f}x[/{colour}]"
 
 
-def _decodable_cell(value: bool | None, reason: str) -> str:
+def _decodable_cell(value: bool | None) -> str:
     """The decodable verdict in a few words (the reason is printed under the table)."""
     if value is True:
         return "[green]yes[/green]"
@@ -161,13 +154,12 @@ def _decodable_cell(value: bool | None, reason: str) -> str:
     return "[red]no[/red]"
 
 
-def _render_transcript(family, mode, results, verbose: bool = False) -> None:
-    from sketchsim.sketch.transcript import collision_power, decodable_verdict
-
-    exhaustive = mode == "exhaustive"
-    bound = family.bound_bits
-    n = max((int(r.get("inputs", 0)) for r in results), default=0)
-    conf = f"{100 * config.ENTROPY_CONFIDENCE:.0f}%"
+def _render_transcript(result, verbose: bool = False) -> None:
+    """Print a :class:`~sketchsim.runs.transcript.TranscriptRun`: the values it holds."""
+    exhaustive = result.exact
+    bound = result.bound_bits
+    n = result.inputs_run
+    conf = f"{100 * result.confidence:.0f}%"
     table = Table(
         box=box.SIMPLE_HEAD,
         collapse_padding=True,
@@ -195,16 +187,17 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
             no_wrap=protocol,
             min_width=max(map(len, col.split())),  # headers wrap at spaces, never cut
         )
-    verdicts = {}
-    for r in results:
-        name = r["spec"] or r["name"]
-        verdicts[name] = decodable_verdict(r)
-        slow = " [yellow](python)[/yellow]" if r["engine"] != "jit" else ""
+    verdicts = result.verdicts()
+    for v in verdicts:
+        r = v.entry
+        slow = " [yellow](python)[/yellow]" if not v.jit else ""
         row = [
-            name + slow,
+            v.name + slow,
             f"{r['declared_bits']:,.2f}",
             f"{r['used_bits']:,.2f}" if "used_bits" in r else "-",
-            _fmt_ci(r) if "entry_entropy_bits" in r else "-",
+            _entropy_cell(r["entry_entropy_bits"], v.entropy_halfwidth)
+            if "entry_entropy_bits" in r
+            else "-",
         ]
         if exhaustive:
             row += [
@@ -213,18 +206,18 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
             ]
         row += [
             render.verdict(
-                r["correct_fraction"] == 1.0,
+                v.correct,
                 f"{r['correct_fraction']:.4f}",
                 f"{r['correct_fraction']:.4f}",
             ),
-            _decodable_cell(*verdicts[name]),
+            _decodable_cell(v.decodable),
             render.verdict(r["meets_bound"]),
-            _entropy_verdict(r, bound),
+            _ratio_cell(v),
         ]
         table.add_row(*row)
     render.console.print(table)
     if verbose:
-        _render_layers(results)
+        _render_layers(verdicts)
     if exhaustive:
         render.console.print(
             f"[dim]exhaustive: all {n:,} inputs were run, so 'correct 1.0000' is correct on "
@@ -233,10 +226,10 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
             "re-checked on exact transcripts)[/dim]"
         )
     else:
-        power = collision_power(n)
+        power = result.collision_reach
         reach = "-" if power is None else f"{power:.2g}"
         render.console.print(
-            f"[dim]sampled: {n:,} inputs run, {family.size_text()} inputs exist. correct "
+            f"[dim]sampled: {n:,} inputs run, {result.family.size_text()} inputs exist. correct "
             f"1.0000 = correct on the {n:,} sampled inputs (the JSON has the 95% upper "
             "bound on the error rate), not on every input. decodable 'not refuted' = "
             f"not refuted ({n:,} inputs, "
@@ -246,12 +239,11 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
             f"(the upper end of the entry entropy's {conf} interval below the bound: cannot be "
             "correct on this distribution), named below[/dim]"
         )
-    for r in results:
-        name = r["spec"] or r["name"]
-        value, reason = verdicts[name]
-        if value is False and not r["collision"] and not r.get("entry_entropy_below_bound"):
-            render.console.print(f"[bold]{name}[/bold]: not decodable, {reason}")
-        if value is True and r.get("wrong_inputs"):
+    for v in verdicts:
+        r, name = v.entry, v.name
+        if v.refuted_otherwise:
+            render.console.print(f"[bold]{name}[/bold]: not decodable, {v.decodable_reason}")
+        if v.decodable_not_decoded:
             render.console.print(
                 f"[bold]{name}[/bold]: decodable but not decoded: no two inputs with different "
                 "answers share a transcript, so some readout is right; this protocol's is not"
@@ -270,11 +262,10 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
                 f"[bold]{name}[/bold]: {r['wrong_inputs']:,} wrong inputs; first #{f['input']}, "
                 f"query {f['position']}: target {f['target']}, answered {f['answer']}"
             )
-        if r.get("entry_entropy_below_bound"):
-            ci = r.get("entry_entropy_ci") or [None, None]
+        if v.entropy_verdict == "below":
             upper = (
-                f" (upper end of its {conf} interval {ci[1]:,.2f})"
-                if not exhaustive and ci[1] is not None
+                f" (upper end of its {conf} interval {v.entropy_upper:,.2f})"
+                if v.entropy_upper is not None
                 else ""
             )
             render.console.print(
@@ -282,12 +273,12 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
                 f"bound {bound:,.2f} bits: [red]cannot be correct on this distribution[/red]; "
                 "not decodable (the entropy argument)"
             )
-        if r.get("undersampled_entries") and not exhaustive:
+        if v.undersampled:
             render.console.print(
-                f"[dim]{name}: {r['undersampled_entries']:,} entries take more than n/10 values; "
+                f"[dim]{name}: {v.undersampled:,} entries take more than n/10 values; "
                 "their entropy estimates are unreliable (more samples help)[/dim]"
             )
-        if not r["meets_bound"] and r["correct_fraction"] == 1.0:
+        if v.correct_below_bound:
             note = (
                 "[red]THEOREM VIOLATED: correct on every input below the bound[/red]"
                 if exhaustive
@@ -296,19 +287,22 @@ def _render_transcript(family, mode, results, verbose: bool = False) -> None:
             render.console.print(f"[bold]{name}[/bold]: {note}")
 
 
-def _render_layers(results) -> None:
+def _render_layers(verdicts) -> None:
     table = Table(title="per layer")
     for col in ("protocol", "layer", "channel", "speakers", "declared", "used", "entry entropy"):
         table.add_column(col, justify="left" if col in ("protocol", "channel") else "right")
-    for r in results:
-        for i, lay in enumerate(r.get("layers", []), 1):
+    for v in verdicts:
+        layers = v.entry.get("layers", [])
+        for i, (lay, half) in enumerate(zip(layers, v.layer_halfwidths, strict=True), 1):
             table.add_row(
-                r["spec"] or r["name"],
+                v.name,
                 str(i),
                 lay["channel"],
                 f"{lay['speakers']:,}",
                 f"{lay['bits']:,.2f}",
                 f"{lay['used_bits']:,.2f}" if "used_bits" in lay else "-",
-                _fmt_ci(lay) if "entry_entropy_bits" in lay else "-",
+                _entropy_cell(lay["entry_entropy_bits"], half)
+                if "entry_entropy_bits" in lay
+                else "-",
             )
     render.console.print(table)

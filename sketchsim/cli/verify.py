@@ -78,13 +78,10 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
         # per core (measured 70 ms of a 0.3 s run); a value the user set is kept
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from sketchsim import api
-    from sketchsim.heads.verify import VerifyInterrupted, check_verify_size
+    from sketchsim.heads.verify import VerifyInterrupted
+    from sketchsim.runs.verify import check
 
-    if cluster is None:
-        check_verify_size(m, n)
-    params = {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
-    if state_dir is None and json_path:
-        state_dir = f"{json_path}.state"
+    check(m, n, cluster)  # before the progress bar
     total = 1 if cluster is not None else 1 << (m * n)
     label = f"verify {construction}" + (" (shards)" if cluster is not None else "")
     try:
@@ -92,29 +89,24 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
             res = api.verify(
                 m, n, construction, beta, causal, update,
                 cluster=cluster,
-                state=state_dir if cluster is not None else None,
+                state=state_dir,
                 log=lambda msg: render.err_console.print(f"[dim]{msg}[/dim]"),
+                json_path=json_path,
             )  # fmt: skip
-    except VerifyInterrupted as stop:
-        if json_path:  # keep what was finished, marked incomplete
-            from sketchsim.results import result_payload, write_json_atomic
-
-            write_json_atomic(json_path, result_payload("verify", params, stop.partial.to_dict()))
+    except VerifyInterrupted:  # the run wrote what was finished to --json, marked incomplete
         raise click.Abort() from None
-    _render(res, causal, n, construction, json_path, params)
+    _render(res)
 
 
-def _render(res, causal, n, construction, json_path, params):
-    from sketchsim.heads.attention import softmax_threshold
-
+def _render(res):
     head = Panel.fit(
         f"m = {res.m}, N = {res.n}, construction [bold]{res.construction}[/bold]"
         + (f", beta = {res.beta:g}" if res.beta is not None else "")
         + f", feature rank r = {res.rank:,}"
-        + (", causal final query" if causal else "")
+        + (", causal final query" if res.causal else "")
         + (
-            f"\nsoftmax exactness threshold ln(2(N-1)) = {softmax_threshold(n):.4f}"
-            if construction != "rank1"
+            f"\nsoftmax exactness threshold ln(2(N-1)) = {res.softmax_threshold:.4f}"
+            if res.softmax_threshold is not None
             else ""
         ),
         title="sketchsim verify",
@@ -126,7 +118,7 @@ def _render(res, causal, n, construction, json_path, params):
         f"{res.inputs:,}",
         f"{res.max_abs_error:.6g}",
         f"{res.exact_fraction:.6f}",
-        render.verdict(res.counterexample is None, "exact", "fails"),
+        render.verdict(res.passed, "exact", "fails"),
     )
     # highlight=False: the markup sets every colour, and rich's automatic number
     # highlighter costs 10 ms of regex compilation in a run that takes 0.3 s
@@ -142,7 +134,3 @@ def _render(res, causal, n, construction, json_path, params):
     else:
         render.console.print("[green]no counterexample[/green]", highlight=False)
     render.console.print(f"[dim]{res.seconds:.2f} s[/dim]", highlight=False)
-    if json_path:  # json, platform and the version probes only when a file is written
-        from sketchsim.results import result_payload, write_json_atomic
-
-        write_json_atomic(json_path, result_payload("verify", params, res.to_dict()))

@@ -222,7 +222,21 @@ class VerifyResult:
             self.checked = self.inputs
 
     def to_dict(self) -> dict:
+        """The JSON keys of ``sketchsim verify`` (every field)."""
         return asdict(self)
+
+    @property
+    def passed(self) -> bool:
+        """The verdict: no counterexample among the checked inputs."""
+        return self.counterexample is None
+
+    @property
+    def softmax_threshold(self) -> float | None:
+        """``ln(2(N-1))``, the inverse temperature above which softmax and onehot are exact
+        at this length (THEORY section 3b); None for rank1, which has no temperature."""
+        from sketchsim.heads.attention import softmax_threshold
+
+        return None if self.construction == "rank1" else softmax_threshold(self.n)
 
 
 class VerifyInterrupted(KeyboardInterrupt):

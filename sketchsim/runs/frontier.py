@@ -3,6 +3,9 @@
 ``run(FrontierPlan(...), resume=PATH, cluster="local:2")`` searches every cell
 with :func:`sketchsim.sketch.frontier.frontier_cell`, here or one cell per Dask
 task (the same cells either way), writing the result file after each cell.
+The run object computes what the table shows (:meth:`FrontierRun.verdicts`
+per cell, :meth:`FrontierRun.notes` once for all), so that the CLI only
+formats them.
 """
 
 from __future__ import annotations
@@ -15,7 +18,14 @@ from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import open_cluster
 from sketchsim.units import run_units
 
-__all__ = ["FrontierPlan", "FrontierRun", "run", "cell_problem"]
+__all__ = [
+    "FrontierPlan",
+    "FrontierRun",
+    "CellVerdict",
+    "FrontierNotes",
+    "run",
+    "cell_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -63,7 +73,95 @@ class FrontierRun:
     resumed: int = 0
 
     def to_dict(self) -> dict:
+        """The measured key of the result file: the cells."""
         return {"cells": self.cells}
+
+    def verdicts(self) -> list[CellVerdict]:
+        """Every cell's verdict, in the cells' order."""
+        return [CellVerdict.of(c) for c in self.cells]
+
+    def notes(self) -> FrontierNotes:
+        """What the verdicts of all cells rest on, once for all cells."""
+        from sketchsim.sketch.transcript import collision_power, error_rate_upper
+
+        cells = self.cells
+        sizes = sorted({c["inputs"] for c in cells if c["mode"] != "exhaustive"})
+        return FrontierNotes(
+            proved=any(c["mode"] == "exhaustive" for c in cells),
+            sampled=tuple((n, error_rate_upper(0, n), collision_power(n)) for n in sizes),
+            missing=any(not c["found"] or not c.get("decodable_found", False) for c in cells),
+            not_monotone=any(CellVerdict.of(c).not_monotone for c in cells),
+            fixed=any(c["search"] == "fixed" for c in cells),
+        )
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    """What the table says of one cell.
+
+    Attributes
+    ----------
+    name : str
+        The spec as given, else the protocol's name.
+    cell : dict
+        The JSON ``cells`` entry.
+    verdict : {"none", "proved", "not refuted"}
+        ``"none"``: no value in the range is decoded or decodable; ``"proved"``:
+        every input of the family was run; ``"not refuted"``: a sample was.
+    not_monotone : bool
+        Scanned, and the verdicts are not monotone in the parameter.
+    """
+
+    name: str
+    cell: dict
+    verdict: str
+    not_monotone: bool
+
+    @classmethod
+    def of(cls, c: dict) -> CellVerdict:
+        """The verdict of cell ``c``."""
+        if not c["found"] and not c.get("decodable_found", False):
+            verdict = "none"
+        elif c["mode"] == "exhaustive":
+            verdict = "proved"
+        else:
+            verdict = "not refuted"
+        return cls(
+            name=c["spec"] or c["protocol"],
+            cell=c,
+            verdict=verdict,
+            not_monotone=c["search"] == "scan" and c["monotone"] is False,
+        )
+
+
+@dataclass(frozen=True)
+class FrontierNotes:
+    """What the verdicts of a frontier's cells rest on.
+
+    Attributes
+    ----------
+    proved : bool
+        Some cell ran every input of its family.
+    sampled : tuple of (int, float, float or None)
+        ``(inputs, error-rate bound, collision check reach)`` per sample size
+        of the sampled cells, smallest first: the one-sided 95% bound on the
+        error rate of a value right on every sampled input
+        (:func:`~sketchsim.sketch.transcript.error_rate_upper`) and the per-pair
+        collision probability the sample detects
+        (:func:`~sketchsim.sketch.transcript.collision_power`).
+    missing : bool
+        Some cell found no decoded or no decodable value in the range.
+    not_monotone : bool
+        Some scanned cell's verdicts are not monotone in the parameter.
+    fixed : bool
+        Some protocol has no such parameter (measured once).
+    """
+
+    proved: bool
+    sampled: tuple
+    missing: bool
+    not_monotone: bool
+    fixed: bool
 
 
 # What the table and the plot read from a resumed cell, with their JSON types.

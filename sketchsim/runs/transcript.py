@@ -2,7 +2,10 @@
 
 ``run(TranscriptPlan(...), resume=PATH, cluster="local:2")`` measures every
 protocol of the plan on the family, here or sharded over a Dask cluster (the
-same report either way), writing the result file after each protocol.
+same report either way), writing the result file after each protocol.  The
+run object computes what the table shows (:meth:`TranscriptRun.verdicts`: each
+protocol's verdicts, its entropy ratio and interval; the inputs run, the
+collision check's reach), so that the CLI only formats them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from sketchsim.checkpoint import Checkpoint, unit_key
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import cluster_threads, describe, open_cluster
 
-__all__ = ["TranscriptPlan", "TranscriptRun", "run", "limit_hint"]
+__all__ = [
+    "TranscriptPlan",
+    "TranscriptRun",
+    "ProtocolVerdicts",
+    "entropy_halfwidth",
+    "run",
+    "limit_hint",
+]
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,158 @@ class TranscriptRun:
     def to_dict(self) -> dict:
         """JSON-ready: the header, the mode and every protocol's entry."""
         return {**self.header, "protocols": self.entries, **self.extra}
+
+    @property
+    def bound_bits(self) -> float:
+        """The family's bound in bits (``q log2(s+1)`` on F(q, s))."""
+        return self.family.bound_bits
+
+    @property
+    def exact(self) -> bool:
+        """Every input of the family was run (exhaustive mode): the verdicts are proofs."""
+        return self.mode == "exhaustive"
+
+    @property
+    def inputs_run(self) -> int:
+        """Inputs each protocol was run on (the most over the entries; 0 without any)."""
+        return max((int(r.get("inputs", 0)) for r in self.entries), default=0)
+
+    @property
+    def confidence(self) -> float:
+        """Confidence of the entry entropy's interval (``config.ENTROPY_CONFIDENCE``)."""
+        return config.ENTROPY_CONFIDENCE
+
+    @property
+    def collision_reach(self) -> float | None:
+        """The per-pair collision probability the sample's collision check detects
+        (:func:`sketchsim.sketch.transcript.collision_power` of :attr:`inputs_run`)."""
+        from sketchsim.sketch.transcript import collision_power
+
+        return collision_power(self.inputs_run)
+
+    def verdicts(self) -> list[ProtocolVerdicts]:
+        """Every entry's verdicts and statistics, in the order the protocols were given."""
+        return [ProtocolVerdicts.of(r, self.bound_bits, self.exact) for r in self.entries]
+
+
+def entropy_halfwidth(entry: dict) -> float | None:
+    """Half the width of an entry's (or a layer's) entry-entropy interval.
+
+    Parameters
+    ----------
+    entry : dict
+        A protocol entry or one of its ``layers``.
+
+    Returns
+    -------
+    float or None
+        None without an interval, or when the interval is a point (exhaustive mode).
+    """
+    ci = entry.get("entry_entropy_ci")
+    if not ci or ci[0] == ci[1]:
+        return None
+    return (ci[1] - ci[0]) / 2
+
+
+@dataclass(frozen=True)
+class ProtocolVerdicts:
+    """What the table and the notes under it say of one protocol entry.
+
+    Attributes
+    ----------
+    name : str
+        The spec as given, else the protocol's name.
+    entry : dict
+        The JSON ``protocols`` entry the rest is computed from.
+    jit : bool
+        Measured by the compiled engine (else the pure-Python one).
+    correct : bool
+        Right on every input run (``correct_fraction`` is 1).
+    decodable : bool or None
+        Proved (True), refuted (False) or neither (None); ``decodable_reason`` says why.
+    decodable_reason : str
+    entropy_halfwidth : float or None
+        Half the entry entropy's interval (:func:`entropy_halfwidth`).
+    entropy_ratio : float or None
+        Entry entropy / bound; None without an entry entropy or a bound.
+    entropy_verdict : {"below", "under", "over"} or None
+        ``"below"``: the entropy argument refutes the protocol (the entry's
+        ``entry_entropy_below_bound``); ``"under"``: a ratio under 1 without
+        that flag, an undersampled estimate biased low (no verdict);
+        ``"over"``: at or above the bound; None without an entry entropy or a bound.
+    entropy_upper : float or None
+        In sampled mode, the upper end of the entry entropy's interval (what the
+        entropy argument compares with the bound).
+    refuted_otherwise : bool
+        Not decodable, neither by a verified collision nor by the entropy
+        argument (``decodable_reason`` names how).
+    decodable_not_decoded : bool
+        Proved decodable, yet its readout is wrong on some input.
+    correct_below_bound : bool
+        Correct on every input run with fewer declared bits than the bound
+        (exhaustive: a violation of the theorem; sampled: not yet a failure).
+    undersampled : int
+        In sampled mode, entries taking more than n/10 values (their estimates are unreliable).
+    layer_halfwidths : tuple of (float or None)
+        :func:`entropy_halfwidth` of each of the entry's ``layers``.
+    """
+
+    name: str
+    entry: dict
+    jit: bool
+    correct: bool
+    decodable: bool | None
+    decodable_reason: str
+    entropy_halfwidth: float | None
+    entropy_ratio: float | None
+    entropy_verdict: str | None
+    entropy_upper: float | None
+    refuted_otherwise: bool
+    decodable_not_decoded: bool
+    correct_below_bound: bool
+    undersampled: int
+    layer_halfwidths: tuple = ()
+
+    @classmethod
+    def of(cls, r: dict, bound: float, exact: bool) -> ProtocolVerdicts:
+        """The verdicts of entry ``r`` measured against ``bound`` bits (``exact``: exhaustive)."""
+        from sketchsim.sketch.transcript import decodable_verdict
+
+        value, reason = decodable_verdict(r)
+        bits = r.get("entry_entropy_bits")
+        below = bool(r.get("entry_entropy_below_bound"))
+        ratio = bits / bound if bits is not None and bound else None
+        if bits is None:
+            verdict = None
+        elif below:
+            verdict = "below"
+        elif not bound:
+            verdict = None
+        else:
+            # under 1 without the flag: an undersampled estimate, biased low (no verdict)
+            verdict = "under" if bits < bound else "over"
+        ci = r.get("entry_entropy_ci") or [None, None]
+        correct = r["correct_fraction"] == 1.0
+        return cls(
+            name=r["spec"] or r["name"],
+            entry=r,
+            jit=r["engine"] == "jit",
+            correct=correct,
+            decodable=value,
+            decodable_reason=reason,
+            entropy_halfwidth=entropy_halfwidth(r) if bits is not None else None,
+            entropy_ratio=ratio,
+            entropy_verdict=verdict,
+            entropy_upper=None if exact else ci[1],
+            refuted_otherwise=value is False and not r["collision"] and not below,
+            decodable_not_decoded=value is True and bool(r.get("wrong_inputs")),
+            correct_below_bound=not r["meets_bound"] and correct,
+            undersampled=0 if exact else int(r.get("undersampled_entries") or 0),
+            layer_halfwidths=tuple(
+                entropy_halfwidth(lay) if "entry_entropy_bits" in lay else None
+                for lay in r.get("layers", [])
+            ),
+        )
 
 
 # Fields of a resumed protocol entry that the table reads, with their JSON types.

@@ -1,4 +1,10 @@
-"""The exhaustive check of a construction as a library run, here or sharded over a cluster."""
+"""The exhaustive check of a construction as a library run, here or sharded over a cluster.
+
+:func:`check` refuses a size before any work (the CLI calls it before its
+progress bar), :func:`run` checks the construction and writes its own result
+file (``json_path``: the file ``sketchsim verify --json`` writes, also when
+the run is interrupted, marked incomplete).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,53 @@ from collections.abc import Callable
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import cluster_threads, open_cluster
 
-__all__ = ["run", "DEFAULT_CONSTRUCTION"]
+__all__ = ["run", "check", "parameters", "state_folder", "DEFAULT_CONSTRUCTION"]
 
 #: The construction ``verify`` checks by default (the CLI and the API read it here):
 #: softmax, which THEORY section 3 shows correct at every length with a constant temperature.
 DEFAULT_CONSTRUCTION = "softmax"
+
+
+def check(m: int, n: int, cluster=None) -> None:
+    """Refuse ``m`` and ``n`` before any work: the size limit of a run in this process.
+
+    Parameters
+    ----------
+    m, n : int
+        Token width and sequence length.
+    cluster : None, str, ClusterSpec or distributed.Client
+        With a cluster nothing is checked here: a run there checks its own
+        limit once it knows whether count vectors decide it in this process.
+
+    Raises
+    ------
+    SketchsimError
+        ``m`` or ``n`` below 1, or ``2^(m n)`` inputs too many to enumerate.
+    """
+    from sketchsim.heads.verify import check_verify_size
+
+    if cluster is None:
+        check_verify_size(m, n)
+
+
+def parameters(m: int, n: int, construction: str, beta: float, causal: bool) -> dict:
+    """The ``parameters`` of the result file."""
+    return {"m": m, "n": n, "construction": construction, "beta": beta, "causal": causal}
+
+
+def state_folder(state, json_path):
+    """Where a cluster run keeps its finished shards: ``state``, else ``JSON.state``
+    beside the result file, else nowhere (None)."""
+    if state is None and json_path:
+        return f"{json_path}.state"
+    return state
+
+
+def _write(json_path, params: dict, result):
+    # json, platform and the version probes only when a file is written
+    from sketchsim.results import result_payload, write_json_atomic
+
+    return write_json_atomic(json_path, result_payload("verify", params, result.to_dict()))
 
 
 def run(
@@ -24,6 +72,7 @@ def run(
     cluster=None,
     state=None,
     log: Callable[[str], None] | None = None,
+    json_path=None,
 ):
     """Check a THEORY section 3 construction on all ``2^(m n)`` inputs.
 
@@ -43,15 +92,24 @@ def run(
         Shard the enumeration over a Dask cluster; not started when count
         vectors decide the run in this process (well under a second).
     state : path-like, optional
-        With a cluster: keep finished shards here to resume a killed run.
+        With a cluster: keep finished shards here to resume a killed run
+        (default :func:`state_folder`: beside ``json_path``).
     log : callable, optional
         Receives the cluster's plan, or why it is not started.
+    json_path : path-like, optional
+        Receives the result file (``sketchsim verify --json``); when the run
+        is interrupted, the result over the finished inputs, marked incomplete.
 
     Returns
     -------
     sketchsim.heads.verify.VerifyResult
+
+    Raises
+    ------
+    sketchsim.heads.verify.VerifyInterrupted
+        On SIGINT in this process, after ``json_path`` was written.
     """
-    from sketchsim.heads.verify import check_verify_size, uses_count_vectors
+    from sketchsim.heads.verify import VerifyInterrupted, uses_count_vectors
     from sketchsim.heads.verify import verify as verify_here
 
     say = log or (lambda msg: None)
@@ -61,10 +119,21 @@ def run(
             "in this process, in well under a second: the cluster is not started"
         )
         cluster = None
-    if cluster is None:
-        check_verify_size(m, n)
-        return verify_here(m, n, construction, beta=beta, causal=causal, progress=progress)
-    return _on_cluster(m, n, construction, beta, causal, progress, cluster, state, say)
+    check(m, n, cluster)
+    params = parameters(m, n, construction, beta, causal)
+    try:
+        if cluster is None:
+            res = verify_here(m, n, construction, beta=beta, causal=causal, progress=progress)
+        else:
+            state = state_folder(state, json_path)
+            res = _on_cluster(m, n, construction, beta, causal, progress, cluster, state, say)
+    except VerifyInterrupted as stop:
+        if json_path:  # keep what was finished, marked incomplete
+            _write(json_path, params, stop.partial)
+        raise
+    if json_path:
+        _write(json_path, params, res)
+    return res
 
 
 def _on_cluster(m, n, construction, beta, causal, progress, cluster, state, say):

@@ -54,10 +54,7 @@ def test_the_transcript_table_has_one_line_per_protocol(narrow, q, s, exhaustive
     from sketchsim.cli.transcript import _render_transcript
 
     run = api.transcript(q=q, s=s, protocols=SPECS, exhaustive=exhaustive, samples=samples or 1)
-    entries = []
-    for rep in run.reports:
-        entries.append(rep.to_dict())
-    _render_transcript(run.family, run.mode, entries)
+    _render_transcript(run)
     text = narrow.export_text()
     _check(text, SPECS)
     if not exhaustive:  # the long explanation once, under the table
@@ -68,6 +65,7 @@ def test_the_transcript_table_has_one_line_per_protocol(narrow, q, s, exhaustive
 
 def test_the_frontier_table_has_one_line_per_cell(narrow):
     from sketchsim.cli.frontier import _render_frontier
+    from sketchsim.runs.frontier import FrontierRun
     from sketchsim.sketch.frontier import parse_vary
 
     vary = parse_vary("bits=1..8")
@@ -76,7 +74,7 @@ def test_the_frontier_table_has_one_line_per_cell(narrow):
         api.frontier("kernel:values=blocks,r=2", "bits=1..8", q=8, s=7, samples=400).to_dict(),
     ]
     assert [c["mode"] for c in cells] == ["exhaustive", "sampled"]
-    _render_frontier(cells, vary)
+    _render_frontier(FrontierRun(vary, cells))
     text = narrow.export_text()
     _check(text, ["kernel", "kernel:values=blocks,r=2"])
     body = _body(text)
