@@ -59,7 +59,10 @@ def test_documented_command_parses(page, cmd, monkeypatch):
     args = shlex.split(cmd)[1:]
     if args[0] in ("--help", "--version"):
         return
-    ctx = click.Context(main)
+    # the group's own settings: click caches each command's help option, built with the
+    # first context's help_option_names (a bare Context would leave later --help output
+    # without -h for the rest of the process)
+    ctx = click.Context(main, **main.context_settings)
     sub = main.get_command(ctx, args[0])
     assert sub is not None, f"{page}: no command {args[0]!r}"
     rest = args[1:]
