@@ -1858,6 +1858,41 @@ entry(
 )  # fmt: skip
 
 
+# docs/capacity.md: the causal architectures (issue #44), docs/capacity/causal/*.json: one
+# table row per architecture, one cell per family size, each cell from the file's frontier
+CAUSAL = "docs/capacity/causal"
+
+
+def causal_cell(entry_: dict) -> str:
+    """A frontier entry as a table cell: the smallest decoding cut bits, ratio, K and how
+    many of the models decoded (or how many models, none decoding)."""
+    best = entry_["best"]
+    if best is None:
+        return f"none of {entry_['models']}"
+    return (f"{best['transcript_bits']:.0f} ({best['ratio']:.2f}x, K {best['bits_per_coordinate']};"
+            f" {entry_['decoded_models']}/{entry_['models']})")  # fmt: skip
+
+
+def causal_rows(json_file: str, family: str):
+    """``(row text with {} per cell, paths, formats)`` of each architecture in the file."""
+    data = json.loads((ROOT / json_file).read_text())
+    fr = [f for f in data["frontier"] if f["family"] == family]
+    sizes = sorted({(f["q"], f["s"]) for f in fr})
+    kinds = list(dict.fromkeys(f["kind"] for f in fr))
+    for kind in kinds:
+        have = [(q, s) for q, s in sizes if any((f["q"], f["s"], f["kind"]) == (q, s, kind)
+                                                 for f in fr)]  # fmt: skip
+        text = f"| {kind} | " + " | ".join("{}" if qs in have else "-" for qs in sizes) + " |"
+        paths = [("frontier", {"family": family, "q": q, "s": s, "kind": kind}) for q, s in have]
+        yield text, paths, [causal_cell] * len(paths)
+
+
+for _file, _family in (("capacity.json", "hard"), ("mqar-capacity.json", "mqar")):
+    if (ROOT / CAUSAL / _file).exists():
+        for _text, _paths, _formats in causal_rows(f"{CAUSAL}/{_file}", _family):
+            entry("docs/capacity.md", _text, f"{CAUSAL}/{_file}", _paths, _formats)
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 
