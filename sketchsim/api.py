@@ -404,13 +404,13 @@ def reproduce(
 ):
     """Run every experiment into ``out`` and write ``report.md``; returns the table rows.
 
-    See :func:`sketchsim.experiments.reproduce.reproduce` (needs the torch extra);
+    See :func:`sketchsim.runs.reproduce.reproduce` (needs the torch extra);
     ``settings`` overrides the sizes of ``quick``, ``client`` is a Dask client.
     """
     from sketchsim.experiments import require_torch
 
     require_torch()
-    from sketchsim.experiments.reproduce import reproduce as run
+    from sketchsim.runs.reproduce import reproduce as run
 
     return run(Path(out), quick, log=log, device=device, settings=settings, client=client)
 

@@ -1,22 +1,23 @@
-"""``sketchsim reproduce``: the whole story, paper beside measured, in one report.
+"""The trained half of ``sketchsim reproduce``: its settings, its rows and the sweep rows.
 
-Runs the exhaustive construction checks, the witness certificate, the witness
-and OOD sweeps (torch), the transcript bound, and writes ``report.md``, JSON
-files and plots into one folder.  Every "measured" cell is computed here.
+:class:`Settings` holds both trained suites' plans and the sizes of the rest,
+:class:`Row` is one line of the report, and :func:`sweep_rows` trains the
+witness and OOD sweeps (torch) and turns them into rows.  The command itself,
+which also runs the construction checks, the certificate, the transcript
+bound and the bound's growth through their library runs and writes the
+report, is :func:`sketchsim.runs.reproduce.reproduce`.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 from sketchsim.config import PAPER
 from sketchsim.experiments.plan import Plan, default_plan, run_plan
 from sketchsim.experiments.stats import MIN_SEEDS_FOR_INTERVAL
 from sketchsim.results import write_json_atomic
 
-__all__ = ["Row", "Settings", "reproduce"]
+__all__ = ["Row", "Settings", "sweep_rows", "yes_no", "SOFTMAX_OOD_ACCURACY"]
 
 #: Test exact-sequence accuracy every softmax seed must reach at every OOD scale.
 SOFTMAX_OOD_ACCURACY = 0.99
@@ -66,97 +67,6 @@ class Row:
     agrees: str
 
 
-def reproduce(
-    out: Path,
-    quick: bool,
-    log=print,
-    device: str = "auto",
-    settings: Settings | None = None,
-    client=None,
-) -> list[Row]:
-    """Run everything into ``out``; returns the table rows.
-
-    The sweeps resume from their JSON files in ``out`` (same settings only);
-    with a Dask ``client`` their training runs are cluster tasks.
-    """
-    out.mkdir(parents=True, exist_ok=True)
-    cfg = settings or Settings.of(quick)
-    rows: list[Row] = []
-    start = time.perf_counter()
-    rows += _constructions(out, log)
-    family, cert_rows, bound = _certificate(out, log)
-    rows += cert_rows
-    sweep_rows, trained = _sweeps(out, cfg, family, bound, log, device, client)
-    rows += sweep_rows
-    rows += _transcripts(out, cfg, log)
-    rows += _bound(out, cfg, log)
-    seconds = time.perf_counter() - start
-    _write_report(out, rows, quick, seconds, cfg, trained)
-    return rows
-
-
-def _constructions(out, log):
-    from sketchsim.heads.verify import verify
-
-    log("exhaustive checks of the constructions")
-    r2, r3 = verify(8, 2, "rank1"), verify(8, 3, "rank1")
-    s3 = verify(8, 3, "softmax", 2.0)
-    write_json_atomic(
-        out / "verify.json",
-        {"rank1_n2": r2.to_dict(), "rank1_n3": r3.to_dict(), "softmax_n3": s3.to_dict()},
-    )
-    return [
-        Row(
-            "rank-1 head exact at N = 2",
-            "exact (claim 1)",
-            f"m = 8: {r2.inputs:,} inputs, max error {r2.max_abs_error:g}",
-            _yes(r2.counterexample is None),
-        ),
-        Row(
-            "the same head at N = 3",
-            "fails",
-            f"m = 8: exact on {r3.exact_fraction:.1%} of inputs, max error {r3.max_abs_error:.3f}",
-            _yes(r3.counterexample is not None),
-        ),
-        Row(
-            "dense softmax at N = 3, constant temperature",
-            "exact (claim 3)",
-            f"beta = 2, m = 8: max error {s3.max_abs_error:.3f}",
-            _yes(s3.counterexample is None),
-        ),
-    ]
-
-
-def _certificate(out, log):
-    from sketchsim.certify import build_witness, certify, save_family
-    from sketchsim.certify.codes import hadamard_code
-
-    log("witness family and certificate")
-    family = build_witness(hadamard_code(24), "hadamard", 12)
-    save_family(family, out / "witness.npz")
-    cert = certify(family)
-    write_json_atomic(out / "certify.json", cert.to_dict())
-    r = cert.certified_rank["0.5"]
-    return (
-        family,
-        [
-            Row(
-                "witness suite size (m = 24)",
-                f"{PAPER['witness_inputs']:,} inputs",
-                f"{cert.inputs:,} inputs (our own Hadamard construction)",
-                "different family",
-            ),
-            Row(
-                "certified lower bound on r",
-                f"r >= {PAPER['witness_lower_bound']}",
-                f"r >= {r}",
-                _yes(r >= PAPER["witness_lower_bound"]),
-            ),
-        ],
-        r,
-    )
-
-
 def _not_measured(claim: str, paper: str, seeds: int) -> Row:
     return Row(
         claim,
@@ -167,8 +77,14 @@ def _not_measured(claim: str, paper: str, seeds: int) -> Row:
     )
 
 
-def _sweeps(out, cfg, family, bound, log, device, client=None):
-    """The sweep rows, and every training run of both sweeps (resumed ones included)."""
+def sweep_rows(out, cfg, family, bound, log, device, client=None):
+    """The sweep rows, and every training run of both sweeps (resumed ones included).
+
+    ``family`` is the witness family the witness sweep is scored on, ``bound``
+    its certified rank; the sweeps resume from their files in ``out`` and,
+    with a Dask ``client``, train as cluster tasks.  Without torch: one row
+    saying so and no runs.
+    """
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -201,7 +117,7 @@ def _witness_rows(out, plan, family, bound, log, device, client):
             f"smallest max abs error over r < 8 and {plan.seeds} seed(s): {min(below):.2f}"
             if below
             else "not run",
-            _yes(bool(below) and min(below) > PAPER["witness_fail_error_below_bound"]),
+            yes_no(bool(below) and min(below) > PAPER["witness_fail_error_below_bound"]),
         ),
         Row(
             f"r = {PAPER['witness_exact_rank']} on the witness suite",
@@ -209,7 +125,7 @@ def _witness_rows(out, plan, family, bound, log, device, client):
             f"worst sequence error over {plan.seeds} seed(s): {exact32[0]:.3f}"
             if exact32
             else "not run",
-            _yes(bool(exact32) and exact32[0] == 0.0),
+            yes_no(bool(exact32) and exact32[0] == 0.0),
         ),
     ]
     claim = "smallest trained rank exact on every seed (table map)"
@@ -227,7 +143,7 @@ def _witness_rows(out, plan, family, bound, log, device, client):
                 f"{plan.seeds} seeds; certified r >= {bound})"
                 if all_exact
                 else "none",
-                _yes(bool(all_exact) and min(all_exact) >= bound),
+                yes_no(bool(all_exact) and min(all_exact) >= bound),
             )
         )
     claim, paper = "dense softmax on the witness suite", "exact on every seed"
@@ -242,7 +158,7 @@ def _witness_rows(out, plan, family, bound, log, device, client):
                 f"sequence error {', '.join(f'{e:.3f}' for e in soft_err)} over {len(soft)} "
                 f"seed(s), max error {max(r['max_abs_error'] for r in soft):.2f} (learned "
                 f"from random init on {plan.triples:,} random triples, never on the family)",
-                _yes(bool(soft) and max(soft_err) == 0.0),
+                yes_no(bool(soft) and max(soft_err) == 0.0),
             )
         )
     write_json_atomic(out / "summary_witness.json", res.to_dict() | {"max_abs_error": mx})
@@ -386,114 +302,6 @@ def _grows(ranks: list) -> bool:
     return all(a <= b for a, b in zip(ranks, ranks[1:], strict=False)) and ranks[-1] > ranks[0]
 
 
-def _transcripts(out, cfg, log):
-    from sketchsim.sketch import HardFamily
-    from sketchsim.sketch.plugins import discover, resolve_spec
-    from sketchsim.sketch.transcript import DEFAULT_SPECS, measure
-
-    log("transcript bound")
-    found = discover()
-    fam = HardFamily(64, 7, 0)
-    T = fam.sample_answers(cfg.samples)
-    reps = {}
-    for spec in ("block-counts", "clipped-counts"):
-        proto, params, _ = resolve_spec(spec, found)
-        reps[spec] = measure(fam, T, proto, params)
-    small = HardFamily(6, 7, 0)
-    proto, params, _ = resolve_spec("clipped-counts", found)
-    ex = measure(small, small.all_answers(), proto, params)
-    write_json_atomic(
-        out / "transcript.json",
-        {
-            "q64_s7": {k: v.to_dict() for k, v in reps.items()},
-            "q6_s7_exhaustive": ex.to_dict(),
-            "default_specs": list(DEFAULT_SPECS),
-        },
-    )
-    bc, cc = reps["block-counts"], reps["clipped-counts"]
-    # sampled rows say so: "correct" on a sample and "not refuted" are no proofs;
-    # a wrong input, a verified collision and the exhaustive q = 6 run are
-    return [
-        Row(
-            "transcript bound q*log2(s+1), q = 64, s = 7",
-            f"{PAPER['transcript_bits']} bits",
-            f"bound {fam.bound_bits:.2f} bits; block-counts declares {bc.declared_bits:.2f} "
-            f"bits and is {bc.verdict_text()}; decodable: {bc.decodable_reason}",
-            _yes(abs(fam.bound_bits - PAPER["transcript_bits"]) < 1e-9 and bc.decoded is not False)
-            + " (the bound; block-counts on a sample only)",
-        ),
-        Row(
-            "fewer bits than the bound",
-            "must fail",
-            f"clipped-counts ({cc.declared_bits:.2f} bits) {cc.verdict_text()}; "
-            f"decodable: {cc.decodable_reason}; at q = 6 exhaustively: {ex.decodable_reason}",
-            _yes(cc.decoded is False and ex.decodable is False),
-        ),
-    ]
-
-
-def _bound(out, cfg, log):
-    from dataclasses import asdict
-
-    from sketchsim.certify.bounds import best_bound
-
-    log("certified bound against m")
-    rows = [best_bound(m) for m in range(8, cfg.bound_to + 1, 4)]
-    write_json_atomic(out / "bound.json", {"rows": [asdict(r) for r in rows]})
-    from sketchsim.certify.bounds import fit_growth
-
-    text = ", ".join(f"m={r.m}: {r.certified_rank}" for r in rows)
-    slope = fit_growth([r.m for r in rows], [r.certified_rank for r in rows])["slope"]
-    fit = f"log2 r fit: {slope:.2f} per bit (2^m: 1)" if slope is not None else "no fit"
-    grows = all(a.certified_rank <= b.certified_rank for a, b in zip(rows, rows[1:], strict=False))
-    return [
-        Row(
-            "feature rank needed grows with m; softmax temperature constant",
-            "2^Omega(m) vs constant",
-            f"certified r: {text}; {fit} over these widths only (theory.md: bound growth); "
-            "softmax: not rerun here (theory.md: beta* = ln(6)/2 ~ 0.896 derived for N = 3 "
-            "and bisected exhaustively for m = 2..8; ln 4 suffices)",
-            _yes(grows) + ": grows; a fit over a few widths, not a proof of 2^Omega(m)",
-        )
-    ]
-
-
-def _yes(ok: bool) -> str:
+def yes_no(ok: bool) -> str:
+    """The ``agrees`` word of a row whose check passed (``yes``) or failed (``NO``)."""
     return "yes" if ok else "NO"
-
-
-def _write_report(
-    out: Path, rows: list[Row], quick: bool, seconds: float, cfg, trained: list[dict]
-) -> None:
-    import sketchsim
-
-    training = (
-        f"; the {len(trained)} training runs took {sum(r['seconds'] for r in trained):.0f} s "
-        "as recorded in the sweep files (a run resumed from them counts the time of the "
-        "process that trained it)"
-        if trained
-        else ""
-    )
-    lines = [
-        f"# sketchsim reproduce ({'quick' if quick else 'full'})",
-        "",
-        f"sketchsim {sketchsim.__version__}; {seconds:.0f} s of wall time in this process"
-        f"{training}. Paper values from PAPER.md; every measured value was computed by "
-        "sketchsim.",
-        "",
-        "| claim | paper | measured | agrees |",
-        "|---|---|---|---|",
-    ]
-    lines += [f"| {r.claim} | {r.paper} | {r.measured} | {r.agrees} |" for r in rows]
-    plots = ", ".join(f"`{p.name}`" for p in sorted(out.glob("sweep_*.png"))) or "none"
-    lines += ["", f"Plots: {plots}. JSON: one file per step."]
-    (out / "report.md").write_text("\n".join(lines) + "\n")
-    write_json_atomic(
-        out / "report.json",
-        {
-            "quick": quick,
-            "seconds": seconds,
-            "settings": asdict(cfg),
-            "rows": [r.__dict__ for r in rows],
-        },
-    )

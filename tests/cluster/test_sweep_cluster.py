@@ -153,7 +153,8 @@ def test_cluster_runs_use_one_torch_thread(command, tmp_path):
 @pytest.mark.slow
 def test_reproduce_sweeps_on_a_cluster_match_in_process(client, tmp_path):
     from sketchsim.experiments.plan import default_plan
-    from sketchsim.experiments.reproduce import Settings, reproduce
+    from sketchsim.experiments.reproduce import Settings
+    from sketchsim.runs.reproduce import reproduce
 
     tiny = Settings(
         witness=default_plan("witness").with_(steps=5, ranks=(1, 9), triples=50),

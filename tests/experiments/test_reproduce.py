@@ -3,7 +3,8 @@ import json
 import pytest
 
 from sketchsim.experiments.plan import default_plan
-from sketchsim.experiments.reproduce import Settings, reproduce
+from sketchsim.experiments.reproduce import Settings
+from sketchsim.runs.reproduce import reproduce
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 torch.set_num_threads(1)
