@@ -1893,6 +1893,22 @@ for _file, _family in (("capacity.json", "hard"), ("mqar-capacity.json", "mqar")
             entry("docs/capacity.md", _text, f"{CAUSAL}/{_file}", _paths, _formats)
 
 
+# docs/capacity.md: the F(64,7) attempts (issue #45), docs/capacity/frontier/f64/*.json
+for _name in ("elu1-r1", "elu1-r2-3000steps", "signed-r1", "signed-lr0.01-300steps"):
+    _f = f"docs/capacity/frontier/f64/{_name}.json"
+    _n = len(load(_f)["runs"])
+    entry(
+        "docs/capacity.md",
+        "| {} | " + ", ".join(["{}"] * _n) + " | {} | " + ", ".join(["{}"] * _n) + " | "
+        + ", ".join(["{}"] * _n) + " |",
+        _f,
+        [("runs", 0, "architecture"), *[("runs", i, "spec", "lr") for i in range(_n)],
+         ("runs", 0, "steps"), *[("runs", i, "max_abs_error") for i in range(_n)],
+         *[("runs", i, "accuracy") for i in range(_n)]],
+        ["{}", *["{:g}"] * _n, "{:,}", *["{:.2f}"] * _n, *["{:.3f}"] * _n],
+    )  # fmt: skip
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 
