@@ -155,7 +155,8 @@ def measure_on_cluster(
     """
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.grouping import verified_collision
-    from sketchsim.sketch.transcript import check_family, protocol_report
+    from sketchsim.sketch.report import protocol_report
+    from sketchsim.sketch.transcript import check_family
 
     if mode == "sampled" and (answers is None or answers.shape[0] != inputs):
         raise SketchsimError("sampled mode needs the answer vectors of every input")
