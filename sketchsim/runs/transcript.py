@@ -430,15 +430,13 @@ def _local(plan: TranscriptPlan, family):
 
 
 def _clustered(plan: TranscriptPlan, family, client, spec, n_protocols: int, say):
-    import numpy as np
-
     from sketchsim.cluster.transcript import estimate, measure_on_cluster, plan_cluster_inputs
     from sketchsim.estimates import byte_size, duration_words
+    from sketchsim.sketch.input_plan import answer_bytes
 
     mode, n_inputs = plan_cluster_inputs(family, plan.exhaustive, plan.samples)
     workers = cluster_threads(client, spec)
-    answer_bytes = family.q * np.dtype(family.answer_dtype).itemsize
-    est = estimate(n_inputs, n_protocols, workers, mode, answer_bytes)
+    est = estimate(n_inputs, n_protocols, workers, mode, answer_bytes(family))
     say(
         f"{n_inputs:,} {mode} inputs x {n_protocols} protocols on {workers} worker "
         f"threads: {est['map_tasks']:,} map tasks (about {byte_size(est['map_bytes'])} each), "

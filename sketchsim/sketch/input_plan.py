@@ -22,7 +22,11 @@ __all__ = [
     "EXHAUSTIVE_AUTO",
     "EXHAUSTIVE_MAX",
     "InputLimitError",
+    "answer_bytes",
+    "check_memory",
     "choose_answers",
+    "choose_inputs",
+    "covers_family",
     "exhaustive_mode",
     "max_bytes",
     "plan_inputs",
@@ -88,11 +92,92 @@ def exhaustive_mode(family: Family, exhaustive: bool | None, limit: int, name: s
     return bool(exhaustive)
 
 
-def plan_inputs(family: Family, exhaustive: bool | None, samples: int) -> tuple[str, int]:
-    """``(mode, inputs)`` after checking the limits, before anything is allocated.
+def choose_inputs(
+    family: Family,
+    exhaustive: bool | None,
+    samples: int,
+    exhaustive_max: int = EXHAUSTIVE_MAX,
+    limit_name: str = "the limit",
+) -> tuple[str, int]:
+    """Which inputs a run measures, the one choice of a run with or without a cluster.
 
-    ``exhaustive=None`` chooses exhaustive mode when ``(s+1)^q`` is at most
-    :data:`EXHAUSTIVE_AUTO`.
+    Parameters
+    ----------
+    family : Family
+    exhaustive : bool or None
+        Enumerate every input; ``None`` chooses exhaustive mode when ``(s+1)^q``
+        is at most :data:`EXHAUSTIVE_AUTO`.
+    samples : int
+        Inputs to draw (with the family's seed) in sampled mode.
+    exhaustive_max : int
+        Most inputs accepted in exhaustive mode.
+    limit_name : str
+        How the error words ``exhaustive_max``.
+
+    Returns
+    -------
+    (str, int)
+        ``("exhaustive", (s+1)^q)`` or ``("sampled", samples)``.
+
+    Raises
+    ------
+    InputLimitError
+        Exhaustive mode above ``exhaustive_max`` inputs.
+    SketchsimError
+        Sampled mode with fewer than one sample.
+    """
+    if exhaustive_mode(family, exhaustive, exhaustive_max, limit_name):
+        return "exhaustive", int(family.size)
+    if samples < 1:
+        raise SketchsimError(f"the number of samples must be >= 1, got {samples}")
+    return "sampled", int(samples)
+
+
+def answer_bytes(family: Family) -> int:
+    """Bytes of one input's answer vector (``q`` answers of the family's answer dtype)."""
+    return family.q * np.dtype(family.answer_dtype).itemsize
+
+
+def check_memory(family: Family, mode: str, inputs: int, per_input: int, held: str = "") -> None:
+    """Refuse a run whose ``inputs`` would hold ``per_input`` bytes each above :func:`max_bytes`.
+
+    Parameters
+    ----------
+    family : Family
+    mode : {"exhaustive", "sampled"}
+    inputs : int
+    per_input : int
+        Bytes held per input.
+    held : str
+        What those bytes are, for the message (e.g. ``" of answers on the client"``).
+
+    Raises
+    ------
+    InputLimitError
+        ``kind="memory"``, with the estimate and the limit in bytes.
+    """
+    need, limit = float(inputs) * per_input, max_bytes()
+    if need > limit:
+        raise InputLimitError(
+            f"{inputs:,} {mode} inputs of {family.describe()} need about "
+            f"{byte_size(need, 'GiB')}{held} ({per_input} bytes each), above the memory limit "
+            f"{byte_size(limit, 'GiB')}",
+            "memory",
+            need,
+            limit,
+        )
+
+
+def covers_family(family: Family, inputs: int) -> bool:
+    """Whether ``inputs`` inputs are the whole family (an exhaustive run: exact entropies)."""
+    return family.log2_size <= 62 and inputs == family.size
+
+
+def plan_inputs(family: Family, exhaustive: bool | None, samples: int) -> tuple[str, int]:
+    """``(mode, inputs)`` of a single-process run, limits checked before anything is allocated.
+
+    The inputs are :func:`choose_inputs`'s; the process holds, per input, the
+    answer vector and the measuring's arrays.
 
     Raises
     ------
@@ -100,23 +185,9 @@ def plan_inputs(family: Family, exhaustive: bool | None, samples: int) -> tuple[
         Exhaustive mode above :data:`EXHAUSTIVE_MAX` inputs, or an estimated
         allocation above :func:`max_bytes`.
     """
-    if exhaustive_mode(family, exhaustive, EXHAUSTIVE_MAX, "the limit"):
-        mode, n = "exhaustive", family.size
-        extra = 24  # the enumeration index and one column temporary
-    else:
-        if samples < 1:
-            raise SketchsimError(f"the number of samples must be >= 1, got {samples}")
-        mode, n, extra = "sampled", samples, 0
-    per = family.q * np.dtype(family.answer_dtype).itemsize + _BYTES_PER_INPUT + extra
-    need, limit = float(n) * per, max_bytes()
-    if need > limit:
-        raise InputLimitError(
-            f"{n:,} {mode} inputs of {family.describe()} need about {byte_size(need, 'GiB')} "
-            f"({per} bytes each), above the memory limit {byte_size(limit, 'GiB')}",
-            "memory",
-            need,
-            limit,
-        )
+    mode, n = choose_inputs(family, exhaustive, samples)
+    extra = 24 if mode == "exhaustive" else 0  # the enumeration index and one column temporary
+    check_memory(family, mode, n, answer_bytes(family) + _BYTES_PER_INPUT + extra)
     return mode, n
 
 

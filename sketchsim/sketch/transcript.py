@@ -39,6 +39,7 @@ from sketchsim.sketch.input_plan import (
     EXHAUSTIVE_MAX,
     InputLimitError,
     choose_answers,
+    covers_family,
     exhaustive_mode,
     max_bytes,
     plan_inputs,
@@ -129,7 +130,7 @@ def measure(
     start = time.perf_counter()
     B = T.shape[0]
     if exact is None:
-        exact = family.log2_size <= 62 and B == family.size
+        exact = covers_family(family, B)
     fingerprints, correct, counts, first_failure = run_all(family, engine, T, progress)
     inverse, group_counts = group_transcripts(fingerprints)
     collision, unresolved = _certify_collision(family, engine, T, inverse)
