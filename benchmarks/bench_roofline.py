@@ -258,6 +258,7 @@ class _Timers:
 def measure_stages(spec, fam, T) -> dict:
     """Seconds per input of each call ``measure()`` makes, on one thread."""
     import sketchsim.sketch.entry_tally as et
+    import sketchsim.sketch.threaded_run as run
     import sketchsim.sketch.transcript as tr
 
     proto, params, source = resolve_spec(spec)
@@ -270,7 +271,7 @@ def measure_stages(spec, fam, T) -> dict:
 
     saved = {
         (tr, "Engine"): tr.Engine,
-        (tr, "match_answers"): tr.match_answers,
+        (run, "match_answers"): run.match_answers,
         (tr, "group_transcripts"): tr.group_transcripts,
         (tr, "_certify_collision"): tr._certify_collision,
         (tr, "protocol_report"): tr.protocol_report,
@@ -280,7 +281,7 @@ def measure_stages(spec, fam, T) -> dict:
     fam_tokens = fam.variable_tokens
     try:
         tr.Engine = OneThread
-        tr.match_answers = timers.wrap("answer check", tr.match_answers)
+        run.match_answers = timers.wrap("answer check", run.match_answers)
         tr.group_transcripts = timers.wrap("grouping", tr.group_transcripts)
         tr._certify_collision = timers.wrap("collision check", tr._certify_collision)
         tr.protocol_report = timers.wrap("entropies + report", tr.protocol_report)

@@ -14,8 +14,8 @@ __all__ = ["choose_inputs", "render_header"]
 
 
 def choose_inputs(family, exhaustive, samples):
-    """:func:`sketchsim.sketch.transcript.choose_answers`, with the limits worded for the CLI."""
-    from sketchsim.sketch.transcript import InputLimitError, choose_answers
+    """:func:`sketchsim.sketch.input_plan.choose_answers`, with the limits worded for the CLI."""
+    from sketchsim.sketch.input_plan import InputLimitError, choose_answers
 
     try:
         return choose_answers(family, exhaustive, samples)

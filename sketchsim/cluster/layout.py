@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from sketchsim import config
 from sketchsim.cluster.shuffle import row_bytes
-from sketchsim.errors import SketchsimError
 
 __all__ = [
     "ClusterLayout",
@@ -44,35 +41,25 @@ class ClusterLayout:
 def plan_cluster_inputs(family, exhaustive: bool | None, samples: int) -> tuple[str, int]:
     """``(mode, inputs)`` for a cluster run, limits checked before anything is allocated.
 
-    The mode is chosen as in :func:`sketchsim.sketch.transcript.plan_inputs` (so a run
-    with and without a cluster measures the same inputs); exhaustive mode is
-    accepted up to ``CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX`` inputs.  In sampled
-    mode the client draws the answer vectors (as the single process does) and
-    holds them, so they must fit the memory limit.
+    The inputs are those of a single-process run
+    (:func:`sketchsim.sketch.input_plan.choose_inputs`), with exhaustive mode
+    accepted up to ``CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX`` inputs.  Workers build
+    the inputs of their shards; in sampled mode the client draws the answer
+    vectors (as the single process does) and holds them, so they must fit the
+    memory limit.
 
     Raises
     ------
     InputLimitError
     """
-    from sketchsim.sketch.transcript import InputLimitError, exhaustive_mode, max_bytes
+    from sketchsim.sketch.input_plan import answer_bytes, check_memory, choose_inputs
 
-    limit_n = config.CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX
-    if exhaustive_mode(family, exhaustive, limit_n, "the cluster limit"):
-        return "exhaustive", int(family.size)
-    if samples < 1:
-        raise SketchsimError(f"the number of samples must be >= 1, got {samples}")
-    per = family.q * np.dtype(family.answer_dtype).itemsize
-    need, limit = float(samples) * per, max_bytes()
-    if need > limit:
-        raise InputLimitError(
-            f"{samples:,} sampled inputs of {family.describe()} need about "
-            f"{need / 2**30:.3g} GiB of answers on the client ({per} bytes each), above the "
-            f"memory limit {limit / 2**30:.3g} GiB",
-            "memory",
-            need,
-            limit,
-        )
-    return "sampled", int(samples)
+    mode, n = choose_inputs(
+        family, exhaustive, samples, config.CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX, "the cluster limit"
+    )
+    if mode == "sampled":
+        check_memory(family, mode, n, answer_bytes(family), " of answers on the client")
+    return mode, n
 
 
 #: Peak bytes per input of a map task besides its answer vectors (fingerprints,

@@ -97,10 +97,10 @@ def _worker_name() -> str:
 def _run_range(family, engine, T: np.ndarray):
     """``(fingerprints, correct, entry counts, first failure)`` of the inputs ``T``.
 
-    The single process's own loop (:func:`sketchsim.sketch.transcript.run_all`), so both
+    The single process's own loop (:func:`sketchsim.sketch.threaded_run.run_all`), so both
     paths run the same code and count the same entries.
     """
-    from sketchsim.sketch.transcript import run_all
+    from sketchsim.sketch.threaded_run import run_all
 
     fingerprints, correct, counts, first_failure = run_all(family, engine, T, None)
     return fingerprints, int(correct.sum()), counts, first_failure

@@ -155,7 +155,9 @@ def measure_on_cluster(
     """
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.grouping import verified_collision
-    from sketchsim.sketch.transcript import check_family, protocol_report
+    from sketchsim.sketch.input_plan import answer_bytes, covers_family
+    from sketchsim.sketch.report import protocol_report
+    from sketchsim.sketch.transcript import check_family
 
     if mode == "sampled" and (answers is None or answers.shape[0] != inputs):
         raise SketchsimError("sampled mode needs the answer vectors of every input")
@@ -165,8 +167,7 @@ def measure_on_cluster(
     plan = protocol.plan(ctx, params)
     shape = Engine(plan, ctx, protocol.name, python=True)  # layout only: nothing compiles
     start = time.perf_counter()
-    answer_bytes = family.q * np.dtype(family.answer_dtype).itemsize
-    cut = layout(inputs, workers, mode, answer_bytes)
+    cut = layout(inputs, workers, mode, answer_bytes(family))
     job = make_job(family, family_spec, spec, resolved, mode, inputs)
     ordered = inputs <= config.CLUSTER_TRANSCRIPT_ORDERED_MAX
     total_tasks = cut.map_tasks + cut.partitions
@@ -203,7 +204,7 @@ def measure_on_cluster(
     report = protocol_report(
         protocol.name, params, resolved.source, family, plan, shape.layers, plan.jitted,
         counts=got.entries.counts(),
-        exact=family.log2_size <= 62 and B == family.size, distinct=distinct, entropy=ent,
+        exact=covers_family(family, B), distinct=distinct, entropy=ent,
         n_correct=got.n_correct, inputs=B, collision=collision,
         collision_unresolved=unresolved,
         first_failure=min(got.failures, key=lambda f: f["input"]) if got.failures else None,

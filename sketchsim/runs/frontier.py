@@ -82,7 +82,7 @@ class FrontierRun:
 
     def notes(self) -> FrontierNotes:
         """What the verdicts of all cells rest on, once for all cells."""
-        from sketchsim.sketch.transcript import collision_power, error_rate_upper
+        from sketchsim.sketch.verdicts import collision_power, error_rate_upper
 
         cells = self.cells
         sizes = sorted({c["inputs"] for c in cells if c["mode"] != "exhaustive"})
@@ -146,9 +146,9 @@ class FrontierNotes:
         ``(inputs, error-rate bound, collision check reach)`` per sample size
         of the sampled cells, smallest first: the one-sided 95% bound on the
         error rate of a value right on every sampled input
-        (:func:`~sketchsim.sketch.transcript.error_rate_upper`) and the per-pair
+        (:func:`~sketchsim.sketch.verdicts.error_rate_upper`) and the per-pair
         collision probability the sample detects
-        (:func:`~sketchsim.sketch.transcript.collision_power`).
+        (:func:`~sketchsim.sketch.verdicts.collision_power`).
     missing : bool
         Some cell found no decoded or no decodable value in the range.
     not_monotone : bool
@@ -262,8 +262,8 @@ def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str, built=None) -> d
     """
     from sketchsim.sketch.family_plugins import family_identity
     from sketchsim.sketch.frontier import frontier_cell, parse_vary
+    from sketchsim.sketch.input_plan import InputLimitError
     from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
-    from sketchsim.sketch.transcript import InputLimitError
 
     if built is None:
         family = build_family(plan.family, q, s, plan.samples, plan.seed)[0]

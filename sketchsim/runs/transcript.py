@@ -118,8 +118,8 @@ class TranscriptRun:
     @property
     def collision_reach(self) -> float | None:
         """The per-pair collision probability the sample's collision check detects
-        (:func:`sketchsim.sketch.transcript.collision_power` of :attr:`inputs_run`)."""
-        from sketchsim.sketch.transcript import collision_power
+        (:func:`sketchsim.sketch.verdicts.collision_power` of :attr:`inputs_run`)."""
+        from sketchsim.sketch.verdicts import collision_power
 
         return collision_power(self.inputs_run)
 
@@ -209,7 +209,7 @@ class ProtocolVerdicts:
     @classmethod
     def of(cls, r: dict, bound: float, exact: bool) -> ProtocolVerdicts:
         """The verdicts of entry ``r`` measured against ``bound`` bits (``exact``: exhaustive)."""
-        from sketchsim.sketch.transcript import decodable_verdict
+        from sketchsim.sketch.verdicts import decodable_verdict
 
         value, reason = decodable_verdict(r)
         bits = r.get("entry_entropy_bits")
@@ -290,7 +290,7 @@ def _entry_problem(entry) -> str | None:
 
 
 def limit_hint(exc) -> str:
-    """What to do about an :class:`~sketchsim.sketch.transcript.InputLimitError`."""
+    """What to do about an :class:`~sketchsim.sketch.input_plan.InputLimitError`."""
     if exc.kind == "exhaustive":
         return "sample instead: use --samples N (without --exhaustive)"
     return "use fewer --samples, or set SKETCHSIM_MAX_MEMORY_GB to raise the limit"
@@ -329,8 +329,8 @@ def run(
     """
     from sketchsim.sketch import prewarm
     from sketchsim.sketch.family_plugins import family_identity
+    from sketchsim.sketch.input_plan import InputLimitError
     from sketchsim.sketch.inputs import build_family, check_support, resolve_protocols
-    from sketchsim.sketch.transcript import InputLimitError
 
     say = log or (lambda msg: None)
     family, default_specs = build_family(plan.family, plan.q, plan.s, plan.samples, plan.seed)
@@ -418,7 +418,8 @@ def run(
 
 
 def _local(plan: TranscriptPlan, family):
-    from sketchsim.sketch.transcript import choose_answers, measure
+    from sketchsim.sketch.input_plan import choose_answers
+    from sketchsim.sketch.transcript import measure
 
     mode, T = choose_answers(family, plan.exhaustive, plan.samples)
 
@@ -429,15 +430,13 @@ def _local(plan: TranscriptPlan, family):
 
 
 def _clustered(plan: TranscriptPlan, family, client, spec, n_protocols: int, say):
-    import numpy as np
-
     from sketchsim.cluster.transcript import estimate, measure_on_cluster, plan_cluster_inputs
     from sketchsim.estimates import byte_size, duration_words
+    from sketchsim.sketch.input_plan import answer_bytes
 
     mode, n_inputs = plan_cluster_inputs(family, plan.exhaustive, plan.samples)
     workers = cluster_threads(client, spec)
-    answer_bytes = family.q * np.dtype(family.answer_dtype).itemsize
-    est = estimate(n_inputs, n_protocols, workers, mode, answer_bytes)
+    est = estimate(n_inputs, n_protocols, workers, mode, answer_bytes(family))
     say(
         f"{n_inputs:,} {mode} inputs x {n_protocols} protocols on {workers} worker "
         f"threads: {est['map_tasks']:,} map tasks (about {byte_size(est['map_bytes'])} each), "

@@ -14,7 +14,7 @@ was monotone.  A parameter the protocol does not have is refused
 several protocols of which another has it: then this one is measured once
 ("fixed").
 
-Verdicts are three-valued as in :mod:`sketchsim.sketch.transcript`: the search
+Verdicts are three-valued as in :mod:`sketchsim.sketch.verdicts`: the search
 takes the smallest value *not refuted* (no wrong input, resp. no collision and
 no entropy refutation, among the inputs run); only an exhaustive cell proves it.
 """
@@ -28,8 +28,10 @@ from dataclasses import asdict, dataclass, field
 
 from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.family import Family
+from sketchsim.sketch.input_plan import choose_answers
 from sketchsim.sketch.protocol import Protocol
-from sketchsim.sketch.transcript import ProtocolReport, choose_answers, measure
+from sketchsim.sketch.report import ProtocolReport
+from sketchsim.sketch.transcript import measure
 
 __all__ = [
     "Vary",

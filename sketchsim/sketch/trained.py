@@ -618,42 +618,65 @@ def _bias(aux, L, H, P, m, f):
 
 
 @njit(inline="always")
-def _query_side(aux, b, r, d, m, act, f):
+def _query_side(aux, head_base, r, d, m, act, f):
     """One head's query features and readout of ``f[:m]``, into ``f[2m : 2m + r + d]``
-    (``b``: the head's first aux entry)."""
-    o_wv = b + 2 * r * m + 2 * r
+    (``head_base``: the head's first aux entry)."""
+    o_wv = head_base + 2 * r * m + 2 * r
     o_bv = o_wv + 2 * d * m
-    _affine(aux, b, b + 2 * r * m, r, m, f, 0, 2 * m, act)
+    _affine(aux, head_base, head_base + 2 * r * m, r, m, f, 0, 2 * m, act)
     _affine(aux, o_wv + d * m, o_bv + d, d, m, f, 0, 2 * m + r, -1)
 
 
 @njit(inline="always")
-def _head_readout(y, aux, b, sv, s0, qa, fq0, r, d, m, act, eps, N, f, residual):
-    """``y`` plus one head's ``<a(u), o>``, its query features and readout at ``qa[fq0:]``.
+def _head_readout(
+    y,
+    aux,
+    head_base,
+    sketch_values,
+    state_offset,
+    query_array,
+    query_offset,
+    r,
+    d,
+    m,
+    act,
+    eps,
+    N,
+    f,
+    residual,
+):
+    """``y`` plus one head's ``<a(u), o>``, its query features and readout at
+    ``query_array[query_offset:]``.
 
-    ``b``: the head's first aux entry; ``sv[s0:]``: its decoded state (:func:`update`).
-    ``residual``: also add ``W_u o`` to ``delta`` (``f[m : 2m]``).  Every sum adds its
-    terms in the order of the model's definition.  Unsigned indices: numba then tests
-    no index for wraparound, which made this readout over 2x slower.
+    ``head_base``: the head's first aux entry; ``sketch_values[state_offset:]``: its
+    decoded state (:func:`update`), ``r`` rows of ``width`` entries (``d`` products,
+    then the key feature itself unless ``act`` is the signed map).  ``residual``: also
+    add ``W_u o`` to ``delta`` (``f[m : 2m]``).  Every sum adds its terms in the order
+    of the model's definition.  Unsigned indices: numba then tests no index for
+    wraparound, which made this readout over 2x slower.
     """
-    s0, uq, ur, ud, um = np.uint64(s0), np.uint64(fq0), np.uint64(r), np.uint64(d), np.uint64(m)
-    uw = ud if act == 2 else ud + np.uint64(1)
-    den = eps if act != 2 else N
+    state_offset = np.uint64(state_offset)
+    features = np.uint64(query_offset)
+    rank, width_d, width_m = np.uint64(r), np.uint64(d), np.uint64(m)
+    row_width = width_d if act == 2 else width_d + np.uint64(1)
+    denominator = eps if act != 2 else N
     if act != 2:
-        for k in range(ur):
-            den += qa[uq + k] * sv[s0 + k * uw + ud]
-    uav = uq + ur
-    uwu = np.uint64(b + 2 * r * m + 2 * r + 2 * d * m + 2 * d)
-    for c in range(ud):
-        num = 0.0
-        for k in range(ur):
-            num += qa[uq + k] * sv[s0 + k * uw + c]
-        o = num / den
-        y += qa[uav + c] * o
+        for k in range(rank):
+            denominator += (
+                query_array[features + k] * sketch_values[state_offset + k * row_width + width_d]
+            )
+    readout = features + rank
+    o_wu = np.uint64(head_base + 2 * r * m + 2 * r + 2 * d * m + 2 * d)
+    for c in range(width_d):
+        numerator = 0.0
+        for k in range(rank):
+            numerator += query_array[features + k] * sketch_values[state_offset + k * row_width + c]
+        head_out = numerator / denominator
+        y += query_array[readout + c] * head_out
         if residual:
-            w = uwu + c * um  # W_u stored transposed: row c is o_c's
-            for i in range(um):
-                f[um + i] += aux[w + i] * o
+            w = o_wu + c * width_m  # W_u stored transposed: row c is head_out's
+            for i in range(width_m):
+                f[width_m + i] += aux[w + i] * head_out
     return y
 
 
@@ -672,30 +695,33 @@ def _forward(upto, bits, ctx, state, aux, f, cached):
     L, H, r, d, m, act, E, P = _dims(aux)
     eps = aux[8]
     N = float(ctx[3])
-    DELTA, FQ = m, 2 * m
-    cv = state.view(np.float64)
-    c0 = _cache(aux)
+    delta, features = m, 2 * m  # offsets in f
+    state_floats = state.view(np.float64)
+    cache_offset = _cache(aux)
     _unpack(bits, m, f)
     y = 0.0
     if upto == L:
-        y = cv[c0] if cached else _bias(aux, L, H, P, m, f)
+        y = state_floats[cache_offset] if cached else _bias(aux, L, H, P, m, f)
     for lay in range(upto):
         residual = lay < upto - 1 or upto < L
         if residual:
             for i in range(m):
-                f[DELTA + i] = 0.0
+                f[delta + i] = 0.0
         for h in range(H):
-            b = _HDR + (lay * H + h) * P
+            head_base = _HDR + (lay * H + h) * P
             if cached and lay == 0:  # read in place from the cache
-                qa, fq0 = cv, c0 + 1 + h * (r + d)
+                query_array, query_offset = state_floats, cache_offset + 1 + h * (r + d)
             else:
-                _query_side(aux, b, r, d, m, act, f)
-                qa, fq0 = f, FQ
-            s0 = (lay * H + h) * E
-            y = _head_readout(y, aux, b, cv, s0, qa, fq0, r, d, m, act, eps, N, f, residual)
+                _query_side(aux, head_base, r, d, m, act, f)
+                query_array, query_offset = f, features
+            state_offset = (lay * H + h) * E
+            y = _head_readout(
+                y, aux, head_base, state_floats, state_offset, query_array, query_offset,
+                r, d, m, act, eps, N, f, residual,
+            )  # fmt: skip
         if residual:
             for i in range(m):
-                f[i] += f[DELTA + i]
+                f[i] += f[delta + i]
     return y
 
 
@@ -705,16 +731,16 @@ def init(pos, bits, ctx, state, aux):
     if not _cached(pos, ctx, aux):
         return
     L, H, r, d, m, act, E, P = _dims(aux)
-    cv = state.view(np.float64)
-    c0 = _cache(aux)
+    state_floats = state.view(np.float64)
+    cache_offset = _cache(aux)
     f = _scratch(state, aux) if L > 1 else np.empty(2 * (m + r + d))
     _unpack(bits, m, f)
-    cv[c0] = _bias(aux, L, H, P, m, f)
+    state_floats[cache_offset] = _bias(aux, L, H, P, m, f)
     for h in range(H):
         _query_side(aux, _HDR + h * P, r, d, m, act, f)
-        dst = c0 + 1 + h * (r + d)
+        head_cache = cache_offset + 1 + h * (r + d)
         for k in range(r + d):
-            cv[dst + k] = f[2 * m + k]
+            state_floats[head_cache + k] = f[2 * m + k]
 
 
 @njit(cache=True)
@@ -723,18 +749,18 @@ def emit(layer, pos, bits, ctx, state, aux, out):
     top = aux[9]
     f = np.empty(2 * (m + r + d))
     _forward(layer, bits, ctx, state, aux, f, _cached(pos, ctx, aux))
-    FK, V = 2 * m, 2 * m + r
+    keys, values = 2 * m, 2 * m + r  # offsets in f
     width = d if act == 2 else d + 1
     for h in range(H):
-        b = _HDR + (layer * H + h) * P
-        o_wv = b + 2 * r * m + 2 * r
+        head_base = _HDR + (layer * H + h) * P
+        o_wv = head_base + 2 * r * m + 2 * r
         o_lo = o_wv + 2 * d * m + 2 * d + m * d
         o_step = o_lo + E
-        _affine(aux, b + r * m, b + 2 * r * m + r, r, m, f, 0, FK, act)
-        _affine(aux, o_wv, o_wv + 2 * d * m, d, m, f, 0, V, -1)
+        _affine(aux, head_base + r * m, head_base + 2 * r * m + r, r, m, f, 0, keys, act)
+        _affine(aux, o_wv, o_wv + 2 * d * m, d, m, f, 0, values, -1)
         for k in range(r):
             for c in range(width):
-                x = f[FK + k] * f[V + c] if c < d else f[FK + k]
+                x = f[keys + k] * f[values + c] if c < d else f[keys + k]
                 e = k * width + c
                 code = math.floor((x - aux[o_lo + e]) / aux[o_step + e] + 0.5)
                 code = min(max(code, 0.0), top)
@@ -750,26 +776,31 @@ def update(layer, pos, bits, ctx, state, sketch, aux):
     if layer == L - 1 and pos >= ctx[0]:
         return
     N = float(ctx[3])
-    cv = state.view(np.float64)
+    state_floats = state.view(np.float64)
     for h in range(H):
-        lo = np.uint64(_HDR + (layer * H + h) * P + 2 * r * m + 2 * r + 2 * d * m + 2 * d + m * d)
-        step = lo + np.uint64(E)
-        s0, k0 = np.uint64((layer * H + h) * E), np.uint64(h * E)
+        o_lo = np.uint64(_HDR + (layer * H + h) * P + 2 * r * m + 2 * r + 2 * d * m + 2 * d + m * d)
+        o_step = o_lo + np.uint64(E)
+        state_offset, sketch_offset = np.uint64((layer * H + h) * E), np.uint64(h * E)
         for e in range(np.uint64(E)):
-            cv[s0 + e] = aux[step + e] * sketch[k0 + e] + N * aux[lo + e]
+            state_floats[state_offset + e] = (
+                aux[o_step + e] * sketch[sketch_offset + e] + N * aux[o_lo + e]
+            )
 
 
 @njit(inline="always")
 def _cached_output(ctx, state, aux):
     """A query's output with one layer: its cached bias term and readout of its cache."""
     L, H, r, d, m, act, E, P = _dims(aux)
-    cv = state.view(np.float64)
-    c0 = _cache(aux)
+    state_floats = state.view(np.float64)
+    cache_offset = _cache(aux)
     eps, N = aux[8], float(ctx[3])
-    y = cv[c0]
+    y = state_floats[cache_offset]
     for h in range(H):
-        b, fq0 = _HDR + h * P, c0 + 1 + h * (r + d)
-        y = _head_readout(y, aux, b, cv, h * E, cv, fq0, r, d, m, act, eps, N, cv, False)
+        head_base, query_offset = _HDR + h * P, cache_offset + 1 + h * (r + d)
+        y = _head_readout(
+            y, aux, head_base, state_floats, h * E, state_floats, query_offset,
+            r, d, m, act, eps, N, state_floats, False,
+        )  # fmt: skip
     return y
 
 
