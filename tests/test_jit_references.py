@@ -310,8 +310,15 @@ REFERENCES: dict[str, Ref] = {
         f"sketchsim.sketch.causal_kernel.{name}": Ref(
             _CAUSAL, "naive.causal_outputs", _CAUSAL_PARTS
         )
-        for name in ("_act", "_affine", "_quantize", "_sigmoid", "_softplus")
+        for name in ("_act", "_layout", "_project", "_quantize", "_sigmoid", "_softplus")
     },
+    **{
+        f"sketchsim.sketch.causal_kernel.{name}": Ref(_CAUSAL, _CAUSAL_REF, _CAUSAL_HEAD)
+        for name in ("_scratch_size", "_unpack")
+    },
+    "sketchsim.sketch.causal_kernel._affine": Ref(
+        _CAUSAL, _CAUSAL_REF, (*_CAUSAL_PARTS, "sketchsim.sketch.causal_kernel._project")
+    ),
     "sketchsim.sketch.trained._act": Ref(
         _TRAINED,
         _TRAINED_REF,
