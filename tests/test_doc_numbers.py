@@ -1888,9 +1888,21 @@ def causal_rows(json_file: str, family: str):
 
 
 for _file, _family in (("capacity.json", "hard"), ("mqar-capacity.json", "mqar")):
-    if (ROOT / CAUSAL / _file).exists():
-        for _text, _paths, _formats in causal_rows(f"{CAUSAL}/{_file}", _family):
-            entry("docs/capacity.md", _text, f"{CAUSAL}/{_file}", _paths, _formats)
+    for _text, _paths, _formats in causal_rows(f"{CAUSAL}/{_file}", _family):
+        entry("docs/capacity.md", _text, f"{CAUSAL}/{_file}", _paths, _formats)
+
+
+def _fp32_over_cut(rows):
+    return [r["float_state_bits"] / r["cut_bits"] for r in rows if r["cut_bits"]]
+
+
+entry(
+    "docs/capacity.md",
+    "is {} to {} times the cut bits of these decoded models.",
+    f"{CAUSAL}/capacity.json",
+    [("rows", _fp32_over_cut, min), ("rows", _fp32_over_cut, max)],
+    ["{:.0f}", "{:.1f}"],
+)
 
 
 # docs/capacity.md: the F(64,7) attempts (issue #45), docs/capacity/frontier/f64/*.json
