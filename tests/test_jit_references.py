@@ -310,7 +310,7 @@ REFERENCES: dict[str, Ref] = {
         f"sketchsim.sketch.causal_kernel.{name}": Ref(
             _CAUSAL, "naive.causal_outputs", _CAUSAL_PARTS
         )
-        for name in ("_act", "_layout", "_project", "_quantize", "_sigmoid", "_softplus")
+        for name in ("_layout", "_project", "_quantize", "_sigmoid")
     },
     **{
         f"sketchsim.sketch.causal_kernel.{name}": Ref(_CAUSAL, _CAUSAL_REF, _CAUSAL_HEAD)
@@ -319,11 +319,12 @@ REFERENCES: dict[str, Ref] = {
     "sketchsim.sketch.causal_kernel._affine": Ref(
         _CAUSAL, _CAUSAL_REF, (*_CAUSAL_PARTS, "sketchsim.sketch.causal_kernel._project")
     ),
-    "sketchsim.sketch.trained._act": Ref(
+    "sketchsim.sketch.activations.feature": Ref(
         _TRAINED,
         _TRAINED_REF,
         via=(*_TRAINED_INIT, _TRAINED_QUERY, "sketchsim.sketch.trained._affine"),
     ),
+    "sketchsim.sketch.activations.softplus": Ref(_CAUSAL, _CAUSAL_REF, _CAUSAL_PARTS),
     "sketchsim.sketch.trained._dims": Ref(
         _TRAINED,
         _TRAINED_REF,

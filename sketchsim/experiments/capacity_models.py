@@ -36,6 +36,7 @@ __all__ = [
     "fixed_point_state",
     "qat_quantizer",
     "softplus",
+    "plugin_call",
 ]
 
 #: Registers reach this fraction of the contributions' range below the smallest one
@@ -60,6 +61,23 @@ def softplus(z: torch.Tensor) -> torch.Tensor:
     """``z + log1p(exp(-z))`` for ``z > 0``, else ``log1p(exp(z))``: the engine's formula
     (torch's ``softplus`` returns ``z`` above 20)."""
     return torch.where(z > 0, z, torch.zeros_like(z)) + torch.log1p(torch.exp(-z.abs()))
+
+
+def plugin_call(plugin: str, fn, name: str, *args):
+    """``fn(*args)``, a plug-in's layer method: whatever it raises (but running out of
+    memory) is one :class:`~sketchsim.errors.PluginError` line naming ``plugin`` and
+    ``name`` with the exception's first line."""
+    try:
+        return fn(*args)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+        text = text if len(text) <= 300 else text[:297] + "..."
+        said = f": {text}" if text else ""
+        raise PluginError(
+            f"model plug-in {plugin}: {name} raised {type(exc).__name__}{said}"
+        ) from None
 
 
 class KernelLayer(nn.Module):
@@ -200,14 +218,7 @@ class CapacityModel(nn.Module):
 
     def _guarded(self, fn, name: str, *args):
         """``fn(*args)``; whatever it raises is one line naming the plug-in and ``name``."""
-        try:
-            return fn(*args)
-        except MemoryError:
-            raise
-        except Exception as exc:
-            text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
-            text = text if len(text) <= 300 else text[:297] + "..."
-            self._refuse(f"{name} raised {type(exc).__name__}" + (f": {text}" if text else ""))
+        return plugin_call(self.plugin, fn, name, *args)
 
     def _contributions(self, layer, u: torch.Tensor) -> torch.Tensor:
         B, N, _ = u.shape

@@ -297,14 +297,9 @@ class CausalModel(nn.Module):
         """``fn(*args)``; a plug-in's exception is one line naming it (the built-in: as is)."""
         if self.plugin is None:
             return fn(*args)
-        try:
-            return fn(*args)
-        except MemoryError:
-            raise
-        except Exception as exc:
-            text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
-            said = f": {text[:300]}" if text else ""
-            self._refuse(f"{name} raised {type(exc).__name__}{said}")
+        from sketchsim.experiments.capacity_models import plugin_call
+
+        return plugin_call(self.plugin, fn, name, *args)
 
     def _step(self, layer, u, st, count, quantize, residual):
         """The layer's step; a plug-in's is guarded and its outputs' shapes checked (it

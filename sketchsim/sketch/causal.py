@@ -66,6 +66,8 @@ GATE_ARRAYS = {
     "mamba": {"wg": ("d", "m"), "bg": ("d",), "alog": ("r", "d"), "dskip": ("d",)},
     "window": {},
 }
+#: The arrays every head has, causal or not (a kernel head's
+#: :data:`~sketchsim.sketch.trained.HEAD_ARRAYS` are these and its ``lo``, ``span``).
 COMMON_ARRAYS = {
     "wq": ("r", "m"),
     "bq": ("r",),

@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
+from sketchsim.sketch.activations import feature, softplus
 from sketchsim.sketch.fingerprint import SEED1, SEED2, fold
 
 __all__ = ["run_batch"]
@@ -41,22 +42,6 @@ def run_batch(tokens, order, dims, offs, aux, eps: float, store: bool):
     shared = bool(B) and bool((tokens[:, :q] == tokens[:1, :q]).all())
     _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr, shared)
     return fp, ans, (tr if store else None)
-
-
-@njit(inline="always")
-def _softplus(z):
-    return z + math.log1p(math.exp(-z)) if z > 0.0 else math.log1p(math.exp(z))
-
-
-@njit(inline="always")
-def _act(z, act):
-    if act == 0:
-        return z + 1.0 if z > 0.0 else math.exp(z)
-    if act == 1:
-        return (z if z > 0.0 else 0.0) + 1e-3
-    if act == 3:
-        return _softplus(z)
-    return z
 
 
 @njit(inline="always")
@@ -159,8 +144,8 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
         norm = kind == BASED or act != 2
         if kind == LINEAR:
             for k in range(r):
-                f[FQ + k] = _act(f[FQ + k], act)
-                f[FK + k] = _act(f[FK + k], act)
+                f[FQ + k] = feature(f[FQ + k], act)
+                f[FK + k] = feature(f[FK + k], act)
         W = d + 1 if norm else d
         den = eps
         for k in range(D):
@@ -209,7 +194,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
         if kind == GLA:
             for k in range(r):  # exp(logsigmoid(z) / 16)
                 z = f[G + k]
-                ls = -_softplus(-z)
+                ls = -softplus(-z)
                 f[G + k] = math.exp(ls / 16.0)
             for k in range(r):
                 for c in range(d):
@@ -231,7 +216,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
             beta = _sigmoid(f[G])
             gamma = 1.0
             if kind == GATED_DELTA:
-                gamma = math.exp(-math.exp(aux[o[_ALOG]]) * _softplus(f[G + 1]))
+                gamma = math.exp(-math.exp(aux[o[_ALOG]]) * softplus(f[G + 1]))
             for c in range(d):
                 pred = 0.0
                 for k in range(r):
@@ -245,7 +230,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                     cd[s0 + e] = int(code)
         else:  # MAMBA: dt = softplus(wg u + bg); S[k, c] = exp(-dt_c exp(alog)) S + B_k dt_c x_c
             for c in range(d):
-                f[G + c] = _softplus(f[G + c])
+                f[G + c] = softplus(f[G + c])
             for k in range(r):
                 for c in range(d):
                     e = k * d + c

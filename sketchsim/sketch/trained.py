@@ -48,6 +48,8 @@ import numpy as np
 from numba import njit
 
 from sketchsim.errors import PluginError
+from sketchsim.sketch.activations import feature
+from sketchsim.sketch.causal import COMMON_ARRAYS
 from sketchsim.sketch.contract import check_engine_size
 from sketchsim.sketch.protocol import Layer, Plan
 
@@ -74,19 +76,7 @@ MAX_BITS = 32
 #: Largest layers, heads, rank, value width and token width a weights file may declare.
 LIMITS = {"layers": 8, "heads": 64, "rank": 4096, "value_width": 4096, "m": 4096}
 #: Per-head arrays and their shapes in terms of (r, d, m, E).
-HEAD_ARRAYS = {
-    "wq": ("r", "m"),
-    "bq": ("r",),
-    "wk": ("r", "m"),
-    "bk": ("r",),
-    "wv": ("d", "m"),
-    "bv": ("d",),
-    "wa": ("d", "m"),
-    "ba": ("d",),
-    "wu": ("m", "d"),
-    "lo": ("E",),
-    "span": ("E",),
-}
+HEAD_ARRAYS = {**COMMON_ARRAYS, "lo": ("E",), "span": ("E",)}
 #: Smallest positive span: its step ``span / (2^32 - 1)`` stays a normal float.
 MIN_SPAN = float(np.finfo(np.float64).tiny) * 2.0**33
 #: Longest ``label`` a header may carry (characters).
@@ -498,17 +488,6 @@ def _aux(w: Weights, bits: int) -> np.ndarray:
 
 
 @njit(inline="always")
-def _act(z, act):
-    if act == 0:
-        return z + 1.0 if z > 0.0 else math.exp(z)
-    if act == 1:
-        return (z if z > 0.0 else 0.0) + 1e-3
-    if act == 3:  # softplus, as log1p of the smaller exponential
-        return z + math.log1p(math.exp(-z)) if z > 0.0 else math.log1p(math.exp(z))
-    return z
-
-
-@njit(inline="always")
 def _dims(aux):
     return (
         int(aux[0]),
@@ -567,7 +546,7 @@ def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
         k += 1
     if act >= 0:
         for k in range(rows):
-            f[dst + k] = _act(f[dst + k], act)
+            f[dst + k] = feature(f[dst + k], act)
 
 
 # A token's state (floats in int64 words): the ``L H E`` sketch entries decoded

@@ -37,7 +37,7 @@ def _one_thread():
 
 def _spec(kind, **kw):
     base = dict(family="hard", q=2, s=1, model="causal", layers=1, heads=1, rank=2,
-                value_width=2, feature_map="elu1", seed=0, steps=60, arch=kind,
+                value_width=2, feature_map="elu1", seed=0, steps=30, arch=kind,
                 window=3 if kind == "window" else 0)  # fmt: skip
     base.update(kw)
     return CapacitySpec(**base)
