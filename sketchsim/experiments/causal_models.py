@@ -215,6 +215,22 @@ class CausalLayer(nn.Module):
             o = o / den.unsqueeze(-1)
         return o
 
+    def read_shared(self, fq, a, term, S0) -> torch.Tensor:
+        """The heads' summed readouts ``[B, Nq]`` of ``Nq`` tokens every input shares
+        (``fq [1, Nq, H, D]``, ``a [1, Nq, H, d]``, ``term [1, Nq, H, D, W]``) that follow
+        the states ``S0 [B, H, D, W]``: ``sum_h <a, o>`` of :meth:`read_sum` on
+        ``S0 + cumsum(term)``, without the ``[B, Nq, H, D, W]`` states (each input's part
+        ``S0`` is read by one matrix product; the shared prefix once)."""
+        d = self.d
+        fq, a, prefix = fq[0], a[0], torch.cumsum(term[0], 0)
+        weight = fq.unsqueeze(-1) * a.unsqueeze(-2)  # [Nq, H, D, d]: o's numerator, read by a
+        num = torch.einsum("qhkc,bhkc->bqh", weight, S0[..., :d])
+        num = num + torch.einsum("qhkc,qhkc->qh", weight, prefix[..., :d])
+        if self.kind == "based" or self.arch["feature_map"] != "signed":
+            den = torch.einsum("qhk,bhk->bqh", fq, S0[..., d])
+            num = num / (den + torch.einsum("qhk,qhk->qh", fq, prefix[..., d]) + self.arch["eps"])
+        return num.sum(-1)
+
     def _keep(self, S: torch.Tensor, quantize):
         if quantize is None:
             return S
@@ -376,6 +392,11 @@ class CausalModel(nn.Module):
         for lay, layer in enumerate(self.layers):
             parts = [layer.sum_terms(u) for u in (u_data, u_q)]  # (phi_q, a, term) each
             run = torch.cumsum(parts[0][2], 1)
+            if lay == last and u_q.shape[0] == 1 < B and states is None and u_q.shape[1] and n_data:
+                o = layer.read_sum(parts[0][0], run)
+                y_data = y[:, :n_data] + (parts[0][1] * o).sum((-1, -2))
+                y_q = y[:, n_data:] + layer.read_shared(*parts[1], run[:, -1])
+                return torch.cat([y_data, y_q], 1)
             if u_q.shape[1]:
                 base = run[:, -1:] if n_data else torch.zeros_like(parts[1][2][:, :1])
                 run_q = base + torch.cumsum(parts[1][2].expand(B, *parts[1][2].shape[1:]), 1)

@@ -86,6 +86,30 @@ def test_the_file_runs_the_trained_model(tmp_path):
         assert engine_disagreement(Weights(header, bad), fam, T, y) is not None, kind
 
 
+@pytest.mark.parametrize("kind, fmap, layers, heads", [("linear", "elu1", 1, 1),
+    ("linear", "signed", 1, 2), ("linear", "relu", 2, 1), ("based", "elu1", 1, 2),
+    ("based", "elu1", 2, 2)])  # fmt: skip
+def test_the_shared_query_readout_equals_the_token_loop(kind, fmap, layers, heads):
+    """The one-pass forward of sum-state models (its shared-query readout on the last
+    layer, its cumsum elsewhere) gives the token loop's outputs and gradients, on F(q, s)
+    (one data token) and MQAR (several)."""
+    for fam in (make_family("hard", 5, 3), make_family("mqar", 3, 3, options={"pairs": 5})):
+        T = fam.sample_answers(40)
+        X = _tensor(fam, T, torch.float64)
+        torch.manual_seed(4)
+        model = CausalModel(causal_arch(kind, fam.m, layers, heads, 2, 3, fmap), fam.q).double()
+        outs, grads = [], []
+        for loop in (False, True):
+            model.zero_grad()
+            y = model(X, quantize=(lambda layer, S: S) if loop else None)
+            (y[:, : fam.q] ** 2).sum().backward()
+            outs.append(y.detach())
+            grads.append(torch.cat([torch.zeros_like(p).flatten() if p.grad is None
+                                    else p.grad.flatten() for p in model.parameters()]))
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grads[0], grads[1], rtol=1e-9, atol=1e-9)
+
+
 def test_fixed_point_forward_is_the_engines(tmp_path):
     """The torch model with K-bit registers gives the engine's answers at K."""
     fam = make_family("hard", 3, 1)
