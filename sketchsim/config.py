@@ -34,6 +34,9 @@ SWEEP_MAX_RANK = 4096
 SWEEP_MAX_SEEDS = 1000
 SWEEP_MAX_STEPS = 1_000_000
 SWEEP_MAX_PARAMS = 50_000_000
+#: Capacity suite: training inputs per run without ``--allow-large`` (the memory
+#: estimate still applies).
+SWEEP_MAX_TRAIN_INPUTS = 1 << 17
 
 #: The paper's reported numbers (PAPER.md, "Experiments reported"), in one place.
 PAPER = {

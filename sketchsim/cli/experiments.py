@@ -215,6 +215,20 @@ class SweepCommand(CheckedCommand):
     "(straight-through gradients); default: train in float, round when measured.",
 )
 @click.option(
+    "--schedule",
+    type=click.Choice(["onecycle", "constant"]),
+    default=None,
+    help="capacity: learning-rate schedule (default onecycle: a warm-up over 30% of the "
+    "steps, then annealed; constant: --lr throughout).",
+)
+@click.option(
+    "--train-inputs",
+    type=click.IntRange(1),
+    default=None,
+    help="capacity: training inputs per run (default 512; every input when the family has "
+    "fewer).",
+)
+@click.option(
     "--save-weights",
     "weights_dir",
     type=OutputPath(directory=True),
@@ -254,6 +268,8 @@ def sweep(
     resume,
     allow_large,
     train_bits,
+    schedule,
+    train_inputs,
     weights_dir,
     cluster,
 ):
@@ -311,6 +327,8 @@ def sweep(
         threads=threads,
         allow_large=allow_large or None,
         train_bits=train_bits,
+        schedule=schedule,
+        train_inputs=train_inputs,
     )
     _refuse_unread(plan, cluster)
     if capacity and not plan.allow_large:  # before anything is allocated (#47)
@@ -366,6 +384,8 @@ _READ_BY = {
     "encoding": ("witness", "ood"),
     "plot_path": ("witness", "ood"),
     "train_bits": ("capacity",),
+    "schedule": ("capacity",),
+    "train_inputs": ("capacity",),
 }
 
 #: Why the capacity suite does not read an option (appended to the refusal).

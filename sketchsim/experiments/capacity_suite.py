@@ -4,9 +4,9 @@ weights files the sketch engine runs (``trained`` protocol, ``sketchsim capacity
 One :class:`CapacitySpec` per run: a family and its size, an architecture
 (layers, heads, feature rank ``r``, value width ``d``, feature map ``elu1``,
 ``relu`` or ``signed``; or the dense ``softmax`` reference) and a seed.
-:func:`train_capacity` trains it full-batch (Adam with a one-cycle schedule,
+:func:`train_capacity` trains it full-batch (Adam with a one-cycle or constant schedule,
 one torch thread) on every input of the family when it has at most
-:data:`TRAIN_INPUTS`, else on that many seeded draws, until every training
+:data:`TRAIN_INPUTS` (the spec's ``train_inputs``), else on that many seeded draws, until every training
 output is within ``stop_below`` of its target; the accuracy reported is the
 fraction of inputs whose ``q`` answers all round right, on every input when the
 family has at most :data:`EVAL_EXHAUSTIVE` of them, else on :data:`EVAL_INPUTS`
@@ -85,6 +85,8 @@ class CapacitySpec:
     #: for ``window``, its window in tokens.
     arch: str = ""
     window: int = 0
+    #: ``onecycle`` (warm-up to ``lr`` over 30% of the steps, then annealed) or ``constant``.
+    schedule: str = "onecycle"
 
     @property
     def label(self) -> str:
@@ -112,6 +114,8 @@ class CapacitySpec:
         for name in ("train_bits", "arch", "window"):  # older runs keep their key
             if not fields[name]:
                 del fields[name]
+        if fields["schedule"] == "onecycle":
+            del fields["schedule"]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -162,6 +166,14 @@ def _accuracy(model, fam, T: np.ndarray, chunk: int = 4096) -> float:
     return right / T.shape[0]
 
 
+def scheduler(opt, spec: CapacitySpec):
+    """The learning-rate schedule of ``spec`` on the optimizer ``opt`` (``onecycle``:
+    torch's one-cycle over ``steps + 1``; ``constant``: ``lr`` at every step)."""
+    if spec.schedule == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
+    return torch.optim.lr_scheduler.OneCycleLR(opt, spec.lr, total_steps=spec.steps + 1)
+
+
 def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dict:
     """Train one spec; returns its row (and writes its weights file into ``save_to``).
 
@@ -184,7 +196,7 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     else:
         quantize = qat_quantizer(spec.train_bits) if spec.train_bits else None
     opt = torch.optim.Adam(model.parameters(), spec.lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, spec.lr, total_steps=spec.steps + 1)
+    sched = scheduler(opt, spec)
     start, step, err = time.perf_counter(), 0, math.inf
     for step in range(spec.steps + 1):  # noqa: B007 - step is reported
         y = (model(X) if quantize is None else model(X, quantize=quantize))[:, : spec.q]
@@ -218,6 +230,8 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         "seconds": seconds,
         "device": str(device),
         "trained_at_bits": spec.train_bits or None,
+        "schedule": spec.schedule,
+        "train_inputs": int(T.shape[0]),
         "weights": None,
         "weights_refused": None,
     }

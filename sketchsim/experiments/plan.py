@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 SUITES = ("witness", "ood", "capacity")
+#: Capacity: learning-rate schedules (:func:`~sketchsim.experiments.capacity_suite.scheduler`).
+SCHEDULES = ("onecycle", "constant")
 MODELS = ("kernel", "signed", "softmax")
 
 
@@ -101,6 +103,13 @@ class Plan:
         when measured); ``K`` in 1..32 trains with the state in K-bit registers in
         the forward pass (straight-through gradients;
         :func:`~sketchsim.experiments.capacity_models.qat_quantizer`).
+    schedule : {"onecycle", "constant"}
+        Capacity: the learning-rate schedule (one-cycle: a warm-up to ``lr`` over the
+        first 30% of the steps, then annealed; constant: ``lr`` throughout).
+    train_inputs : int
+        Capacity: training inputs per run (0: the suite's
+        :data:`~sketchsim.experiments.capacity_suite.TRAIN_INPUTS`; every input when the
+        family has fewer).
     """
 
     suite: str
@@ -134,6 +143,8 @@ class Plan:
     model_plugins: tuple[str, ...] = ()
     train_bits: int = 0
     archs: tuple[str, ...] = ()
+    schedule: str = "onecycle"
+    train_inputs: int = 0
 
     def with_(self, **overrides) -> Plan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -183,6 +194,12 @@ class Plan:
             _check_capacity(self)
         if not 0 <= self.train_bits <= 32:
             raise SketchsimError(f"train_bits must be in 0..32, got {self.train_bits}")
+        if self.schedule not in SCHEDULES:
+            raise SketchsimError(f"schedule must be one of {', '.join(SCHEDULES)}",
+                                 param="schedule")  # fmt: skip
+        if self.train_inputs:
+            _bounded(self.train_inputs, "train_inputs", 1, config.SWEEP_MAX_TRAIN_INPUTS,
+                     self.allow_large)  # fmt: skip
 
     def header(self) -> dict:
         """The plan as the sweep file's header (what a resumed file must match)."""
@@ -219,6 +236,9 @@ class Plan:
             "model_plugins": list(self.model_plugins),
             "train_bits": self.train_bits,
             **({"archs": list(self.archs)} if self.archs else {}),
+            # older sweep files (their defaults) keep their header
+            **({"schedule": self.schedule} if self.schedule != "onecycle" else {}),
+            **({"train_inputs": self.train_inputs} if self.train_inputs else {}),
         }
 
     def source(self, model: str) -> str:
@@ -540,7 +560,7 @@ def capacity_specs(plan: Plan) -> list:
     only: it has no fixed-size state) spans heads x value widths at the smallest
     layer count.
     """
-    from sketchsim.experiments.capacity_suite import CapacitySpec
+    from sketchsim.experiments.capacity_suite import TRAIN_INPUTS, CapacitySpec
 
     kinds = []
     for model in plan.models:
@@ -596,6 +616,8 @@ def capacity_specs(plan: Plan) -> list:
                                                 train_bits=bits,
                                                 arch=arch,
                                                 window=window,
+                                                schedule=plan.schedule,
+                                                train_inputs=plan.train_inputs or TRAIN_INPUTS,
                                             ))  # fmt: skip
     return specs
 
