@@ -1921,6 +1921,39 @@ for _name in ("elu1-r1", "elu1-r2-3000steps", "signed-r1", "signed-lr0.01-300ste
     )  # fmt: skip
 
 
+# docs/capacity.md: the first trained F(64,7) models (issue #45): their runs and measures
+F64 = "docs/capacity/frontier/f64"
+for _name in ("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
+              "elu1-d64-lr0.001-constant-stop0.1", "elu1-d64-lr0.002-0.003-constant-stop0.1"):
+    for _i in range(len(load(f"{F64}/{_name}.json")["runs"])):
+        entry(
+            "docs/capacity.md",
+            "| {} | {} | {} | {} | {} | {} |",
+            f"{F64}/{_name}.json",
+            [("runs", _i, "architecture"), ("runs", _i, "spec", "lr"),
+             ("runs", _i, "spec", "stop_below"), ("runs", _i, "steps"),
+             ("runs", _i, "max_abs_error"), ("runs", _i, "accuracy")],
+            ["{}", "{:g}", "{:g}", "{:,}", "{:.2f}", "{:.3f}"],
+        )  # fmt: skip
+
+
+def first_right_on_screen(row: dict) -> str:
+    """The smallest K right on every input of ``capacity``'s screen, with its cut bits."""
+    right = [c for c in row["curve"] if c["accuracy"] == 1.0]
+    return f"{right[0]['bits']} ({right[0]['transcript_bits']} bits)" if right else "none"
+
+
+for _i, _lr in enumerate(load(f"{F64}/capacity-elu1-d64.json")["rows"]):
+    entry(
+        "docs/capacity.md",
+        "| {} | {} | {} | {} |",
+        f"{F64}/capacity-elu1-d64.json",
+        [("rows", _i, "weights"), ("rows", _i, "correct_fraction"),
+         ("rows", _i, "error_rate_upper95"), ("rows", _i)],
+        ["{}", "{:.5f}", "{:.5f}", first_right_on_screen],
+    )  # fmt: skip
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 

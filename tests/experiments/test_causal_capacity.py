@@ -289,6 +289,45 @@ def test_sweep_takes_architectures_and_family_specs(tmp_path):
     assert json.loads(out.read_text())["header"]["archs"] == ["gla", "window:2", "softmax"]
 
 
+def test_schedule_and_training_inputs_are_the_runs_and_recorded(tmp_path):
+    """--schedule constant keeps --lr at every step, --train-inputs sets the training set;
+    both are in the header and every row; the default one-cycle key is the older one."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sketchsim.cli import main
+    from sketchsim.experiments.capacity_suite import scheduler
+
+    out = tmp_path / "s.json"
+    argv = ["sweep", "--suite", "capacity", "--arch", "linear", "--q", "3", "--s", "1",
+            "--seeds", "1", "--steps", "3", "--layers", "1", "--ranks", "1",
+            "--value-widths", "2", "--schedule", "constant", "--train-inputs", "5",
+            "--json", str(out)]  # fmt: skip
+    res = CliRunner().invoke(main, argv)
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["header"]["schedule"] == "constant" and data["header"]["train_inputs"] == 5
+    (run,) = data["runs"]
+    assert run["schedule"] == "constant" and run["train_inputs"] == 5
+    assert run["spec"]["train_inputs"] == 5 and run["spec"]["schedule"] == "constant"
+    spec = _spec("linear", steps=10, lr=0.02)
+    for name, want in (("onecycle", None), ("constant", 0.02)):
+        sp = CapacitySpec(**{**spec.__dict__, "schedule": name})
+        opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], sp.lr)
+        sched = scheduler(opt, sp)
+        lrs = []
+        for _ in range(10):
+            lrs.append(opt.param_groups[0]["lr"])
+            opt.step()
+            sched.step()
+        assert (lrs == [want] * 10) if want else (max(lrs) > 0.019 and lrs[0] < 0.002)
+    assert "schedule" not in json.loads(spec.key())  # older runs keep their resume key
+    refused = CliRunner().invoke(main, ["sweep", "--suite", "ood", "--schedule", "constant"])
+    assert refused.exit_code == 2
+    assert "--schedule applies only with --suite capacity" in refused.output
+
+
 def test_split_specs():
     from sketchsim.cli.options import split_specs
     from sketchsim.errors import SketchsimError
