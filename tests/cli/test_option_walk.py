@@ -394,6 +394,8 @@ CAPACITY_EFFECT = {
     "threads": ["--threads", "2"],  # recorded; the runs are the same numbers
     "train_bits": ["--train-bits", "4"],
     "archs": ["--arch", "gla"],
+    "schedule": ["--schedule", "constant"],
+    "train_inputs": ["--train-inputs", "3"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).
