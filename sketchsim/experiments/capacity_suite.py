@@ -6,10 +6,10 @@ One :class:`CapacitySpec` per run: a family and its size, an architecture
 ``relu`` or ``signed``; or the dense ``softmax`` reference) and a seed.
 :func:`train_capacity` trains it full-batch (Adam with a one-cycle or constant schedule,
 one torch thread) on every input of the family when it has at most
-:data:`TRAIN_INPUTS` (the spec's ``train_inputs``), else on that many seeded draws, until every training
-output is within ``stop_below`` of its target; the accuracy reported is the
-fraction of inputs whose ``q`` answers all round right, on every input when the
-family has at most :data:`EVAL_EXHAUSTIVE` of them, else on :data:`EVAL_INPUTS`
+:data:`TRAIN_INPUTS` (the spec's ``train_inputs``), else on that many seeded
+draws, until every training output is within ``stop_below`` of its target; the
+accuracy reported is the fraction of inputs whose ``q`` answers all round right,
+on every input when the family has at most :data:`EVAL_EXHAUSTIVE` of them, else on :data:`EVAL_INPUTS`
 fresh draws.  :func:`run_capacity` runs a plan's specs (resumable), summarizes
 seeds with 95% intervals (:mod:`sketchsim.experiments.stats`) and, with
 ``weights_dir``, writes every kernel model as a weights file
