@@ -10,7 +10,6 @@ scheduler must resume from them and give the single process's result.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,12 +23,6 @@ pytestmark = pytest.mark.slow  # starts and kills real scheduler and worker proc
 M, N = 2, 13  # 2^26 inputs, enumerated in 4 shards of 2^24 (count vectors do not pay)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(args: list[str], log) -> subprocess.Popen:
     env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
@@ -38,12 +31,25 @@ def _start(args: list[str], log) -> subprocess.Popen:
 
 
 def _cluster(tmp_path, tag: str):
-    """``(address, [scheduler, worker])`` of a fresh scheduler with one one-thread worker."""
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    """``(address, [scheduler, worker])`` of a fresh scheduler with one one-thread worker.
+
+    The scheduler picks its own free port (``--port 0``) and writes its address to a
+    scheduler file: a port chosen here and bound later can be taken by another test's
+    cluster in between ("Address already in use", seen under ``-n 2``).
+    """
     log = open(tmp_path / f"{tag}.log", "w")  # noqa: SIM115 - closed with the processes
-    sched = _start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
-                    str(port), "--no-dashboard"], log)  # fmt: skip
+    file = tmp_path / f"{tag}-scheduler.json"
+    sched = _start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                    "--scheduler-file", str(file), "--no-dashboard"], log)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            address = json.loads(file.read_text())["address"]
+            break
+        except (OSError, ValueError, KeyError):
+            assert sched.poll() is None, (tmp_path / f"{tag}.log").read_text()
+            assert time.monotonic() < deadline, "the scheduler wrote no address within 60 s"
+            time.sleep(0.05)
     worker = _start(["distributed.cli.dask_worker", address, "--nthreads", "1",
                      "--no-dashboard", "--no-nanny"], log)  # fmt: skip
     return address, [sched, worker]
