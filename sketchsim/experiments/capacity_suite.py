@@ -4,14 +4,14 @@ weights files the sketch engine runs (``trained`` protocol, ``sketchsim capacity
 One :class:`CapacitySpec` per run: a family and its size, an architecture
 (layers, heads, feature rank ``r``, value width ``d``, feature map ``elu1``,
 ``relu`` or ``signed``; or the dense ``softmax`` reference) and a seed.
-:func:`train_capacity` trains it full-batch (Adam with a one-cycle or constant schedule,
-one torch thread) on every input of the family when it has at most
+:func:`train_capacity` trains it full-batch (Adam with a one-cycle or constant
+schedule, one torch thread) on every input of the family when it has at most
 :data:`TRAIN_INPUTS` (the spec's ``train_inputs``), else on that many seeded
 draws, until every training output is within ``stop_below`` of its target; the
 accuracy reported is the fraction of inputs whose ``q`` answers all round right,
-on every input when the family has at most :data:`EVAL_EXHAUSTIVE` of them, else on :data:`EVAL_INPUTS`
-fresh draws.  :func:`run_capacity` runs a plan's specs (resumable), summarizes
-seeds with 95% intervals (:mod:`sketchsim.experiments.stats`) and, with
+on every input when the family has at most :data:`EVAL_EXHAUSTIVE` of them, else
+on :data:`EVAL_INPUTS` fresh draws.  :func:`run_capacity` runs a plan's specs
+(resumable), summarizes seeds with 95% intervals (:mod:`sketchsim.experiments.stats`) and, with
 ``weights_dir``, writes every kernel model as a weights file
 (:mod:`sketchsim.sketch.trained`) calibrated on its training inputs plus
 :data:`CALIBRATION_EXTRA` more draws from the same distribution.
@@ -389,8 +389,7 @@ def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | Non
     """
     from sketchsim.experiments.capacity_models import model_from_weights
     from sketchsim.experiments.causal_models import causal_from_weights
-    from sketchsim.sketch.engine import Engine
-    from sketchsim.sketch.trained import trained_plan
+    from sketchsim.sketch.trained import trained_engine
 
     model = causal_from_weights(weights) if weights.causal else model_from_weights(weights)
     with torch.no_grad():
@@ -409,9 +408,7 @@ def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | Non
         )
 
     ctx = fam.context()
-    plan = trained_plan(ctx, weights, 32)
-    plan.builtin = True  # sketchsim's own functions: its cached engine loop, no guarded pass
-    engine = Engine(plan, ctx, "trained")
+    engine = trained_engine(ctx, weights, 32)
     got = engine.run(fam.variable_tokens(T), fixed=fam.fixed_tokens()).answers
     if weights.causal:  # the file's model with its K = 32 registers: saturation included
         y = _causal_fixed_point(model, weights, fam, T)

@@ -64,6 +64,7 @@ __all__ = [
     "save_weights_file",
     "head_entries",
     "trained_plan",
+    "trained_engine",
 ]
 
 FORMAT = "sketchsim-trained"
@@ -829,3 +830,19 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
     check_engine_size(ctx.n_tokens * state + H * E * (L + 1), what=f"{L} x {H} x {E} entries")
     layers = [Layer("sum", H * E, 2**bits, levels=2**bits) for _ in range(L)]
     return Plan(layers, state, emit, update, answer, aux=_aux(weights, bits), init=init)
+
+
+def trained_engine(ctx, weights: Weights, bits: int, name: str = "trained"):
+    """The engine of :func:`trained_plan` as the ``trained`` protocol runs it.
+
+    The plan's functions are sketchsim's own (tested by its suite), so the engine
+    uses its cached, inlined loop without the bounds-checked first pass, as for
+    every protocol shipped with sketchsim; a plan built by hand and handed to
+    :class:`~sketchsim.sketch.engine.Engine` is compiled as a plug-in's instead
+    (checked copies, compiled in every new process).
+    """
+    from sketchsim.sketch.engine import Engine
+
+    plan = trained_plan(ctx, weights, bits)
+    plan.builtin = True
+    return Engine(plan, ctx, name)

@@ -27,17 +27,16 @@ from sketchsim.experiments.capacity_suite import CapacitySpec, train_capacity
 from sketchsim.experiments.plan import capacity_specs, default_plan
 from sketchsim.minip.bits import unpack_bits
 from sketchsim.sketch import Protocol
-from sketchsim.sketch.engine import Engine
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.plugins import resolve
-from sketchsim.sketch.trained import load_weights, save_weights_file, trained_plan
+from sketchsim.sketch.trained import load_weights, save_weights_file, trained_engine, trained_plan
 
 torch.set_num_threads(1)
 
 
 def engine_answers(w, fam, T, bits):
     ctx = fam.context()
-    eng = Engine(trained_plan(ctx, w, bits), ctx, "trained")
+    eng = trained_engine(ctx, w, bits)
     return eng.run(fam.variable_tokens(T), fixed=fam.fixed_tokens()).answers
 
 

@@ -26,8 +26,7 @@ from sketchsim.experiments.causal_models import (  # noqa: E402
 )
 from sketchsim.experiments.plan import parse_arch  # noqa: E402
 from sketchsim.sketch.causal import KINDS, causal_entries  # noqa: E402
-from sketchsim.sketch.engine import Engine  # noqa: E402
-from sketchsim.sketch.trained import Weights, load_weights, trained_plan  # noqa: E402
+from sketchsim.sketch.trained import Weights, load_weights, trained_engine  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -104,8 +103,14 @@ def test_the_shared_query_readout_equals_the_token_loop(kind, fmap, layers, head
             y = model(X, quantize=(lambda layer, S: S) if loop else None)
             (y[:, : fam.q] ** 2).sum().backward()
             outs.append(y.detach())
-            grads.append(torch.cat([torch.zeros_like(p).flatten() if p.grad is None
-                                    else p.grad.flatten() for p in model.parameters()]))
+            grads.append(
+                torch.cat(
+                    [
+                        torch.zeros_like(p).flatten() if p.grad is None else p.grad.flatten()
+                        for p in model.parameters()
+                    ]
+                )
+            )
         np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(grads[0], grads[1], rtol=1e-9, atol=1e-9)
 
@@ -127,7 +132,7 @@ def test_fixed_point_forward_is_the_engines(tmp_path):
         for bits in (2, 5):
             with torch.no_grad():
                 y = model(X, quantize=fixed_point_state(bits, cal))[:, : fam.q].numpy()
-            engine = Engine(trained_plan(fam.context(), w, bits), fam.context(), "trained")
+            engine = trained_engine(fam.context(), w, bits)
             got = engine.run(fam.variable_tokens(T), fixed=fam.fixed_tokens()).answers
             np.testing.assert_array_equal(got, np.clip(np.floor(y + 0.5), -1, fam.s + 1))
 

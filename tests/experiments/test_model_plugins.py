@@ -20,8 +20,7 @@ from sketchsim.experiments.capacity_models import model_from_weights
 from sketchsim.experiments.model_plugins import ModelType, resolve_model
 from sketchsim.minip.bits import unpack_bits
 from sketchsim.sketch import specs
-from sketchsim.sketch.engine import Engine
-from sketchsim.sketch.trained import load_weights, trained_plan
+from sketchsim.sketch.trained import load_weights, trained_engine
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "capacity" / "tied_layer.py"
 
@@ -45,7 +44,7 @@ def test_the_documented_layer_trains_saves_and_runs_in_the_engine(tmp_path):
     fam = weights_family(w)
     T = fam.all_answers()
     ctx = fam.context()
-    ans = Engine(trained_plan(ctx, w, 32), ctx).run(fam.tokens(T)).answers
+    ans = trained_engine(ctx, w, 32).run(fam.tokens(T)).answers
     x = torch.tensor(unpack_bits(fam.tokens(T), fam.m), dtype=torch.float64)
     with torch.no_grad():
         y = model_from_weights(w)(x)[:, : fam.q].numpy()

@@ -85,8 +85,7 @@ def test_a_file_trained_at_k_runs_in_the_engine_as_it_was_trained(tmp_path, laye
     """Review: the file was calibrated on other inputs (and the unquantized forward) than the
     registers it was trained against; now the engine at K reproduces the QAT forward."""
     from sketchsim.experiments.capacity_suite import CapacitySpec, run_capacity
-    from sketchsim.sketch.engine import Engine
-    from sketchsim.sketch.trained import trained_plan
+    from sketchsim.sketch.trained import trained_engine
 
     spec = CapacitySpec("hard", 3, 1, "kernel", layers, 1, 1, 3, "elu1", 0, steps=80,
                         train_bits=3)  # fmt: skip
@@ -95,7 +94,7 @@ def test_a_file_trained_at_k_runs_in_the_engine_as_it_was_trained(tmp_path, laye
     fam = HardFamily(3, 1)
     T = fam.all_answers()  # the training inputs: every input of F(3, 1)
     ctx = fam.context()
-    got = Engine(trained_plan(ctx, w, 3), ctx).run(fam.tokens(T)).answers
+    got = trained_engine(ctx, w, 3).run(fam.tokens(T)).answers
     x = torch.tensor(unpack_bits(fam.tokens(T), fam.m), dtype=torch.float64)
     with torch.no_grad():
         y = model_from_weights(w)(x, quantize=qat_quantizer(3))[:, :3].numpy()

@@ -11,14 +11,13 @@ from sketchsim.experiments.capacity import make_family
 from sketchsim.minip.bits import unpack_bits
 from sketchsim.sketch.causal import KINDS, causal_entries, causal_order
 from sketchsim.sketch.channels import declared_bits
-from sketchsim.sketch.engine import Engine
-from sketchsim.sketch.trained import load_weights, save_weights_file, trained_plan
+from sketchsim.sketch.trained import load_weights, save_weights_file, trained_engine, trained_plan
 
 SIZES = {"window": 3}
 
 
 def _engine(w, fam, bits):
-    return Engine(trained_plan(fam.context(), w, bits), fam.context(), "trained")
+    return trained_engine(fam.context(), w, bits)
 
 
 def _check(w, fam, T, bits):
