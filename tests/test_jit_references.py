@@ -90,6 +90,7 @@ _TRAINED_REF = "naive.trained_outputs"
 _CAUSAL = "tests/sketch/test_causal.py::test_runner_matches_reference"
 _CAUSAL_REF = "naive.causal_outputs"
 _CAUSAL_VIA = (
+    "sketchsim.sketch.trained.trained_engine",
     "sketchsim.sketch.trained.trained_plan",
     "sketchsim.sketch.causal.causal_plan",
     "sketchsim.sketch.causal_kernel.run_batch",
