@@ -344,8 +344,11 @@ class CausalModel(nn.Module):
         n_data, last = N - self.q, len(self.layers) - 1
         # a family's queries are the same in every input: layer 0 projects them once
         shared = self.plugin is None and self._shared_queries(x)
-        if quantize is None and self.plugin is None and self.kind_is_sum():
-            out = self._parallel(x, n_data, shared, states)
+        if self.plugin is None and self.kind_is_sum():
+            if quantize is None:
+                out = self._parallel(x, n_data, shared, states)
+            else:
+                out = self._rounded(x, n_data, shared, quantize, states)
             return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
         st = [x.new_zeros(B, self.arch["heads"], layer.entries) for layer in self.layers]
         ys = []
@@ -380,19 +383,58 @@ class CausalModel(nn.Module):
             self._shared = bool((x[:, : self.q] == x[:1, : self.q]).all())
         return self._shared
 
+    def _streams(self, x, n_data: int, shared: bool):
+        """``(u_data [B, n_data, m], u_q [1 or B, q, m], y)``: layer 0's streams and the
+        outputs' bias term ``[B, N]`` in causal order."""
+        B = x.shape[0]
+        u_data = 2 * x[:, self.q :] - 1
+        u_q = 2 * x[: 1 if shared else B, : self.q] - 1
+        y = torch.cat([self.out(u_data), self.out(u_q).expand(B, -1, -1)], 1).squeeze(-1)
+        return u_data, u_q, y
+
+    def _rounded(self, x, n_data: int, shared: bool, quantize, states):
+        """The forward of a sum-state model with every state kept in its registers by
+        ``quantize`` after each token's update, as the token loop keeps them (the rounding
+        makes the states sequential); each layer's terms are computed in one pass and the
+        shared queries' once, so each token costs the update, the rounding and the read."""
+        B, N, _ = x.shape
+        u_data, u_q, y = self._streams(x, n_data, shared)
+        last = len(self.layers) - 1
+        for lay, layer in enumerate(self.layers):
+            parts = [layer.sum_terms(u) for u in (u_data, u_q)]  # (phi_q, a, term) each
+            D, W = parts[0][2].shape[-2:]
+            S = x.new_zeros(B, layer.heads, D, W)
+            outs = []
+            for t in range(N):
+                fq, _, term = parts[0] if t < n_data else parts[1]
+                i = t if t < n_data else t - n_data
+                S = layer._keep(S + term[:, i], quantize)
+                if states is not None:
+                    states.append((lay, t, S.reshape(B, layer.heads, -1).detach()))
+                outs.append(layer.read_sum(fq[:, i : i + 1].expand(B, -1, -1, -1), S[:, None]))
+            o = torch.cat(outs, 1)  # [B, N, H, d]
+            a = torch.cat([parts[0][1], parts[1][1].expand(B, -1, -1, -1)], 1)
+            y = y + (a * o).sum((-1, -2))
+            if lay < last:
+                u = torch.cat([u_data, u_q.expand(B, -1, -1)], 1)
+                u = u + torch.einsum("hmc,bnhc->bnm", layer.wu, o)
+                u_data, u_q = u[:, :n_data], u[:, n_data:]
+        return y
+
     def _parallel(self, x, n_data: int, shared: bool, states):
         """The exact forward of a sum-state model in one pass per layer: every token's
         state is the running sum (``cumsum``, adding in token order as the loop does) of
         the terms ``phi(k) v^T`` (and ``phi(k)``); shared queries are projected once."""
         B, N, _ = x.shape
-        u_data = 2 * x[:, self.q :] - 1
-        u_q = 2 * x[: 1 if shared else B, : self.q] - 1
-        y = torch.cat([self.out(u_data), self.out(u_q).expand(B, -1, -1)], 1).squeeze(-1)
+        u_data, u_q, y = self._streams(x, n_data, shared)
         last = len(self.layers) - 1
         for lay, layer in enumerate(self.layers):
             parts = [layer.sum_terms(u) for u in (u_data, u_q)]  # (phi_q, a, term) each
             run = torch.cumsum(parts[0][2], 1)
-            if lay == last and u_q.shape[0] == 1 < B and states is None and u_q.shape[1] and n_data:
+            ranges_only = states is None or hasattr(states, "widen")
+            if lay == last and u_q.shape[0] == 1 < B and ranges_only and u_q.shape[1] and n_data:
+                if states is not None:
+                    states.widen(lay, *self._shared_extremes(layer, run, parts[1][2]))
                 o = layer.read_sum(parts[0][0], run)
                 y_data = y[:, :n_data] + (parts[0][1] * o).sum((-1, -2))
                 y_q = y[:, n_data:] + layer.read_shared(*parts[1], run[:, -1])
@@ -415,16 +457,34 @@ class CausalModel(nn.Module):
         return y
 
 
+    @staticmethod
+    def _shared_extremes(layer, run, term_q):
+        """Entrywise ``(low, high)`` ``[H, E]`` of every state of the last layer: the data
+        tokens' ``run [B, n_data, H, D, W]`` and the shared queries' ``S0 + P_t`` (``S0``:
+        each input's last data state, ``P_t``: the prefix sums of ``term_q [1, Nq, ...]``),
+        whose extremes over inputs and queries are ``min S0 + min P`` (and ``max + max``:
+        rounding is monotone, so this is the elementwise extreme, bit for bit)."""
+        prefix = torch.cumsum(term_q[0], 0)
+        S0, shape = run[:, -1], (layer.heads, -1)
+        low = torch.minimum(run.amin((0, 1)), S0.amin(0) + prefix.amin(0))
+        high = torch.maximum(run.amax((0, 1)), S0.amax(0) + prefix.amax(0))
+        return low.reshape(shape), high.reshape(shape)
+
+
 class _Extremes:
     """Takes the ``(layer, t, state)`` of :meth:`CausalModel.forward` as a list would and
-    keeps only each layer's entrywise minimum and maximum ``[H, E]``."""
+    keeps only each layer's entrywise minimum and maximum ``[H, E]``; the one-pass forward
+    hands the last layer's extremes over shared queries to :meth:`widen` directly."""
 
     def __init__(self):
         self.low, self.high = {}, {}
 
     def append(self, item) -> None:
         lay, _, st = item
-        low, high = st.amin(0), st.amax(0)
+        self.widen(lay, st.amin(0), st.amax(0))
+
+    def widen(self, lay: int, low: torch.Tensor, high: torch.Tensor) -> None:
+        """Widen layer ``lay``'s extremes to ``low`` and ``high`` ``[H, E]``."""
         if lay in self.low:
             low, high = torch.minimum(low, self.low[lay]), torch.maximum(high, self.high[lay])
         self.low[lay], self.high[lay] = low, high

@@ -16,6 +16,7 @@ from sketchsim.experiments.capacity_suite import (  # noqa: E402
     train_capacity,
 )
 from sketchsim.experiments.causal_models import (  # noqa: E402
+    HEADROOM,
     CausalModel,
     causal_arch,
     causal_from_weights,
@@ -85,34 +86,85 @@ def test_the_file_runs_the_trained_model(tmp_path):
         assert engine_disagreement(Weights(header, bad), fam, T, y) is not None, kind
 
 
-@pytest.mark.parametrize("kind, fmap, layers, heads", [("linear", "elu1", 1, 1),
-    ("linear", "signed", 1, 2), ("linear", "relu", 2, 1), ("based", "elu1", 1, 2),
-    ("based", "elu1", 2, 2)])  # fmt: skip
+SUM_MODELS = [("linear", "elu1", 1, 1), ("linear", "signed", 1, 2), ("linear", "relu", 2, 1),
+              ("based", "elu1", 1, 2), ("based", "elu1", 2, 2)]  # fmt: skip
+
+
+def _sum_families():
+    """F(q, s) (one data token) and MQAR (several)."""
+    return make_family("hard", 5, 3), make_family("mqar", 3, 3, options={"pairs": 5})
+
+
+def _sum_model(fam, kind, fmap, layers, heads):
+    torch.manual_seed(4)
+    return CausalModel(causal_arch(kind, fam.m, layers, heads, 2, 3, fmap), fam.q).double()
+
+
+def _outputs_and_gradients(model, X, q, quantize, loop):
+    """The outputs ``[B, N]`` and the gradient of ``sum(y[:, :q]^2)`` (one vector), from
+    the token loop (``loop``) or from the one-pass paths."""
+    model.zero_grad()
+    if loop:  # the token loop, as every other kind runs
+        model.kind_is_sum = lambda: False
+    try:
+        y = model(X, quantize=quantize)
+    finally:
+        model.__dict__.pop("kind_is_sum", None)
+    (y[:, :q] ** 2).sum().backward()
+    grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in model.parameters()]
+    return y.detach(), torch.cat([g.flatten() for g in grads])
+
+
+@pytest.mark.parametrize("kind, fmap, layers, heads", SUM_MODELS)
 def test_the_shared_query_readout_equals_the_token_loop(kind, fmap, layers, heads):
     """The one-pass forward of sum-state models (its shared-query readout on the last
-    layer, its cumsum elsewhere) gives the token loop's outputs and gradients, on F(q, s)
-    (one data token) and MQAR (several)."""
-    for fam in (make_family("hard", 5, 3), make_family("mqar", 3, 3, options={"pairs": 5})):
-        T = fam.sample_answers(40)
-        X = _tensor(fam, T, torch.float64)
-        torch.manual_seed(4)
-        model = CausalModel(causal_arch(kind, fam.m, layers, heads, 2, 3, fmap), fam.q).double()
-        outs, grads = [], []
-        for loop in (False, True):
-            model.zero_grad()
-            y = model(X, quantize=(lambda layer, S: S) if loop else None)
-            (y[:, : fam.q] ** 2).sum().backward()
-            outs.append(y.detach())
-            grads.append(
-                torch.cat(
-                    [
-                        torch.zeros_like(p).flatten() if p.grad is None else p.grad.flatten()
-                        for p in model.parameters()
-                    ]
-                )
-            )
-        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(grads[0], grads[1], rtol=1e-9, atol=1e-9)
+    layer, its cumsum elsewhere) gives the token loop's outputs and gradients."""
+    for fam in _sum_families():
+        X = _tensor(fam, fam.sample_answers(40), torch.float64)
+        model = _sum_model(fam, kind, fmap, layers, heads)
+        fast = _outputs_and_gradients(model, X, fam.q, None, loop=False)
+        slow = _outputs_and_gradients(model, X, fam.q, lambda layer, S: S, loop=True)
+        np.testing.assert_allclose(fast[0], slow[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(fast[1], slow[1], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind, fmap, layers, heads", SUM_MODELS)
+def test_the_rounded_forward_equals_the_token_loop(kind, fmap, layers, heads):
+    """With registers (the engine's fixed point, and quantization-aware training's
+    straight-through rounding calibrated on the batch) the sum-state forward that rounds
+    each token's state in turn gives the token loop's outputs and gradients."""
+    for fam in _sum_families():
+        X = _tensor(fam, fam.sample_answers(40), torch.float64)
+        model = _sum_model(fam, kind, fmap, layers, heads)
+        for quantize in (fixed_point_state(3, state_range(model, X)),
+                         causal_qat_quantizer(model, 3)):  # fmt: skip
+            fast = _outputs_and_gradients(model, X, fam.q, quantize, loop=False)
+            slow = _outputs_and_gradients(model, X, fam.q, quantize, loop=True)
+            exact = model(X)  # rounded: not the exact outputs
+            assert not torch.allclose(fast[0], exact.detach())
+            np.testing.assert_allclose(fast[0], slow[0], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(fast[1], slow[1], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind, fmap, layers, heads", SUM_MODELS)
+def test_the_state_range_equals_the_states_extremes(kind, fmap, layers, heads):
+    """:func:`state_range` (the last layer's extremes over shared queries taken from the
+    data states and the queries' prefix sums, without the per-input query states) equals
+    the entrywise extremes of every state the token loop visits, with the headroom."""
+    for fam in _sum_families():
+        X = _tensor(fam, fam.sample_answers(40), torch.float64)
+        model = _sum_model(fam, kind, fmap, layers, heads)
+        seen = []
+        model.kind_is_sum = lambda: False
+        with torch.no_grad():
+            model(X, states=seen)
+        del model.kind_is_sum
+        for lay, (lo, span) in enumerate(state_range(model, X)):
+            st = torch.stack([s for i, _, s in seen if i == lay])  # [N, B, H, E]
+            low, high = st.amin((0, 1)).numpy(), st.amax((0, 1)).numpy()
+            pad = HEADROOM * (high - low)
+            np.testing.assert_allclose(lo, low - pad, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(span, high - low + 2 * pad, rtol=1e-12, atol=1e-12)
 
 
 def test_fixed_point_forward_is_the_engines(tmp_path):
