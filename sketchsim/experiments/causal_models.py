@@ -215,6 +215,20 @@ class CausalLayer(nn.Module):
             o = o / den.unsqueeze(-1)
         return o
 
+    def read_output(self, fq, a, S) -> torch.Tensor:
+        """The heads' summed readout ``sum_h <a, o>`` ``[B]`` of one token (``fq [1 or B, H,
+        D]``, ``a [1 or B, H, d]``) on the states ``S [B, H, D, W]``, as :meth:`read_sum`
+        reads ``o`` but without it: ``a`` folds into the features first."""
+        d = self.d
+        weight = fq.unsqueeze(-1) * a.unsqueeze(-2)  # [1 or B, H, D, d]
+        rows = "hkc" if weight.shape[0] == 1 < S.shape[0] else "bhkc"
+        num = torch.einsum(f"{rows},bhkc->bh", weight[0] if rows == "hkc" else weight, S[..., :d])
+        if self.kind == "based" or self.arch["feature_map"] != "signed":
+            rows = rows[:-1]
+            den = torch.einsum(f"{rows},bhk->bh", fq[0] if rows == "hk" else fq, S[..., d])
+            num = num / (den + self.arch["eps"])
+        return num.sum(-1)
+
     def read_shared(self, fq, a, term, S0) -> torch.Tensor:
         """The heads' summed readouts ``[B, Nq]`` of ``Nq`` tokens every input shares
         (``fq [1, Nq, H, D]``, ``a [1, Nq, H, d]``, ``term [1, Nq, H, D, W]``) that follow
@@ -406,12 +420,17 @@ class CausalModel(nn.Module):
             S = x.new_zeros(B, layer.heads, D, W)
             outs = []
             for t in range(N):
-                fq, _, term = parts[0] if t < n_data else parts[1]
+                fq, a, term = parts[0] if t < n_data else parts[1]
                 i = t if t < n_data else t - n_data
                 S = layer._keep(S + term[:, i], quantize)
                 if states is not None:
                     states.append((lay, t, S.reshape(B, layer.heads, -1).detach()))
-                outs.append(layer.read_sum(fq[:, i : i + 1].expand(B, -1, -1, -1), S[:, None]))
+                if lay == last:  # only the output: no [B, H, d] readouts
+                    outs.append(layer.read_output(fq[:, i], a[:, i], S))
+                else:
+                    outs.append(layer.read_sum(fq[:, i : i + 1].expand(B, -1, -1, -1), S[:, None]))
+            if lay == last:
+                return y + torch.stack(outs, 1)
             o = torch.cat(outs, 1)  # [B, N, H, d]
             a = torch.cat([parts[0][1], parts[1][1].expand(B, -1, -1, -1)], 1)
             y = y + (a * o).sum((-1, -2))
