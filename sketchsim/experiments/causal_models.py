@@ -46,6 +46,9 @@ __all__ = [
 #: Registers reach this fraction of an entry's range below the smallest value seen in
 #: calibration and above the largest.
 HEADROOM = 1 / 16
+#: Kinds whose state update and readout are affine in the state
+#: (:meth:`CausalModel._affine_readout`).
+AFFINE_KINDS = ("gla", "deltanet", "gated-deltanet", "mamba")
 
 
 def causal_arch(kind, m, layers, heads, r, d, feature_map="elu1", eps=1e-6, window=0) -> dict:
@@ -364,6 +367,9 @@ class CausalModel(nn.Module):
             else:
                 out = self._rounded(x, n_data, shared, quantize, states)
             return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
+        if self._affine_in_state(B, shared, quantize, states, n_data):
+            out = self._affine_readout(x, n_data)
+            return torch.cat([out[:, n_data:], out[:, :n_data]], 1)
         st = [x.new_zeros(B, self.arch["heads"], layer.entries) for layer in self.layers]
         ys = []
         for t in range(N):  # causal order: the data tokens (positions q..), then the queries
@@ -396,6 +402,41 @@ class CausalModel(nn.Module):
             self._shared_key = key
             self._shared = bool((x[:, : self.q] == x[:1, : self.q]).all())
         return self._shared
+
+    def _affine_in_state(self, B: int, shared: bool, quantize, states, n_data: int) -> bool:
+        """Whether :meth:`_affine_readout` computes this forward: one layer of a kind whose
+        update is linear in the state (GLA, DeltaNet, gated DeltaNet, Mamba), exact
+        arithmetic, queries every input shares, and more inputs than state entries."""
+        if self.plugin is not None or quantize is not None or states is not None:
+            return False
+        layer = self.layers[0]
+        return (len(self.layers) == 1 and layer.kind in AFFINE_KINDS and shared and n_data > 0
+                and self.q > 0 and B > layer.heads * layer.entries + 1)  # fmt: skip
+
+    def _affine_readout(self, x, n_data: int) -> torch.Tensor:
+        """The one-layer forward whose shared queries read every input's state at the cut
+        through one affine map (docs/theory.md 5.3: each update ``S -> S A_t + B_t`` is
+        linear in the state, with ``A_t, B_t`` set by the token alone, and so is the
+        readout): the data tokens run on every input, the queries only on the zero state
+        and on the ``H E`` unit states, whose outputs give the map's constant and columns;
+        then each input's query outputs are one matrix product with its cut state."""
+        B = x.shape[0]
+        layer = self.layers[0]
+        H, E = layer.heads, layer.entries
+        st, ys = x.new_zeros(B, H, E), []
+        for t in range(n_data):
+            u = 2 * x[:, self.q + t] - 1
+            dy, _, st = layer.step(u, st, t + 1, None, residual=False)
+            ys.append(self.out(u).squeeze(-1) + dy)
+        unit = torch.eye(H * E, dtype=x.dtype, device=x.device)
+        sb, yb = torch.cat([x.new_zeros(1, H * E), unit]).view(-1, H, E), []
+        for t in range(self.q):
+            u = 2 * x[:1, t] - 1
+            dy, _, sb = layer.step(u, sb, n_data + t + 1, None, residual=False)
+            yb.append(self.out(u).squeeze(-1) + dy)
+        yb = torch.stack(yb, 1)  # [1 + H E, q]: the zero state's outputs, then each unit's
+        y_q = yb[:1] + st.reshape(B, H * E) @ (yb[1:] - yb[:1])
+        return torch.cat([torch.stack(ys, 1), y_q], 1)
 
     def _streams(self, x, n_data: int, shared: bool):
         """``(u_data [B, n_data, m], u_q [1 or B, q, m], y)``: layer 0's streams and the

@@ -16,6 +16,7 @@ from sketchsim.experiments.capacity_suite import (  # noqa: E402
     train_capacity,
 )
 from sketchsim.experiments.causal_models import (  # noqa: E402
+    AFFINE_KINDS,
     HEADROOM,
     CausalModel,
     causal_arch,
@@ -126,6 +127,24 @@ def test_the_shared_query_readout_equals_the_token_loop(kind, fmap, layers, head
         slow = _outputs_and_gradients(model, X, fam.q, lambda layer, S: S, loop=True)
         np.testing.assert_allclose(fast[0], slow[0], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(fast[1], slow[1], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", AFFINE_KINDS)
+@pytest.mark.parametrize("heads", [1, 2])
+def test_the_affine_readout_equals_the_token_loop(kind, heads):
+    """One layer of a kind linear in its state: the queries' outputs through the affine
+    map of the cut state (the queries run on the zero and unit states only) equal the
+    token loop's, outputs and gradients, on F(q, s) and MQAR (several data tokens)."""
+    for fam in _sum_families():
+        X = _tensor(fam, fam.sample_answers(40), torch.float64)
+        torch.manual_seed(4)
+        model = CausalModel(causal_arch(kind, fam.m, 1, heads, 2, 3), fam.q).double()
+        assert model._affine_in_state(40, True, None, None, fam.n_tokens - fam.q)
+        fast = _outputs_and_gradients(model, X, fam.q, None, loop=False)
+        slow = _outputs_and_gradients(model, X, fam.q, lambda layer, S: S, loop=False)
+        np.testing.assert_allclose(fast[0], slow[0], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(fast[1], slow[1], rtol=1e-8, atol=1e-8)
+        assert fast[1].abs().max() > 0
 
 
 @pytest.mark.parametrize("kind, fmap, layers, heads", SUM_MODELS)
