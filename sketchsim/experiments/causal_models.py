@@ -415,8 +415,8 @@ class CausalModel(nn.Module):
 
     def _affine_readout(self, x, n_data: int) -> torch.Tensor:
         """The one-layer forward whose shared queries read every input's state at the cut
-        through one affine map (docs/theory.md 5.3: each update ``S -> S A_t + B_t`` is
-        linear in the state, with ``A_t, B_t`` set by the token alone, and so is the
+        through one affine map (docs/theory.md 5.3: each update ``S -> A_t(S) + B_t`` is
+        affine in the state, with ``A_t, B_t`` set by the token alone, and so is the
         readout): the data tokens run on every input, the queries only on the zero state
         and on the ``H E`` unit states, whose outputs give the map's constant and columns;
         then each input's query outputs are one matrix product with its cut state."""
