@@ -475,10 +475,9 @@ class CausalModel(nn.Module):
             o = torch.cat(outs, 1)  # [B, N, H, d]
             a = torch.cat([parts[0][1], parts[1][1].expand(B, -1, -1, -1)], 1)
             y = y + (a * o).sum((-1, -2))
-            if lay < last:
-                u = torch.cat([u_data, u_q.expand(B, -1, -1)], 1)
-                u = u + torch.einsum("hmc,bnhc->bnm", layer.wu, o)
-                u_data, u_q = u[:, :n_data], u[:, n_data:]
+            u = torch.cat([u_data, u_q.expand(B, -1, -1)], 1)
+            u = u + torch.einsum("hmc,bnhc->bnm", layer.wu, o)
+            u_data, u_q = u[:, :n_data], u[:, n_data:]
         return y
 
     def _parallel(self, x, n_data: int, shared: bool, states):
