@@ -1892,6 +1892,40 @@ for _file, _family in (("capacity.json", "hard"), ("mqar-capacity.json", "mqar")
         entry("docs/capacity.md", _text, f"{CAUSAL}/{_file}", _paths, _formats)
 
 
+def best_over_s(kind: str, q: int):
+    """A lookup step: of a capacity file's frontier entries, the cell of ``kind`` at ``q``
+    with the smallest ratio over ``s`` (decoded cells first), as the frontier table shows."""
+
+    def pick(entries):
+        cells = [e for e in entries if e["family"] == "hard" and e["q"] == q and e["kind"] == kind]
+        decoded = [e for e in cells if e["best"] is not None]
+        if not decoded:
+            return {"best": None, "models": sum(e["models"] for e in cells)}
+        return min(decoded, key=lambda e: e["best"]["ratio"])
+
+    return pick
+
+
+def frontier_cell(entry_: dict) -> str:
+    """The frontier table's cell: ratio, s, cut bits, K and the models that decoded."""
+    best = entry_["best"]
+    if best is None:
+        return f"none of {entry_['models']}"
+    return (f"{best['ratio']:.2f}x (s {entry_['s']}: {best['transcript_bits']:.0f} bits, "
+            f"K {best['bits_per_coordinate']}; {entry_['decoded_models']}/{entry_['models']})")
+
+
+for _kind in ("linear-elu1 L1 H1", "based L1 H1", "gla L1 H1", "deltanet L1 H1",
+              "gated-deltanet L1 H1", "mamba L1 H1", "window L1 H1"):  # fmt: skip
+    entry(
+        "docs/capacity.md",
+        f"| {_kind} | {{}} | {{}} | {{}} |",
+        f"{CAUSAL}/capacity.json",
+        [("frontier", best_over_s(_kind, q)) for q in (4, 8, 16)],
+        [frontier_cell] * 3,
+    )
+
+
 def _fp32_over_cut(rows):
     return [r["float_state_bits"] / r["cut_bits"] for r in rows if r["cut_bits"]]
 
@@ -1923,6 +1957,8 @@ for _name in ("elu1-r1", "elu1-r2-3000steps", "signed-r1", "signed-lr0.01-300ste
 
 # docs/capacity.md: the first trained F(64,7) models (issue #45): their runs and measures
 F64 = "docs/capacity/frontier/f64"
+F64_MORE = ("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
+            "gla-d64-lr0.001-constant", "gla-d64-lr0.003-constant")  # fmt: skip
 for _name in ("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
               "elu1-d64-lr0.001-constant-stop0.1", "elu1-d64-lr0.002-0.003-constant-stop0.1"):
     for _i in range(len(load(f"{F64}/{_name}.json")["runs"])):
@@ -1934,6 +1970,24 @@ for _name in ("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
              ("runs", _i, "spec", "stop_below"), ("runs", _i, "steps"),
              ("runs", _i, "max_abs_error"), ("runs", _i, "accuracy")],
             ["{}", "{:g}", "{:g}", "{:,}", "{:.2f}", "{:.3f}"],
+        )  # fmt: skip
+
+
+def trained_at(bits) -> str:
+    return f"K = {bits}" if bits else "float"
+
+
+# docs/capacity.md: F(64,7) at K = 4, the signed map and the other kinds (issue #45)
+for _name in F64_MORE:
+    for _i in range(len(load(f"{F64}/{_name}.json")["runs"])):
+        entry(
+            "docs/capacity.md",
+            "| {} | {} | {} | {} | {} | {} |",
+            f"{F64}/{_name}.json",
+            [("runs", _i, "architecture"), ("runs", _i, "spec", "lr"),
+             ("runs", _i, "trained_at_bits"), ("runs", _i, "steps"),
+             ("runs", _i, "max_abs_error"), ("runs", _i, "accuracy")],
+            ["{}", "{:g}", trained_at, "{:,}", "{:.2f}", "{:.3f}"],
         )  # fmt: skip
 
 

@@ -415,3 +415,23 @@ def test_split_specs():
     ]
     with pytest.raises(SketchsimError, match="no NAME"):
         split_specs("keys=16,hard", "--family")
+
+
+def test_the_committed_f64_head_needs_its_normalizer_resolved():
+    """docs/capacity.md (F(64,7) at K = 4): the fitted elu1 head's normalizer ``z`` at the
+    cut varies by more than a factor of 30 across inputs (1,024 sampled), while the 64 queries
+    add under 1% of that range: a register of few uniform steps cannot hold the small
+    ``z`` that ``o = S / z`` divides by."""
+    from sketchsim.sketch.family import HardFamily
+
+    path = Path(__file__).resolve().parents[2] / "docs/capacity/frontier/f64"
+    w = load_weights(path / "hard-q64-s7-linear-elu1-L1-H1-r1-d64-lr0.001-seed0.npz")
+    model = causal_from_weights(w)
+    fam = HardFamily(64, 7)
+    X = _tensor(fam, fam.sample_answers(1024), torch.float64)
+    seen = []
+    with torch.no_grad():
+        model(X, states=seen)
+    z_cut, z_end = seen[0][2][:, 0, -1], seen[-1][2][:, 0, -1]  # entry E - 1: z (r = 1)
+    assert float(z_cut.min()) > 0 and float(z_cut.max() / z_cut.min()) > 30
+    assert float((z_end - z_cut).abs().max()) < 0.01 * float(z_cut.max() - z_cut.min())
