@@ -12,6 +12,9 @@ bits), one full-batch Adam step (forward, mean squared error, backward, update) 
 - sketchsim, QAT at K = 4: the batch's register calibration (``state_range``: the last
   layer's extremes from the data states and the queries' prefix sums) and the forward
   that rounds each token's state in turn on terms computed in one pass;
+- sketchsim, GLA (rank 1, value width 64) in float: the shared queries read each
+  input's cut state through one affine map (the queries run on the zero and unit
+  states only);
 - peer, both: the token loop of the same model (``CausalLayer.step`` per token, the
   shared query tokens projected once, the calibration over every visited state),
   which is what the model computes written the obvious way (a torch user's loop).
@@ -32,11 +35,13 @@ sys.path.insert(0, HERE)
 from ratios import best_of, report  # noqa: E402
 
 BITS = 4
+CASES = [("linear", 0, "float"), ("linear", BITS, f"QAT K={BITS}"), ("gla", 0, "float")]
 
 
 def _token_loop(model):
-    """The same model forced onto the token loop (as every non-sum kind runs)."""
+    """The same model forced onto the token loop (its one-pass and affine paths off)."""
     model.kind_is_sum = lambda: False
+    model._affine_in_state = lambda *args: False
     return model
 
 
@@ -64,9 +69,9 @@ def main() -> None:
     X = _tensor(fam, T)
     t = torch.as_tensor(T.astype(np.float32))
 
-    def make(loop: bool):
+    def make(kind: str, loop: bool):
         torch.manual_seed(0)
-        model = CausalModel(causal_arch("linear", fam.m, 1, 1, 1, 64), fam.q)
+        model = CausalModel(causal_arch(kind, fam.m, 1, 1, 1, 64), fam.q)
         return _token_loop(model) if loop else model
 
     def stepper(model, bits: int):
@@ -83,8 +88,8 @@ def main() -> None:
         return step
 
     rows = []
-    for bits, label in ((0, "float"), (BITS, f"QAT K={BITS}")):
-        fast, loop = make(False), make(True)
+    for kind, bits, label in CASES:
+        fast, loop = make(kind, False), make(kind, True)
         with torch.no_grad():
             qf = causal_qat_quantizer(fast, bits) if bits else None
             ql = causal_qat_quantizer(loop, bits) if bits else None
@@ -92,7 +97,7 @@ def main() -> None:
         print(f"{label}: largest output difference, one pass vs token loop: {float(gap):.2e}")
         ours = best_of(stepper(fast, bits), args.repeat)
         theirs = best_of(stepper(loop, bits), args.repeat)
-        work = f"F(64,7) linear d64 {args.inputs} inputs, {label}"
+        work = f"F(64,7) {kind} d64 {args.inputs} inputs, {label}"
         rows.append((work, ours, "token loop (torch)", theirs))
     report("bench_causal_training", rows)
 

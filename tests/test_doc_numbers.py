@@ -1958,7 +1958,9 @@ for _name in ("elu1-r1", "elu1-r2-3000steps", "signed-r1", "signed-lr0.01-300ste
 # docs/capacity.md: the first trained F(64,7) models (issue #45): their runs and measures
 F64 = "docs/capacity/frontier/f64"
 F64_MORE = ("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
-            "gla-d64-lr0.001-constant", "gla-d64-lr0.003-constant")  # fmt: skip
+            "signed-d64-lr0.0003-constant",
+            "gla-d64-lr0.001-constant", "gla-d64-lr0.003-constant",
+            "deltanet-d64-lr0.001-constant")  # fmt: skip
 for _name in ("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
               "elu1-d64-lr0.001-constant-stop0.1", "elu1-d64-lr0.002-0.003-constant-stop0.1"):
     for _i in range(len(load(f"{F64}/{_name}.json")["runs"])):
