@@ -1957,40 +1957,36 @@ for _name in ("elu1-r1", "elu1-r2-3000steps", "signed-r1", "signed-lr0.01-300ste
 
 # docs/capacity.md: the first trained F(64,7) models (issue #45): their runs and measures
 F64 = "docs/capacity/frontier/f64"
-F64_MORE = ("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
-            "signed-d64-lr0.0003-constant",
-            "gla-d64-lr0.001-constant", "gla-d64-lr0.003-constant",
-            "deltanet-d64-lr0.001-constant")  # fmt: skip
-for _name in ("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
-              "elu1-d64-lr0.001-constant-stop0.1", "elu1-d64-lr0.002-0.003-constant-stop0.1"):
-    for _i in range(len(load(f"{F64}/{_name}.json")["runs"])):
-        entry(
-            "docs/capacity.md",
-            "| {} | {} | {} | {} | {} | {} |",
-            f"{F64}/{_name}.json",
-            [("runs", _i, "architecture"), ("runs", _i, "spec", "lr"),
-             ("runs", _i, "spec", "stop_below"), ("runs", _i, "steps"),
-             ("runs", _i, "max_abs_error"), ("runs", _i, "accuracy")],
-            ["{}", "{:g}", "{:g}", "{:,}", "{:.2f}", "{:.3f}"],
-        )  # fmt: skip
 
 
 def trained_at(bits) -> str:
     return f"K = {bits}" if bits else "float"
 
 
-# docs/capacity.md: F(64,7) at K = 4, the signed map and the other kinds (issue #45)
-for _name in F64_MORE:
-    for _i in range(len(load(f"{F64}/{_name}.json")["runs"])):
-        entry(
-            "docs/capacity.md",
-            "| {} | {} | {} | {} | {} | {} |",
-            f"{F64}/{_name}.json",
-            [("runs", _i, "architecture"), ("runs", _i, "spec", "lr"),
-             ("runs", _i, "trained_at_bits"), ("runs", _i, "steps"),
-             ("runs", _i, "max_abs_error"), ("runs", _i, "accuracy")],
-            ["{}", "{:g}", trained_at, "{:,}", "{:.2f}", "{:.3f}"],
-        )  # fmt: skip
+def f64_run_rows(names, third: tuple, third_format) -> None:
+    """One table row per run of each F(64,7) sweep file: architecture, rate, ``third``
+    (a run's path), steps, largest training error, accuracy."""
+    for name in names:
+        for i in range(len(load(f"{F64}/{name}.json")["runs"])):
+            entry(
+                "docs/capacity.md",
+                "| {} | {} | {} | {} | {} | {} |",
+                f"{F64}/{name}.json",
+                [("runs", i, "architecture"), ("runs", i, "spec", "lr"), ("runs", i, *third),
+                 ("runs", i, "steps"), ("runs", i, "max_abs_error"), ("runs", i, "accuracy")],
+                ["{}", "{:g}", third_format, "{:,}", "{:.2f}", "{:.3f}"],
+            )  # fmt: skip
+
+
+# the constant-rate runs in float, by their stopping threshold
+f64_run_rows(("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
+              "elu1-d64-lr0.001-constant-stop0.1", "elu1-d64-lr0.002-0.003-constant-stop0.1"),
+             ("spec", "stop_below"), "{:g}")  # fmt: skip
+# F(64,7) at K = 4, the signed map and the other kinds, by what they were trained at
+f64_run_rows(("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
+              "signed-d64-lr0.0003-constant", "gla-d64-lr0.001-constant",
+              "gla-d64-lr0.003-constant", "deltanet-d64-lr0.001-constant"),
+             ("trained_at_bits",), trained_at)  # fmt: skip
 
 
 def first_right_on_screen(row: dict) -> str:
