@@ -23,6 +23,7 @@ from sketchsim.sketch.mqar import MQARFamily
 from sketchsim.sketch.plugins import resolve
 from sketchsim.sketch.trained import (
     head_entries,
+    trained_engine,
     trained_plan,
 )
 
@@ -32,11 +33,15 @@ def rounded(y, s):
 
 
 def engine_answers(w, family, T, bits, python=False):
+    """The engine's run as the ``trained`` protocol runs it (its cached loop), or the
+    plain-Python engine of the same plan."""
     ctx = family.context()
-    plan = trained_plan(ctx, w, bits)
-    eng = Engine(plan, ctx, "trained", python=python)
+    if python:
+        eng = Engine(trained_plan(ctx, w, bits), ctx, "trained", python=True)
+    else:
+        eng = trained_engine(ctx, w, bits)
     res = eng.run(family.variable_tokens(T), store=True, fixed=family.fixed_tokens())
-    return res, plan
+    return res, eng.plan
 
 
 @pytest.mark.parametrize("fmap", ["elu1", "relu", "signed", "softplus"])
