@@ -20,7 +20,6 @@ The share of inputs on which each peer's answers equal the engine's is printed.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
-from ratios import best_of, report  # noqa: E402
+from ratios import best_of, report, size_args  # noqa: E402
 
 CASES = [  # (kind, q, s, r, d, window)
     ("linear", 16, 3, 2, 16, 0),
@@ -57,13 +56,7 @@ def _model(tmp, kind, q, s, r, d, window):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--inputs", type=int, default=4096)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="1,024 inputs, one repeat")
-    args = ap.parse_args()
-    if args.quick:
-        args.inputs, args.repeat = 1024, 1
+    args = size_args(__doc__)
     import naive
     import numba
     import torch

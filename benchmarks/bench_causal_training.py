@@ -24,7 +24,6 @@ Before timing, each pair's outputs are compared (largest difference printed).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -32,7 +31,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ratios import best_of, report  # noqa: E402
+from ratios import best_of, report, size_args  # noqa: E402
 
 BITS = 4
 CASES = [("linear", 0, "float"), ("linear", BITS, f"QAT K={BITS}"), ("gla", 0, "float")]
@@ -46,13 +45,7 @@ def _token_loop(model):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--inputs", type=int, default=4096)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="1,024 inputs, one repeat")
-    args = ap.parse_args()
-    if args.quick:
-        args.inputs, args.repeat = 1024, 1
+    args = size_args(__doc__)
     import torch
 
     from sketchsim.experiments.capacity import make_family

@@ -11,7 +11,22 @@ import json
 import os
 import time
 
-__all__ = ["best_of", "report"]
+__all__ = ["best_of", "report", "size_args"]
+
+
+def size_args(doc: str):
+    """``--inputs`` (4,096), ``--repeat`` (3) and ``--quick`` (1,024 inputs, one repeat),
+    parsed for a script whose module docstring is ``doc``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--inputs", type=int, default=4096)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="1,024 inputs, one repeat")
+    args = ap.parse_args()
+    if args.quick:
+        args.inputs, args.repeat = 1024, 1
+    return args
 
 
 def best_of(fn, repeat: int = 5) -> float:
