@@ -24,7 +24,12 @@ _VIRTUAL = ("/proc", "/sys", "/dev")
 
 
 def probe_writable(directory: Path) -> str | None:
-    """Why files cannot be created in ``directory`` (creating it if needed), or None."""
+    """Why files cannot be created in ``directory``, or None.
+
+    The probe writes in ``directory``'s nearest existing ancestor and creates
+    nothing that stays: a command refused later (or one that only checks its
+    options) leaves no empty output folder behind.
+    """
     existing = directory
     while not existing.exists():
         if existing.parent == existing:
@@ -38,8 +43,7 @@ def probe_writable(directory: Path) -> str | None:
     import tempfile  # only when a directory is probed: not on start-up of every command
 
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".sketchsim-probe-")
+        fd, tmp = tempfile.mkstemp(dir=existing, prefix=".sketchsim-probe-")
         os.close(fd)
         os.unlink(tmp)
     except OSError as exc:

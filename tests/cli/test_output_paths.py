@@ -126,3 +126,26 @@ def test_plot_without_matplotlib_is_refused_before_the_run(tmp_path, monkeypatch
     res = run(*argv, "--plot", str(tmp_path / "p.png"))
     assert_error_line(res, "plots need matplotlib: pip install 'sketchsim[plot]'")
     assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize(
+    "args, folder",
+    [
+        (("minrank", "--m", "x"), "minrank-out"),
+        (("sweep", "--ranks", "x"), "results"),
+        (("minrank", "--m", "x", "--out-dir", "a/b/c"), "a"),
+    ],
+)
+def test_a_refused_command_leaves_no_output_folder(tmp_path, monkeypatch, args, folder):
+    monkeypatch.chdir(tmp_path)
+    res = run(*args)
+    assert res.exit_code == 2
+    assert not (tmp_path / folder).exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_folder_under_a_missing_parent_is_created_on_write(tmp_path):
+    out = tmp_path / "new" / "deeper"
+    res = run("witness", "--m", "8", "--out", str(out / "w.npz"))
+    assert res.exit_code == 0, res.output
+    assert (out / "w.npz").is_file()
