@@ -502,7 +502,7 @@ def _dims(aux):
     )
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _affine(aux, w_off, b_off, rows, m, f, src, dst, act):
     """``f[dst + k] = act(sum_i W[k, i] f[src + i] + b[k])`` (``act < 0``: no activation).
 
@@ -580,14 +580,14 @@ def _scratch(state, aux):
     return state[_cache(aux) + 1 + H * (r + d) :].view(np.float64)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _unpack(bits, m, f):
     """``f[:m] = u^0 = 2 x - 1`` from the packed token."""
     for i in range(m):
         f[i] = 2.0 * float((bits[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)) - 1.0
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _bias(aux, L, H, P, m, f):
     """The output bias term ``<wb, u^0> + bb`` (``u^0`` in ``f[:m]``)."""
     base = _HDR + L * H * P
