@@ -33,6 +33,7 @@ __all__ = [
     "audit",
     "reproduce",
     "capacity",
+    "info",
 ]
 
 
@@ -347,8 +348,8 @@ def sweep(
 
     Parameters
     ----------
-    plan : Plan or str, optional
-        A :class:`sketchsim.experiments.plan.Plan`, or a suite name for its
+    plan : SuitePlan or str, optional
+        A :class:`sketchsim.experiments.plan.SuitePlan`, or a suite name for its
         default plan (``"witness"``, ``"ood"``).
     path : path-like, optional
         Sweep file written after every run (and resumed from with ``resume``).
@@ -438,3 +439,14 @@ def capacity(
 
     with open_cluster(cluster) as (client, _spec):
         return capacity_dir(folder, samples, references, progress, client, json_path)
+
+
+def info(json_path=None) -> dict:
+    """The facts ``sketchsim info`` prints: versions, CPU kernels, caches, devices.
+
+    ``json_path`` receives the file ``sketchsim info --json`` writes
+    (:func:`sketchsim.runs.info.run`).  Imports torch and numba when installed.
+    """
+    from sketchsim.runs.info import run as run_info
+
+    return run_info(json_path)

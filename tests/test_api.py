@@ -14,6 +14,7 @@ def test_the_documented_example_runs(capsys):
     exec(compile(code, str(DOC), "exec"), {})
     out = capsys.readouterr().out
     assert "block-counts: correct 1.000" in out and "kernel: bits >= " in out
+    assert "bound 8.00 bits, 256 inputs (all)" in out  # the transcript command's table
 
 
 def test_the_documented_runs_example_runs(capsys):

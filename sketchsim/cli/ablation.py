@@ -15,69 +15,37 @@ from sketchsim.cli.options import json_option, parse_list
 
 def _screen_maps(plan, json_path) -> None:
     from sketchsim.runs.ablation import run
+    from sketchsim.tables.ablation import maps_row_line, maps_table
 
     plan.validate()  # a bad scale is refused before any output
     print(f"validation split of the train pool of {plan.scale} ({plan.seeds} seed(s))")
     result = run(
-        plan,
-        json_path=json_path,
-        progress=lambda row: print(
-            f"  {row['feature_map']} r={row['rank']} seed {row['seed']}: "
-            f"{row['validation_accuracy']:.3f} ({row['seconds']:.0f} s)",
-            flush=True,
-        ),
+        plan, json_path=json_path, progress=lambda row: print(maps_row_line(row), flush=True)
     )
-    print("| map | " + " | ".join(f"r = {r}" for r in plan.ranks) + " |")
-    print("|---|" + "---|" * len(plan.ranks))
-    for fmap in result.maps:
-        cells = [f"{result.mean_accuracy(fmap, r):.3f}" for r in plan.ranks]
-        print(f"| {fmap} | " + " | ".join(cells) + " |")
+    print("\n".join(maps_table(plan, result)))
 
 
 def _screen_stop(plan, json_path) -> None:
     from sketchsim.runs.ablation import run
+    from sketchsim.tables.ablation import stop_row_line, stop_table
 
     plan.validate()
     print(f"validation splits of the train pools of {plan.scales} ({plan.seeds} seed(s))")
     result = run(
-        plan,
-        json_path=json_path,
-        progress=lambda row: print(
-            f"  {row['scale']} {row['model']} stop {row['stop_below']} seed {row['seed']}: "
-            f"{row['validation_accuracy']:.3f} after {row['steps']} steps",
-            flush=True,
-        ),
+        plan, json_path=json_path, progress=lambda row: print(stop_row_line(row), flush=True)
     )
-    scales = result.scales
-    print("| model | stop below | " + " | ".join(scales) + " | worst |")
-    print("|---|---|" + "---|" * (len(scales) + 1))
-    for model, s in result.configs:
-        cells = [" / ".join(f"{a:.3f}" for a in result.accuracies(model, s, sc)) for sc in scales]
-        worst = result.worst(model, s)
-        print(f"| {model} | {s:g} | " + " | ".join(cells) + f" | {worst:.3f} |")
-    kernel = result.kernel_steps()
-    if kernel:
-        full, total = kernel
-        print(
-            f"kernel runs that used all {plan.steps} steps at the largest margin: "
-            f"{full} of {total}" + (" (so no margin changes them)" if full == total else "")
-        )
-    print(f"chosen stop margin (highest worst validation accuracy): {result.chosen:g}")
+    print("\n".join(stop_table(plan, result)))
 
 
 def _ablation(plan, json_path) -> None:
     from sketchsim.runs.ablation import run
+    from sketchsim.tables.ablation import ablation_head, ablation_row
 
     def start(inputs: int, base: float) -> None:
-        print(f"witness family: {inputs} inputs; const-per-query MSE {base:.2f}")
-        print("| training | seeds | family sequence error | family max error | family MSE |")
-        print("|---|---|---|---|---|")
+        print("\n".join(ablation_head(inputs, base)))
 
     def variant(v, got) -> None:
-        seq = ", ".join(f"{g['family_sequence_error']:.3f}" for g in got)
-        mx = ", ".join(f"{g['family_max_abs_error']:.2f}" for g in got)
-        mse = ", ".join(f"{g['family_mse']:.2f}" for g in got)
-        print(f"| {v.name} | {plan.seeds} | {seq} | {mx} | {mse} |", flush=True)
+        print(ablation_row(plan, v, got), flush=True)
 
     run(plan, json_path=json_path, on_start=start, on_variant=variant)
 

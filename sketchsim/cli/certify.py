@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 
 import click
-from rich.panel import Panel
-from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
@@ -30,7 +28,7 @@ from sketchsim.errors import SketchsimError
 @click.option("--out", type=OutputPath((".npy", ".txt")), help="Write the code (.npy, or .txt).")
 def codes(m, kind, d, w, seed, out):
     """Build a constant-weight code and print its size, weight and minimum distance."""
-    from sketchsim.certify.codes import STATS_MAX_WORDS, code_stats, make_code, save_code
+    from sketchsim.certify.codes import code_stats, make_code, save_code
 
     if m < 1:
         raise SketchsimError(f"--m must be >= 1, got {m}")
@@ -41,18 +39,9 @@ def codes(m, kind, d, w, seed, out):
         raise SketchsimError(f"--seed applies to random codes; a {kind} code has no randomness")
     code = make_code(kind, m, d, w, seed)
     stats = code_stats(code)
-    table = Table(title=f"{kind} code")
-    for col in ("m", "size", "weight", "min distance"):
-        table.add_column(col, justify="right")
-    table.add_row(
-        str(stats["m"]),
-        f"{stats['size']:,}",
-        ",".join(map(str, stats["weights"])),
-        str(stats["min_distance"])
-        if stats["min_distance"] is not None
-        else ("-" if stats["size"] < 2 else f"not computed (> {STATS_MAX_WORDS:,} words)"),
-    )
-    render.console.print(table)
+    from sketchsim.tables.certify import show_code
+
+    show_code(render.console, kind, stats)
     if out:
         save_code(code, out)
 
@@ -96,25 +85,16 @@ def witness(
     m, kind, codewords, d, w, complements, chains, both_orders, seed, packed, out, json_path
 ):
     """Build a length-3 witness family from a code and certify it."""
-    from sketchsim.runs.witness import PAPER_WITNESS_BOUND, PAPER_WITNESS_INPUTS, WitnessPlan
+    from sketchsim.runs.witness import WitnessPlan
     from sketchsim.runs.witness import run as run_witness
 
     plan = WitnessPlan(
         m, kind, codewords, d, w, complements, chains, both_orders, seed, packed, out
     )
     result = run_witness(plan, json_path=json_path)
-    cert = result.certificate
-    render.console.print(
-        Panel.fit(
-            f"{result.inputs:,} inputs of length 3, m = {m}, {result.meta['codewords']} "
-            f"codewords of a {kind} code{' with chains' if chains else ''}"
-            f"{' (packed)' if packed else ''}\n"
-            f"certified r >= [bold]{result.certified_rank}[/bold] for every head with error "
-            f"< 1/2 (bound {cert.bound['0.5']:.3f} from {cert.pairs['0.5']} pairs)\n"
-            f"paper's witness suite: {PAPER_WITNESS_INPUTS:,} inputs, r >= {PAPER_WITNESS_BOUND}",
-            title=f"sketchsim witness -> {out}",
-        )
-    )
+    from sketchsim.tables.certify import show_witness
+
+    show_witness(render.console, plan, result)
 
 
 @main.command()
@@ -153,34 +133,9 @@ def certify(path, eps_list, position_independent, json_path, proof_path):
 
     plan = CertifyPlan(path, eps_list, position_independent)
     result = run_certify(plan, json_path=json_path, proof_path=proof_path)
-    cert = result.certificate
-    table = Table(
-        caption=f"{cert.inputs:,} inputs, m = {cert.m}, {cert.queries} queries, "
-        f"{cert.edges:,} domination edges; maps: "
-        + (
-            "position-independent"
-            if position_independent
-            else "position-dependent (both orders needed)"
-        )
-    )
-    for col in ("head error", "pairs", "n^2 / (n + sum P^2)", "certified r >="):
-        table.add_column(col, justify="right")
-    for key in cert.certified_rank:
-        label = "< 1/2 (limit)" if key == "0.5" else f"<= {key}"
-        table.add_row(
-            label,
-            str(cert.pairs[key]),
-            f"{cert.bound[key]:.3f}",
-            f"[bold]{cert.certified_rank[key]}[/bold]",
-        )
-    render.console.print(table)
-    if proof_path:
-        proof = result.proof
-        render.console.print(
-            f"certificate written to {proof_path}: {proof['claimed']['pairs']} pairs, "
-            f"{len(proof['chains']):,} chains, r >= {proof['claimed']['certified_rank']} "
-            "(check it with `sketchsim check-certificate`)"
-        )
+    from sketchsim.tables.certify import show_certify
+
+    show_certify(render.console, result, position_independent, proof_path)
 
 
 @main.command("check-certificate")
@@ -210,12 +165,9 @@ def check_certificate(path):
     except CertificateInvalid as exc:
         click.echo(f"REJECTED: {exc}", err=True)
         sys.exit(1)
-    kind = "strictly below 1/2" if checked.strict else f"at most {checked.eps}"
-    render.console.print(
-        f"valid: {checked.pairs} pairs, {checked.chains:,} chains checked; every head with "
-        f"error {kind} has r >= {checked.rank} (bound {checked.bound} = "
-        f"{float(checked.bound):.4f})"
-    )
+    from sketchsim.tables.certify import show_checked
+
+    show_checked(render.console, checked)
 
 
 @main.command()
@@ -238,74 +190,15 @@ def check_certificate(path):
 @cluster_option
 def bound(m, m2, step, seed, export_dir, certificates, json_path, cluster):
     """Best certified rank bound per m, its growth, the 2^m endpoint and softmax temperatures."""
-    from sketchsim.runs.bound import BOUND_SOFTMAX_EXACT_MAX_M, BoundPlan
+    from sketchsim.runs.bound import BoundPlan
     from sketchsim.runs.bound import run as run_bound
 
     plan = BoundPlan(m, m2, step, seed, export_dir, certificates)
     plan.validate()
     with render.progress_bar("bound", len(plan.widths)) as update:
         result = run_bound(plan, cluster=cluster, progress=update, json_path=json_path)
-    rows, realized, growth = result.rows, result.realized, result.growth
-    slope = growth["slope"]
-    table = Table(
-        title="certified feature rank at N = 3 (heads with error < 1/2)",
-        caption=(
-            "softmax: ln 4 is a sufficient temperature (THEORY 3b); the exact threshold "
-            f"beta* is bisected over all 2^(3m) inputs for m <= {BOUND_SOFTMAX_EXACT_MAX_M}\n"
-            + (
-                f"fit log2 r = {slope:.3f} m {growth['intercept']:+.2f} over {growth['points']} "
-                f"widths: r >= 2^({slope:.3f} m); the 2^m endpoint has slope 1, the theorem "
-                "states only 2^Omega(m)"
-                if slope is not None
-                else "too few widths with r >= 2 to fit a growth rate"
-            )
-        ),
-    )
-    cols = ("m", "best code", "words", "pairs", "bound", "certified r >=", "2^m")
-    extra = ("family inputs", "realized r >=") if export_dir else ()
-    for col in (*cols, "softmax beta sufficient", "softmax beta* exact", *extra):
-        table.add_column(col, justify="left" if col == "best code" else "right")
-    for k, row in enumerate(rows):
-        table.add_row(
-            str(row.m),
-            row.code,
-            f"{row.codewords:,}",
-            f"{row.pairs:,}",
-            f"{row.bound:.3f}",
-            f"[bold]{row.certified_rank:,}[/bold]",
-            f"{row.exact_rank:,}" if row.m <= 20 else f"2^{row.m}",
-            f"{row.softmax_sufficient:.4f}",
-            "-" if row.exact_softmax_threshold is None else f"{row.exact_softmax_threshold:.4f}",
-            *(_realized_cells(realized[k]) if export_dir else ()),
-        )
-    render.console.print(table)
-    if export_dir:
-        _print_realized(realized, export_dir)
-    if any(r.status == "below" for r in realized):
+    from sketchsim.tables.bound import show_bound
+
+    show_bound(render.console, render.err_console, result, export_dir)
+    if any(r.status == "below" for r in result.realized):
         sys.exit(1)
-
-
-def _realized_cells(res) -> tuple[str, str]:
-    mark = {"equal": "", "above": " (above)", "below": " [red](BELOW the claim)[/red]"}
-    return f"{res.inputs:,}", f"[bold]{res.certified_rank:,}[/bold]{mark[res.status]}"
-
-
-def _print_realized(realized, export_dir) -> None:
-    """One line per exported family; a family that certifies less than its row claims is loud."""
-    for res in realized:
-        cert = res.certificate or {}
-        proof = (
-            f", proof {cert['file']} re-checked: r >= {cert['checked_rank']}"
-            if "file" in cert
-            else (f", no proof ({cert['skipped']})" if "skipped" in cert else "")
-        )
-        line = (
-            f"m = {res.m}: {res.file} ({res.format}, {res.inputs:,} inputs, "
-            f"{res.file_bytes / 1e6:,.1f} MB) certifies r >= {res.certified_rank} "
-            f"(claimed {res.claimed_rank}) in {res.certify_seconds:.1f} s{proof}"
-        )
-        if res.status == "below":
-            render.err_console.print(f"[red]MISMATCH[/red] {line}")
-        else:
-            render.console.print(line)
-    render.console.print(f"families written to {export_dir}")

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
@@ -23,6 +20,7 @@ from sketchsim.cli.options import (
 )
 from sketchsim.cli.paths import CheckedCommand, OutputPath, PlotPath
 from sketchsim.errors import SketchsimError
+from sketchsim.runs.clusters import training_client
 from sketchsim.sketch.specs import parse_int
 
 
@@ -225,8 +223,7 @@ class SweepCommand(CheckedCommand):
     "--train-inputs",
     type=click.IntRange(1),
     default=None,
-    help="capacity: training inputs per run (default 512; every input when the family has "
-    "fewer).",
+    help="capacity: training inputs per run (default 512; every input when the family has fewer).",
 )
 @click.option(
     "--save-weights",
@@ -333,7 +330,7 @@ def sweep(
     _refuse_unread(plan, cluster)
     if capacity and not plan.allow_large:  # before anything is allocated (#47)
         _check_capacity_memory(plan, device, weights_dir is not None)
-    with _cluster_client(cluster, device) as client:
+    with training_client(cluster, device, log=_note) as client:
         with render.progress_bar(f"sweep {suite}", 1, plain=client is not None) as update:
             result = run_sweep(
                 plan,
@@ -456,27 +453,8 @@ def _one_thread_on_cluster(cluster, threads):
         )
 
 
-@contextmanager
-def _cluster_client(cluster, device):
-    """A Dask client for ``--cluster`` (None without it); says where the runs go."""
-    if cluster is None:
-        yield None
-        return
-    from sketchsim.cluster.client import connect
-    from sketchsim.experiments.sweep import task_resources
-
-    def note(msg):
-        render.err_console.print(f"[dim]{msg}[/dim]")
-
-    with connect(cluster, log=note, need_torch=True) as client:
-        if task_resources(client, device):
-            note("each training run requests the worker resource GPU=1")
-        elif device == "cuda":
-            note(
-                "no worker advertises a GPU resource (dask worker --resources GPU=1): "
-                "runs share the workers' GPUs"
-            )
-        yield client
+def _note(msg: str) -> None:
+    render.err_console.print(f"[dim]{msg}[/dim]")
 
 
 def _names(text, flag: str):
@@ -485,94 +463,17 @@ def _names(text, flag: str):
     return tuple(dict.fromkeys(split_list(text, flag)))
 
 
-def _render_capacity(result):
-    table = Table(title="capacity suite: exact-sequence accuracy (all q answers right)")
-    for col in ("family", "q", "s", "architecture", "seeds", "mean", "95% interval", "min"):
-        table.add_column(col, justify="left" if col in ("family", "architecture") else "right")
-    for r in result.summary:
-        ci = "-" if r["ci_low"] is None else f"{r['ci_low']:.3f}-{r['ci_high']:.3f}"
-        table.add_row(r["family"], str(r["q"]), str(r["s"]), r["architecture"], str(r["seeds"]),
-                      f"{r['mean']:.3f}", ci, f"{r['min']:.3f}")  # fmt: skip
-    render.console.print(table)
-    for run in result.runs:
-        if run.get("weights_refused"):
-            render.console.print(
-                f"weights not saved: {escape(run['architecture'])} on {run['family']} "
-                f"q={run['q']} s={run['s']} seed {run['seed']}: {escape(run['weights_refused'])}"
-            )
-
-
 def _render(result, json_path, plot_path):
-    from sketchsim.experiments.sweep import plot_sweep
+    from sketchsim.tables.sweep import show_sweep, sweep_title
 
-    if result.plan.suite == "capacity":
-        return _render_capacity(result)
-    plan, suite, bound = result.plan, result.plan.suite, result.bound
-    trained_on = result.header.get("train_on", {})
-    title = (
-        "witness suite: sequence error on the family"
-        if suite == "witness"
-        else "ood suite: exact-sequence accuracy on disjoint test tokens"
-    )
-    table = Table(
-        title=title,
-        caption=(f"certified r >= {bound} for every head with error < 1/2" if bound else None),
-    )
-    cols = ["scale", "model", "r", "trained on", "seeds", "mean", "95% interval", "min", "max"]
-    if result.max_abs_error:
-        cols.append("max |y-t| (mean)")
-    for col in cols:
-        left = col in ("scale", "model", "trained on")
-        table.add_column(col, justify="left" if left else "right")
-    for k, row in enumerate(result.summary):
-        model = row["model"] + (f" ({row['feature_map']})" if row["model"] != "softmax" else "")
-        ci = "-" if row["ci_low"] is None else f"{row['ci_low']:.3f}-{row['ci_high']:.3f}"
-        cells = [
-            row["scale"] or "-",
-            model,
-            str(row["rank"] or "-"),
-            {"random": "random triples", "pool": "train pool"}.get(
-                trained_on.get(row["model"], ""), trained_on.get(row["model"], "")
-            ),
-            str(row["seeds"]),
-            f"{row['mean']:.3f}",
-            ci,
-            f"{row['min']:.3f}",
-            f"{row['max']:.3f}",
-        ]
-        if result.max_abs_error:
-            cells.append(f"{result.max_abs_error[k]['mean']:.3f}")
-        table.add_row(*cells)
-    render.console.print(table)
-    if result.lr_grid is not None:
-        grid_table = Table(title="learning-rate grid: best over the grid; mean ± std over seeds")
-        for col in ("scale", "model", "r", "best lr", "best", "mean ± std"):
-            grid_table.add_column(col)
-        for g in result.lr_grid:
-            model = g["model"] + (f" ({g['feature_map']})" if g["model"] != "softmax" else "")
-            grid_table.add_row(
-                g["scale"] or "-",
-                model,
-                str(g["rank"] or "-"),
-                f"{g['best_lr']:g}",
-                f"{g['best']:.3f}",
-                f"{g['mean']:.3f} ± {g['std']:.3f}",
-            )
-        render.console.print(grid_table)
-    if result.transition is not None:
-        for scale, cell in result.transition.items():
-            if not cell["supported"]:
-                text = "not measured (a 95% interval needs >= 3 seeds per rank)"
-            else:
-                text = f"[bold]{cell['rank'] if cell['rank'] is not None else 'none'}[/bold]"
-            render.console.print(
-                f"scale {scale}: smallest r whose 95% interval of test accuracy clears "
-                f"{plan.accuracy:g}: {text}"
-            )
-    if plot_path:
+    show_sweep(render.console, result)
+    if plot_path and result.plan.suite != "capacity":
+        from sketchsim.experiments.sweep import plot_sweep
+
+        suite = result.plan.suite
         ylabel = "sequence error" if suite == "witness" else "test exact-sequence accuracy"
-        threshold = plan.accuracy if suite == "ood" else None
-        plot_sweep(result.summary, plot_path, ylabel, title, bound, threshold)
+        threshold = result.plan.accuracy if suite == "ood" else None
+        plot_sweep(result.summary, plot_path, ylabel, sweep_title(suite), result.bound, threshold)
 
 
 @main.command()
@@ -606,7 +507,7 @@ def reproduce(quick, out_dir, device, threads, cluster):
     from sketchsim.experiments.reproduce import Settings
 
     _one_thread_on_cluster(cluster, threads)
-    with _cluster_client(cluster, device) as client:
+    with training_client(cluster, device, log=_note) as client:
         rows = run(
             Path(out_dir),
             quick,
@@ -615,13 +516,9 @@ def reproduce(quick, out_dir, device, threads, cluster):
             settings=replace(Settings.of(quick), threads=threads),
             client=client,
         )
-    table = Table(title="paper vs measured", caption=f"report: {Path(out_dir) / 'report.md'}")
-    for col in ("claim", "paper", "measured", "agrees"):
-        table.add_column(col)
-    for r in rows:
-        color = "green" if r.agrees == "yes" else ("red" if r.agrees == "NO" else "yellow")
-        table.add_row(r.claim, r.paper, r.measured, f"[{color}]{r.agrees}[/{color}]")
-    render.console.print(table)
+    from sketchsim.tables.reproduce import show_reproduce
+
+    show_reproduce(render.console, rows, Path(out_dir) / "report.md")
 
 
 @main.command()
@@ -639,31 +536,9 @@ def audit(folder, json_path, plot_path):
     from sketchsim.runs.audit import run as run_audit
 
     rows = run_audit(folder, json_path=json_path).heads
-    table = Table(title="bit audit: exact-sequence accuracy from a quantized attention state")
-    cols = ("file", "model", "r", "seed", "float32", "state bits (f32)", "k within 1 pt",
-            "state bits at k", "1 bit", "4 bits", "8 bits", "float64 / failure")  # fmt: skip
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("file", "model") else "right")
-    for row in rows:
-        spec = row["spec"]
-        if "rows" not in row:
-            table.add_row(row["file"], spec["model"], "-", str(spec["seed"]), "-", row["state"],
-                          *["-"] * 6)  # fmt: skip
-            continue
-        by = {r["bits"]: r for r in row["rows"]}
-        k = row["smallest_bits_within_1_point"]
-        f32 = f"{by[32]['accuracy']:.3f}" + ("" if row["float32_matches"] else " [red]!=[/red]")
-        fail = "-"
-        if "failure" in row:
-            fail = f"{row['float64_accuracy']:.3f} {row['failure']}"
-        table.add_row(
-            row["file"], f"{spec['model']} ({spec['feature_map']})", str(spec["rank"]),
-            str(spec["seed"]), f32, f"{row['state_bits_float32']:,}",
-            str(k) if k is not None else "none", f"{by[k]['state_bits']:,}" if k else "-",
-            f"{by[1]['accuracy']:.3f}", f"{by[4]['accuracy']:.3f}", f"{by[8]['accuracy']:.3f}",
-            fail,
-        )  # fmt: skip
-    render.console.print(table)
+    from sketchsim.tables.audit import show_audit
+
+    show_audit(render.console, rows)
     if plot_path:
         from sketchsim.runs.plots import plot_audit
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 
 import click
-from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.options import check_resume, json_option, resume_option, split_list
 from sketchsim.cli.paths import OutputPath, PlotPath
-from sketchsim.runs.minrank import TRAIN_MAX_M, nonneg_lower
+from sketchsim.runs.minrank import TRAIN_MAX_M
 
 
 def parse_widths(text: str, limit: int) -> list[int]:
@@ -37,10 +36,6 @@ def parse_widths(text: str, limit: int) -> list[int]:
             param_hint="--m",
         )
     return sorted(set(widths))
-
-
-def _fmt(value) -> str:
-    return "-" if value is None else f"{value:,}"
 
 
 @main.command()
@@ -87,52 +82,10 @@ def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_
         result = run_minrank(
             plan, resume=json_path if resume else None, checkpoint=json_path, progress=update
         )
-    _render(result.rows, causal)
+    from sketchsim.tables.minrank import show_minrank
+
+    show_minrank(render.console, result.rows, causal)
     if plot:
         from sketchsim.runs.plots import plot_minrank
 
         plot_minrank(result.rows, plot)
-
-
-def _trained(row, kind) -> str:
-    entry = row.get(f"trained_{kind}")
-    if entry is None:
-        return "not trained"
-    if entry["rank"] is None:
-        return f"none < {row['construction']['rank']}"
-    return f"{entry['rank']}" + (" (nonneg)" if entry.get("via") else "")
-
-
-def _render(rows, causal) -> None:
-    table = Table(
-        title="smallest feature rank of one table head, N = 3"
-        + (" (causal final query)" if causal else ""),
-        caption="every upper bound was checked on all 2^(3m) inputs; the certificate holds "
-        "for every head with error < 1/2; softmax beta* bisected over all inputs",
-    )
-    cols = (
-        "m",
-        "certified r* >=",
-        "nonneg r* >= (sign orders)",
-        "construction r* <=",
-        "trained r* <=",
-        "trained r_signed <=",
-        "2^m",
-        "softmax beta suff.",
-        "softmax beta* exact",
-    )
-    for col in cols:
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(
-            str(r["m"]),
-            f"[bold]{r['lower']['certified_rank']}[/bold]",
-            str(nonneg_lower(r)) if r.get("lower_nonneg") else "-",
-            f"{r['construction']['rank']:,} ({r['construction']['name']})",
-            _trained(r, "nonneg"),
-            _trained(r, "signed"),
-            _fmt(r["exact_rank"]),
-            f"{r['softmax']['sufficient']:.4f}",
-            f"{r['softmax']['exact']:.4f}",
-        )
-    render.console.print(table)

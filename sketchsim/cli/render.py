@@ -1,5 +1,5 @@
-"""Shared terminal rendering: the rich consoles, progress bars and verdict colours
-(each command module builds its own tables)."""
+"""The CLI's rich consoles (results on stdout, notes and progress on stderr) and its
+progress bars; the tables each command prints are built in :mod:`sketchsim.tables`."""
 
 from __future__ import annotations
 
@@ -47,11 +47,6 @@ def progress_bar(description: str, total: int, enabled: bool = True, plain: bool
     ) as prog:
         task = prog.add_task(description, total=total)
         yield lambda done, tot: prog.update(task, completed=done, total=tot)
-
-
-def verdict(ok: bool, yes: str = "yes", no: str = "no") -> str:
-    """A coloured verdict for rich tables."""
-    return f"[green]{yes}[/green]" if ok else f"[red]{no}[/red]"
 
 
 class PlainProgress:

@@ -7,8 +7,6 @@ import os
 import sys
 
 import click
-from rich.panel import Panel
-from rich.table import Table
 
 from sketchsim.cli import render
 from sketchsim.cli.app import main
@@ -95,42 +93,6 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
             )  # fmt: skip
     except VerifyInterrupted:  # the run wrote what was finished to --json, marked incomplete
         raise click.Abort() from None
-    _render(res)
+    from sketchsim.tables.verify import show_verify
 
-
-def _render(res):
-    head = Panel.fit(
-        f"m = {res.m}, N = {res.n}, construction [bold]{res.construction}[/bold]"
-        + (f", beta = {res.beta:g}" if res.beta is not None else "")
-        + f", feature rank r = {res.rank:,}"
-        + (", causal final query" if res.causal else "")
-        + (
-            f"\nsoftmax exactness threshold ln(2(N-1)) = {res.softmax_threshold:.4f}"
-            if res.softmax_threshold is not None
-            else ""
-        ),
-        title="sketchsim verify",
-    )
-    table = Table()
-    for col in ("inputs", "max |y - t|", "exact fraction", "verdict"):
-        table.add_column(col, justify="right")
-    table.add_row(
-        f"{res.inputs:,}",
-        f"{res.max_abs_error:.6g}",
-        f"{res.exact_fraction:.6f}",
-        render.verdict(res.passed, "exact", "fails"),
-    )
-    # highlight=False: the markup sets every colour, and rich's automatic number
-    # highlighter costs 10 ms of regex compilation in a run that takes 0.3 s
-    render.console.print(head, table, highlight=False)
-    if res.counterexample:
-        ce = res.counterexample
-        rows = "\n".join(f"  x{k + 1} = {''.join(map(str, t))}" for k, t in enumerate(ce["tokens"]))
-        render.console.print(
-            f"[red]counterexample[/red] (input #{ce['index']}):\n{rows}\n"
-            f"  position {ce['position']}: target {ce['target']}, output {ce['output']:.6g}",
-            highlight=False,
-        )
-    else:
-        render.console.print("[green]no counterexample[/green]", highlight=False)
-    render.console.print(f"[dim]{res.seconds:.2f} s[/dim]", highlight=False)
+    show_verify(render.console, res)

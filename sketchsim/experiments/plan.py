@@ -1,11 +1,11 @@
 """Every trained suite's defaults, defined once: ``sweep``, ``reproduce`` and the API read them.
 
-A :class:`Plan` says what to train (models, feature maps, ranks, seeds), how
+A :class:`SuitePlan` says what to train (models, feature maps, ranks, seeds), how
 (steps, learning rates, stop rule, loss, encoding) and on which data (the
 witness family, or OOD scales ``m:pool:triples``).  :func:`default_plan` gives
 the plan ``reproduce`` runs, so ``sketchsim sweep --suite ood`` with no flags
 runs exactly reproduce's OOD sweep; the CLI only parses overrides
-(:meth:`Plan.with_`).  :func:`build_runs` turns a plan into run specs and the
+(:meth:`SuitePlan.with_`).  :func:`build_runs` turns a plan into run specs and the
 data each run trains and is evaluated on.
 
 The OOD defaults (THEORY section 6, docs/results.md): ``elu1`` features, the
@@ -28,7 +28,7 @@ from sketchsim.errors import SketchsimError
 from sketchsim.experiments.stats import interval_transition, scale_trend, with_intervals
 
 __all__ = [
-    "Plan",
+    "SuitePlan",
     "SUITES",
     "MODELS",
     "default_plan",
@@ -45,7 +45,7 @@ MODELS = ("kernel", "signed", "softmax")
 
 
 @dataclass(frozen=True)
-class Plan:
+class SuitePlan:
     """One trained suite: what to train, how, and on what.
 
     Attributes
@@ -146,7 +146,7 @@ class Plan:
     schedule: str = "onecycle"
     train_inputs: int = 0
 
-    def with_(self, **overrides) -> Plan:
+    def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
         names = {f.name for f in fields(self)}
         unknown = set(overrides) - names
@@ -262,7 +262,7 @@ def _bounded(value: int, name: str, low: int, high: int, allow_large: bool) -> N
         )
 
 
-def _check_capacity(plan: Plan) -> None:
+def _check_capacity(plan: SuitePlan) -> None:
     for name, values, top in (
         ("q", plan.qs, 4096), ("s", plan.ss, 1 << 20), ("layers", plan.layer_counts, 8),
         ("heads", plan.head_counts, 64), ("value_widths", plan.value_widths, 4096),
@@ -348,7 +348,7 @@ OOD_SEED_RULE = {
 
 #: The full plans (``reproduce`` and ``sweep`` without flags).
 _FULL = {
-    "witness": Plan(
+    "witness": SuitePlan(
         suite="witness",
         models=("kernel", "softmax"),
         ranks=(1, 2, 4, *range(8, 17), 32, 64),
@@ -359,7 +359,7 @@ _FULL = {
         lrs=(0.03,),
         stop_below=0.5,
     ),
-    "ood": Plan(
+    "ood": SuitePlan(
         suite="ood",
         models=("kernel", "softmax"),
         ranks=(4, 8, 12, 16, 24, 32, 64, 128),
@@ -376,7 +376,7 @@ _FULL = {
         scales="8:64:2000,10:128:2000,12:256:2000",
     ),
     # measured at 10 min or less on 2 cores (docs/capacity.md); one torch thread
-    "capacity": Plan(
+    "capacity": SuitePlan(
         suite="capacity",
         models=("kernel", "signed", "softmax"),
         ranks=(1,),
@@ -405,14 +405,14 @@ _QUICK = {
 }
 
 
-def default_plan(suite: str, quick: bool = False) -> Plan:
+def default_plan(suite: str, quick: bool = False) -> SuitePlan:
     """The plan ``reproduce`` (``quick``: ``reproduce --quick``) runs for ``suite``."""
     if suite not in SUITES:
         raise SketchsimError(f"suite must be one of {', '.join(SUITES)}", param="suite")
     return (_QUICK if quick else _FULL)[suite]
 
 
-def _check_sizes(plan: Plan, sizes) -> None:
+def _check_sizes(plan: SuitePlan, sizes) -> None:
     from sketchsim.experiments.models import head_parameters
 
     for m, vocab in sizes:
@@ -438,7 +438,7 @@ def _check_sizes(plan: Plan, sizes) -> None:
                         )
 
 
-def _witness_data(plan: Plan, family):
+def _witness_data(plan: SuitePlan, family):
     """``(data, header, bound, context, sizes, scales)`` of the witness suite."""
     from sketchsim.certify import build_witness, certify, load_family
     from sketchsim.certify.codes import hadamard_code
@@ -475,7 +475,7 @@ def _witness_data(plan: Plan, family):
     return data, header, bound, context, [(family.m, token_ids(family.tokens)[1])], [""]
 
 
-def _ood_data(plan: Plan):
+def _ood_data(plan: SuitePlan):
     from sketchsim.experiments.suites import ood_splits, parse_scales
 
     parsed = parse_scales(plan.scales)
@@ -492,7 +492,7 @@ def _ood_data(plan: Plan):
     return data, {"scales": names}, None, {}, [(m, 0) for m, _, _ in parsed], names
 
 
-def build_runs(plan: Plan, family=None):
+def build_runs(plan: SuitePlan, family=None):
     """Run specs and data of a plan: ``(specs, data, header, bound, context)``.
 
     ``data(spec)`` returns the ``(train, evaluate, test)`` splits of a run;
@@ -552,7 +552,7 @@ def build_runs(plan: Plan, family=None):
     return specs, data, header, bound, context
 
 
-def capacity_specs(plan: Plan) -> list:
+def capacity_specs(plan: SuitePlan) -> list:
     """The capacity suite's runs: every family size, architecture and seed of the plan.
 
     Kernel models (``kernel`` with each map, ``signed``, each user layer) span
@@ -636,7 +636,7 @@ class SweepResult:
     95% interval (:func:`~sketchsim.experiments.stats.scale_trend`; no threshold).
     """
 
-    plan: Plan
+    plan: SuitePlan
     header: dict
     runs: list
     summary: list
@@ -666,7 +666,7 @@ class SweepResult:
 
 
 def run_plan(
-    plan: Plan,
+    plan: SuitePlan,
     path=None,
     resume: bool = False,
     device: str = "auto",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sketchsim.config import PAPER
-from sketchsim.experiments.plan import Plan, default_plan, run_plan
+from sketchsim.experiments.plan import SuitePlan, default_plan, run_plan
 from sketchsim.experiments.stats import MIN_SEEDS_FOR_INTERVAL
 from sketchsim.results import write_json_atomic
 
@@ -27,7 +27,7 @@ SOFTMAX_OOD_ACCURACY = 0.99
 class Settings:
     """What a run trains and measures: the two trained suites' plans and the sizes of the rest.
 
-    ``witness`` and ``ood`` are :class:`~sketchsim.experiments.plan.Plan` objects,
+    ``witness`` and ``ood`` are :class:`~sketchsim.experiments.plan.SuitePlan` objects,
     by default :func:`~sketchsim.experiments.plan.default_plan` (the plans
     ``sketchsim sweep`` runs without flags).  A row whose claim is about every
     seed, or about a transition read off 95% intervals, needs at least
@@ -36,8 +36,8 @@ class Settings:
     needs are skipped.
     """
 
-    witness: Plan
-    ood: Plan
+    witness: SuitePlan
+    ood: SuitePlan
     samples: int
     bound_to: int
     threads: int = 1
@@ -52,7 +52,7 @@ class Settings:
             bound_to=20 if quick else 28,
         )
 
-    def plans(self) -> tuple[Plan, Plan]:
+    def plans(self) -> tuple[SuitePlan, SuitePlan]:
         """Both plans with this run's torch threads."""
         return self.witness.with_(threads=self.threads), self.ood.with_(threads=self.threads)
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from sketchsim.errors import SketchsimError
 
-__all__ = ["open_cluster", "cluster_threads", "describe"]
+__all__ = ["open_cluster", "training_client", "cluster_threads", "describe"]
 
 #: What a ``cluster=`` value must have to be used as a ``distributed.Client``.
 CLIENT_METHODS = ("submit", "scheduler_info")
@@ -47,6 +47,28 @@ def open_cluster(
         return
     with connect(cluster, log=log, need_torch=need_torch) as client:
         yield client, cluster
+
+
+@contextmanager
+def training_client(cluster, device: str, log: Callable[[str], None]) -> Iterator:
+    """The Dask client of a training run's ``cluster=`` (None without one).
+
+    ``log`` is told where the runs go: with workers that advertise the ``GPU``
+    resource each training run requests ``GPU=1``; asked for ``cuda`` without
+    one, the runs share the workers' GPUs.
+    """
+    from sketchsim.experiments.sweep import task_resources
+
+    with open_cluster(cluster, log=log, need_torch=True) as (client, _):
+        if client is not None:
+            if task_resources(client, device):
+                log("each training run requests the worker resource GPU=1")
+            elif device == "cuda":
+                log(
+                    "no worker advertises a GPU resource (dask worker --resources GPU=1): "
+                    "runs share the workers' GPUs"
+                )
+        yield client
 
 
 def cluster_threads(client, spec) -> int:

@@ -17,7 +17,7 @@ WIDTH = 120
 
 @pytest.fixture
 def narrow(monkeypatch):
-    """The CLI's console at 120 columns, recording what it prints."""
+    """A console at 120 columns, recording what it prints (also the CLI's)."""
     console = Console(width=WIDTH, record=True, force_terminal=False, color_system=None)
     monkeypatch.setattr(render, "console", console)
     return console
@@ -51,10 +51,10 @@ SPECS = ["raw", "clipped-counts", "kernel:values=blocks,bits=7", "block-counts"]
     ("q", "s", "exhaustive", "samples"), [(64, 7, False, 300), (3, 3, True, 0)]
 )
 def test_the_transcript_table_has_one_line_per_protocol(narrow, q, s, exhaustive, samples):
-    from sketchsim.cli.transcript import _render_transcript
+    from sketchsim.tables.transcript import show_transcript
 
     run = api.transcript(q=q, s=s, protocols=SPECS, exhaustive=exhaustive, samples=samples or 1)
-    _render_transcript(run)
+    show_transcript(narrow, run)
     text = narrow.export_text()
     _check(text, SPECS)
     if not exhaustive:  # the long explanation once, under the table
@@ -64,9 +64,9 @@ def test_the_transcript_table_has_one_line_per_protocol(narrow, q, s, exhaustive
 
 
 def test_the_frontier_table_has_one_line_per_cell(narrow):
-    from sketchsim.cli.frontier import _render_frontier
     from sketchsim.runs.frontier import FrontierRun
     from sketchsim.sketch.frontier import parse_vary
+    from sketchsim.tables.frontier import show_frontier
 
     vary = parse_vary("bits=1..8")
     cells = [
@@ -74,7 +74,7 @@ def test_the_frontier_table_has_one_line_per_cell(narrow):
         api.frontier("kernel:values=blocks,r=2", "bits=1..8", q=8, s=7, samples=400).to_dict(),
     ]
     assert [c["mode"] for c in cells] == ["exhaustive", "sampled"]
-    _render_frontier(FrontierRun(vary, cells))
+    show_frontier(narrow, FrontierRun(vary, cells))
     text = narrow.export_text()
     _check(text, ["kernel", "kernel:values=blocks,r=2"])
     body = _body(text)

@@ -77,7 +77,7 @@ def test_the_frontier_keeps_the_smallest_decoding_state_per_kind():
 
 
 def test_the_frontier_table_says_what_decoded_covered():
-    from sketchsim.cli.capacity import _mode
+    from sketchsim.tables.capacity import _mode
 
     assert _mode({"mode": "exhaustive", "inputs": 256}) == "every input"
     sampled = {"mode": "sampled", "inputs": 20_000, "error_rate_upper95": 1.5e-4}
