@@ -8,7 +8,7 @@ declares ``layers * heads * E * K`` bits.  See sketchsim.sketch.trained.
 
 from sketchsim.sketch import Param, Protocol
 
-#: ``sketchsim.sketch.trained.MAX_BITS`` (tests/sketch/test_startup_imports.py checks it):
+#: ``sketchsim.sketch.weights_file.MAX_BITS`` (tests/sketch/test_startup_imports.py checks it):
 #: the model's module is imported when the protocol is used, not by every command that
 #: lists the built-in protocols (the main job never runs it).
 MAX_BITS = 32

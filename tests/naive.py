@@ -347,7 +347,7 @@ def trained_outputs(weights, X, bits=None):
     fixed-point format of the module docstring (per-token rounding, saturation);
     without, it is exact.
     """
-    from sketchsim.sketch.trained import HEAD_ARRAYS
+    from sketchsim.sketch.weights_file import HEAD_ARRAYS
 
     a = weights.arch
     L, H, fmap, eps = a["layers"], a["heads"], a["feature_map"], a["eps"]

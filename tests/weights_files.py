@@ -4,7 +4,7 @@ as the capacity suite calibrates trained ones."""
 import numpy as np
 
 from sketchsim.minip.bits import unpack_bits
-from sketchsim.sketch.trained import HEAD_ARRAYS, head_entries, load_weights, save_weights_file
+from sketchsim.sketch.weights_file import HEAD_ARRAYS, head_entries, load_weights, save_weights_file
 
 
 def random_weights(path, family, layers, heads, r, d, fmap, seed=0, calibrate_on=None):

@@ -143,8 +143,8 @@ def measure_weights(
         and ``curve`` (accuracy per K on up to :data:`CURVE_INPUTS` inputs).
     """
     from sketchsim.sketch.plugins import resolve
-    from sketchsim.sketch.trained import load_weights
     from sketchsim.sketch.transcript import choose_answers, measure
+    from sketchsim.sketch.weights_file import load_weights
 
     w = load_weights(path)
     family = weights_family(w)

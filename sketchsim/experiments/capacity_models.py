@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sketchsim.errors import PluginError
-from sketchsim.sketch.trained import FEATURE_MAPS, HEAD_ARRAYS, head_entries
+from sketchsim.sketch.weights_file import FEATURE_MAPS, HEAD_ARRAYS, head_entries
 
 __all__ = [
     "HEADROOM",

@@ -266,7 +266,7 @@ def plugin_identity(spec: CapacitySpec) -> str | None:
 def _exportable(model) -> bool:
     """Whether the engine can run ``model``: kernel layers that export their heads."""
     from sketchsim.experiments.causal_models import CausalModel
-    from sketchsim.sketch.trained import FEATURE_MAPS
+    from sketchsim.sketch.weights_file import FEATURE_MAPS
 
     if isinstance(model, CausalModel):
         return True
@@ -287,7 +287,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     another model than the one trained.
     """
     from sketchsim.machine import versions
-    from sketchsim.sketch.trained import FORMAT, FORMAT_VERSION, Weights, save_weights_file
+    from sketchsim.sketch.weights_file import FORMAT, FORMAT_VERSION, Weights, save_weights_file
 
     y = _outputs(model, fam, Te)
     bad = int((~np.isfinite(y)).any(1).sum())

@@ -95,7 +95,7 @@ class CapacityMemory:
 
 def _layer_numbers(model: str, m: int, n: int, heads: int, r: int, d: int, fmap: str):
     """``(activations per token, parameters, state entries per head)`` of one layer."""
-    from sketchsim.sketch.trained import head_entries
+    from sketchsim.sketch.weights_file import head_entries
 
     if model == "softmax":
         return 2 * m + 6 * heads * d + 2 * heads * n, 4 * (m + 1) * heads * d + heads * d * m, 0

@@ -108,7 +108,7 @@ def engine_refusal(layer: type) -> str | None:
     """Why the engine could not run a model of this layer class, or None (checked before
     training: the arrays it exports, the feature map and causal kind it declares)."""
     from sketchsim.sketch.causal import FIXED_MAPS, KINDS, LINEAR_MAPS
-    from sketchsim.sketch.trained import FEATURE_MAPS
+    from sketchsim.sketch.weights_file import FEATURE_MAPS
 
     if not callable(getattr(layer, "head_arrays", None)):
         return "its layer has no head_arrays (the arrays of its weights file)"

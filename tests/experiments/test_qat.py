@@ -20,7 +20,7 @@ from sketchsim.experiments.capacity_models import (
 )
 from sketchsim.minip.bits import unpack_bits
 from sketchsim.sketch.family import HardFamily
-from sketchsim.sketch.trained import load_weights
+from sketchsim.sketch.weights_file import load_weights
 
 torch.set_num_threads(1)
 

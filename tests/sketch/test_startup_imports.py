@@ -10,6 +10,7 @@ import pytest
 #: and scipy.stats (0.8 s; the error-rate bound uses scipy.special).
 NOT_NEEDED = (
     "sketchsim.sketch.trained",
+    "sketchsim.sketch.weights_file",
     "scipy.stats",
     "numba.np.ufunc.omppool",
     "numba.np.ufunc.workqueue",
@@ -45,7 +46,7 @@ def test_trained_protocol_default_bits_is_the_models_limit():
     import importlib.util
     from pathlib import Path
 
-    from sketchsim.sketch.trained import MAX_BITS
+    from sketchsim.sketch.weights_file import MAX_BITS
 
     path = Path(__file__).parents[2] / "protocols" / "trained.py"
     spec = importlib.util.spec_from_file_location("_trained_protocol", path)

@@ -20,10 +20,10 @@ from weights_files import random_weights
 from sketchsim.cli import main
 from sketchsim.errors import PluginError
 from sketchsim.experiments.capacity import accuracy_check, measure_weights
-from sketchsim.sketch import trained
+from sketchsim.sketch import trained, weights_file
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.plugins import resolve
-from sketchsim.sketch.trained import MAX_ARRAY_BYTES, MIN_SPAN, load_weights
+from sketchsim.sketch.weights_file import MAX_ARRAY_BYTES, MIN_SPAN, load_weights
 
 
 def run(*args):
@@ -251,9 +251,9 @@ def test_case6_a_huge_declared_architecture_is_refused_before_reading(tmp_path, 
 
 def test_case6_capacity_parses_a_file_once_for_all_k(tmp_path, files, monkeypatch):
     calls = []
-    real = trained._read_weights
-    monkeypatch.setattr(trained, "_read_weights", lambda *a: calls.append(1) or real(*a))
-    trained._LOADED.clear()
+    real = weights_file._read_weights
+    monkeypatch.setattr(weights_file, "_read_weights", lambda *a: calls.append(1) or real(*a))
+    weights_file._LOADED.clear()
     path = tmp_path / "once.npz"
     path.write_bytes(files[1].read_bytes())
     row = measure_weights(path, samples=64)
