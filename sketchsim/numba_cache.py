@@ -123,6 +123,11 @@ def _apply(chosen: CacheChoice) -> None:
         config = sys.modules.get("numba.core.config")
         if config is not None:
             config.CACHE_DIR = value
+    if chosen.source == "temporary":  # "for this run only": removed when the process ends
+        import atexit
+        import shutil
+
+        atexit.register(shutil.rmtree, chosen.path, True)
     if chosen.source == "off":
         _disable_caching()
     if chosen.warning:

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,9 @@ def test_a_read_only_install_and_home_run_with_one_warning_line(tmp_path, mkdtem
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning:"), out.stderr
     assert ("for this run only" if mkdtemp_works else "compiled on every run") in lines[0]
+    if mkdtemp_works:  # the run's temporary cache is gone with the run
+        folder = lines[0].split("compiling into ")[1].split(" for this run only")[0]
+        assert folder.startswith(tempfile.gettempdir()) and not Path(folder).exists()
 
 
 def _strings(value):
