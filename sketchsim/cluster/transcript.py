@@ -20,11 +20,12 @@ Shards and ranges are sized by memory (:func:`~sketchsim.cluster.layout.layout`:
 lies in one range, and the ranges come in fingerprint order, so concatenating
 their groups gives the single process's groups in its order.  The client
 merges only small results (sums, minima, histograms), so the report is the
-single process's report: the transcript entropy is computed by the same sum
-over the group sizes in fingerprint order up to
-``CLUSTER_TRANSCRIPT_ORDERED_MAX`` inputs, and from the merged histogram of
-group sizes above it.  The first collision candidate is re-checked on exact
-transcripts, as in the single process.
+single process's report: the transcript entropy is the single process's
+formula (:func:`~sketchsim.sketch.grouping.entropy_from_size_histogram`, an
+exactly rounded sum over the histogram of group sizes), applied to the group
+sizes in fingerprint order up to ``CLUSTER_TRANSCRIPT_ORDERED_MAX`` inputs and
+to the merged histogram above it: the same number either way.  The first
+collision candidate is re-checked on exact transcripts, as in the single process.
 
 Workers compile the protocol's engine once per process: the prepared family,
 protocol and engine are kept in a module-level dict on the worker
@@ -38,7 +39,6 @@ The pieces: :mod:`~sketchsim.cluster.jobs` (what a task carries),
 
 from __future__ import annotations
 
-import math
 import operator
 import time
 from collections.abc import Callable
@@ -93,15 +93,6 @@ def answers_range(family, lo: int, hi: int) -> np.ndarray:
 def family_digest(family) -> str:
     """:meth:`sketchsim.sketch.family.Family.digest`: what workers compare with the client's."""
     return family.digest()
-
-
-def _entropy_from_histogram(values, counts, total: int, distinct: int) -> float:
-    """``log2 N - (1/N) sum_groups c log2 c``, summed exactly over the size histogram."""
-    if total == 0:
-        return 0.0
-    s = math.fsum(float(k) * c * math.log2(c) for c, k in zip(values, counts, strict=True) if c)
-    h = math.log2(total) - s / total
-    return max(0.0, min(h, math.log2(distinct) if distinct else 0.0))
 
 
 def _wrap_failure(exc: BaseException) -> SketchsimError:
@@ -312,10 +303,11 @@ def _groups(ranges: list, ordered: bool, B: int):
     """``(distinct transcripts, transcript entropy, collision candidates)`` of the ranges.
 
     Up to ``CLUSTER_TRANSCRIPT_ORDERED_MAX`` inputs the group sizes come in
-    fingerprint order and the entropy is the single process's very sum; above,
-    from the merged histogram of group sizes (equal up to rounding).
+    fingerprint order; above, as the merged histogram of group sizes.  Either
+    way the entropy is :func:`~sketchsim.sketch.grouping.entropy_from_size_histogram`,
+    the single process's formula, exactly rounded: the same number.
     """
-    from sketchsim.sketch.grouping import entropy_bits
+    from sketchsim.sketch.grouping import entropy_bits, entropy_from_size_histogram
 
     distinct = sum(r["distinct"] for r in ranges)
     if ordered:
@@ -325,6 +317,6 @@ def _groups(ranges: list, ordered: bool, B: int):
         for r in ranges:
             for c, k in zip(r["size_values"].tolist(), r["size_counts"].tolist(), strict=True):
                 hist[c] = hist.get(c, 0) + k
-        ent = _entropy_from_histogram(list(hist), list(hist.values()), B, distinct)
+        ent = entropy_from_size_histogram(list(hist), list(hist.values()))
     candidates = sorted((c for r in ranges for c in r["candidates"]), key=lambda p: p[1])
     return distinct, ent, candidates

@@ -20,6 +20,7 @@ __all__ = [
     "sort_groups",
     "group_transcripts",
     "entropy_bits",
+    "entropy_from_size_histogram",
     "find_collision_candidates",
     "verified_collision",
 ]
@@ -181,15 +182,32 @@ def group_transcripts(fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return inverse, np.bincount(group_sorted)
 
 
-def entropy_bits(counts: np.ndarray) -> float:
-    """Plug-in (empirical) entropy in bits of a distribution given by counts."""
-    counts = np.asarray(counts, dtype=np.float64)
-    total = counts.sum()
+def entropy_from_size_histogram(sizes, multiplicities) -> float:
+    """Plug-in entropy in bits of groups given by their size histogram.
+
+    ``multiplicities[k]`` groups hold ``sizes[k]`` items each; with ``N`` items,
+    ``H = log2 N - (1/N) sum_k m_k c_k log2 c_k`` (the plug-in ``-sum_g p_g log2 p_g``
+    with ``p_g = c_g / N``, grouped by size).  The sum is exactly rounded
+    (``math.fsum``), so the value does not depend on the order of the groups
+    or on how they were split: a cluster's merged histogram gives this
+    process's number.  Clamped to ``[0, log2 #groups]`` (rounding noise).
+    """
+    pairs = [(int(c), int(k)) for c, k in zip(sizes, multiplicities, strict=True) if c and k]
+    total = sum(c * k for c, k in pairs)
+    groups = sum(k for _, k in pairs)
     if total == 0:
         return 0.0
-    p = counts[counts > 0] / total
-    h = float(-(p * np.log2(p)).sum())
-    return max(0.0, min(h, math.log2(len(p))))  # clamp rounding noise to the true range
+    s = math.fsum(float(k) * c * math.log2(c) for c, k in pairs)
+    h = math.log2(total) - s / total
+    return max(0.0, min(h, math.log2(groups)))
+
+
+def entropy_bits(counts: np.ndarray) -> float:
+    """Plug-in (empirical) entropy in bits of a distribution given by counts
+    (:func:`entropy_from_size_histogram` of their histogram)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    sizes, multiplicities = np.unique(counts[counts > 0], return_counts=True)
+    return entropy_from_size_histogram(sizes.tolist(), multiplicities.tolist())
 
 
 @njit(cache=True)

@@ -11,7 +11,6 @@ import pytest
 
 from sketchsim import config
 from sketchsim.cluster.transcript import (
-    _entropy_from_histogram,
     answers_range,
     layout,
     measure_on_cluster,
@@ -20,7 +19,12 @@ from sketchsim.cluster.transcript import (
 )
 from sketchsim.errors import SketchsimError
 from sketchsim.sketch.family import HardFamily
-from sketchsim.sketch.grouping import entropy_bits, find_collision_candidates, group_transcripts
+from sketchsim.sketch.grouping import (
+    entropy_bits,
+    entropy_from_size_histogram,
+    find_collision_candidates,
+    group_transcripts,
+)
 from sketchsim.sketch.plugins import resolve
 from sketchsim.sketch.transcript import InputLimitError, measure
 
@@ -108,8 +112,8 @@ def test_reduced_ranges_merge_to_the_single_grouping(hashed, partitions, tie, pr
     for p in parts:
         for c, k in zip(p["size_values"], p["size_counts"], strict=True):
             hist[int(c)] = hist.get(int(c), 0) + int(k)
-    h = _entropy_from_histogram(list(hist), list(hist.values()), B, counts.size)
-    assert h == pytest.approx(entropy_bits(counts), rel=1e-12, abs=1e-12)
+    # one formula, exactly rounded: the merged histogram gives this process's very number
+    assert entropy_from_size_histogram(list(hist), list(hist.values())) == entropy_bits(counts)
 
 
 def test_reduce_of_distinct_transcripts():
@@ -134,9 +138,9 @@ def test_reduce_of_an_empty_range():
 
 
 def test_histogram_entropy_edge_cases():
-    assert _entropy_from_histogram([1], [8], 8, 8) == 3.0  # all distinct
-    assert _entropy_from_histogram([8], [1], 8, 1) == 0.0  # one group
-    assert _entropy_from_histogram([], [], 0, 0) == 0.0
+    assert entropy_from_size_histogram([1], [8]) == 3.0  # all distinct
+    assert entropy_from_size_histogram([8], [1]) == 0.0  # one group
+    assert entropy_from_size_histogram([], []) == 0.0
 
 
 def test_cluster_limits():

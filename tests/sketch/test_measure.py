@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,3 +51,23 @@ def test_collision_candidates_match_numpy_on_a_large_input():
     late = np.zeros((B, 2), dtype=np.int64)
     late[-1] = 1  # the only difference is in the very last input
     assert find_collision_candidates(np.zeros(B, dtype=np.int64), late) == [(0, B - 1)]
+
+
+def test_the_entropy_does_not_depend_on_how_the_groups_are_split_or_ordered():
+    """One formula, exactly rounded (issue #46): any split of the groups, in any order,
+    merged as a size histogram, gives the same float as the whole."""
+    from collections import Counter
+
+    from sketchsim.sketch.grouping import entropy_from_size_histogram
+
+    rng = np.random.default_rng(3)
+    counts = rng.integers(1, 50, size=5000)
+    whole = entropy_bits(counts)
+    want = -sum((c / counts.sum()) * math.log2(c / counts.sum()) for c in counts.tolist())
+    assert whole == pytest.approx(want, rel=1e-12)
+    for parts in (2, 7, 31):
+        hist = Counter()
+        for chunk in np.array_split(rng.permutation(counts), parts):
+            hist.update(Counter(chunk.tolist()))
+        assert entropy_from_size_histogram(list(hist), list(hist.values())) == whole
+    assert entropy_bits(rng.permutation(counts)) == whole
