@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
+from sketchsim.cli import options as opt
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
-from sketchsim.cli.options import check_resume, json_option, parse_list, quiet_option, resume_option
 from sketchsim.cli.paths import PlotPath
 
 
@@ -21,31 +21,12 @@ def families():
 
 
 @main.command()
-@click.option(
-    "--protocol",
-    "specs",
-    multiple=True,
-    default=("kernel",),
-    show_default=True,
-    help="NAME[:k=v,...], path/file.py:NAME[:...] or pkg.module:NAME[:...]; repeatable.",
-)
+@opt.protocol_option(("kernel",))
 @click.option("--vary", "vary_text", required=True, help="NAME=LO..HI, e.g. bits=1..16.")
 @click.option("--q", "q_text", default="4,8,16", show_default=True, help="Comma-separated q.")
 @click.option("--s", "s_text", default="3,7", show_default=True, help="Comma-separated s.")
-@click.option(
-    "--family",
-    "family_spec",
-    default="hard",
-    show_default=True,
-    help="Input family: NAME[:k=v,...] (see `sketchsim families`).",
-)
-@click.option(
-    "--samples",
-    type=int,
-    default=20_000,
-    show_default=True,
-    help="Inputs drawn per cell when (s+1)^q is above 2^20.",
-)
+@opt.family_option
+@opt.samples_option(20_000, "Inputs drawn per cell when (s+1)^q is above 2^20.")
 @click.option(
     "--search",
     type=click.Choice(["auto", "bisect", "scan"]),
@@ -53,11 +34,11 @@ def families():
     show_default=True,
     help="auto: bisect parameters declared monotone, scan the others.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
-@json_option("Write results here.")
+@opt.seed_option
+@opt.json_option("Write results here.")
 @click.option("--plot", "plot_path", type=PlotPath(), help="Bits vs bound (PNG).")
-@resume_option("Keep cells already measured in --json.")
-@quiet_option
+@opt.resume_option("Keep cells already measured in --json.")
+@opt.quiet_option
 @cluster_option
 def frontier(
     specs,
@@ -79,12 +60,12 @@ def frontier(
     from sketchsim.runs.frontier import run as run_frontier
     from sketchsim.tables.frontier import show_frontier
 
-    check_resume(resume, json_path)
+    opt.check_resume(resume, json_path)
     plan = FrontierPlan(
         tuple(specs),
         vary_text,
-        tuple(parse_list(q_text, int, "--q", "integers")),
-        tuple(parse_list(s_text, int, "--s", "integers")),
+        tuple(opt.parse_list(q_text, int, "--q", "integers")),
+        tuple(opt.parse_list(s_text, int, "--s", "integers")),
         family_spec,
         samples,
         search,

@@ -121,6 +121,42 @@ def quiet_option(func):
     return click.option("--quiet", is_flag=True, help="No progress bar.")(func)
 
 
+def protocol_option(default: tuple[str, ...] = (), more: str = ""):
+    """``--protocol`` (``specs``), repeatable: built-in, file or module protocols."""
+    return click.option(
+        "--protocol",
+        "specs",
+        multiple=True,
+        default=default,
+        show_default=bool(default),
+        help="NAME[:k=v,...], path/file.py:NAME[:...] or pkg.module:NAME[:...]; repeatable." + more,
+    )
+
+
+def family_option(func):
+    """``--family`` (``family_spec``): the input family, built-in or a plug-in."""
+    return click.option(
+        "--family",
+        "family_spec",
+        default="hard",
+        show_default=True,
+        help="Input family: NAME[:k=v,...], path/file.py:NAME or pkg.module:NAME "
+        "(see `sketchsim families`).",
+    )(func)
+
+
+def samples_option(default: int, help: str):
+    """``--samples``: inputs drawn when the family is too large to enumerate."""
+    return click.option("--samples", type=int, default=default, show_default=True, help=help)
+
+
+def seed_option(func):
+    """``--seed``: the family's bit layout and the sample (every random choice)."""
+    return click.option(
+        "--seed", type=int, default=0, show_default=True, help="Bit layout and sampling."
+    )(func)
+
+
 def check_resume(resume: bool, json_path) -> None:
     """The one refusal of ``--resume`` without ``--json`` (the file it resumes from)."""
     if resume and not json_path:

@@ -6,10 +6,10 @@ from contextlib import ExitStack
 
 import click
 
+from sketchsim.cli import options as opt
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
-from sketchsim.cli.options import check_resume, json_option, quiet_option, resume_option
 
 
 @main.command()
@@ -24,33 +24,18 @@ def protocols():
 @main.command()
 @click.option("--q", "q", type=int, default=64, show_default=True, help="Independent answers.")
 @click.option("--s", "s", type=int, default=7, show_default=True, help="Answers lie in 0..s.")
-@click.option(
-    "--protocol",
-    "specs",
-    multiple=True,
-    help="NAME[:k=v,...], path/file.py:NAME[:...] or pkg.module:NAME[:...]; repeatable. "
-    "Default: a built-in set.",
-)
-@click.option(
-    "--samples", type=int, default=100_000, show_default=True, help="Inputs drawn in sampled mode."
-)
+@opt.protocol_option(more=" Default: a built-in set.")
+@opt.samples_option(100_000, "Inputs drawn in sampled mode.")
 @click.option(
     "--exhaustive/--sampled",
     default=None,
     help="Enumerate all (s+1)^q inputs (default when at most 2^20).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Bit layout and sampling.")
-@json_option("Write results here.")
-@resume_option("Keep protocols already measured in --json.")
-@quiet_option
-@click.option(
-    "--family",
-    "family_spec",
-    default="hard",
-    show_default=True,
-    help="Input family: NAME[:k=v,...], path/file.py:NAME or pkg.module:NAME "
-    "(see `sketchsim families`).",
-)
+@opt.seed_option
+@opt.json_option("Write results here.")
+@opt.resume_option("Keep protocols already measured in --json.")
+@opt.quiet_option
+@opt.family_option
 @click.option("--verbose", is_flag=True, help="Per-layer declared, used and entry-entropy bits.")
 @cluster_option
 def transcript(
@@ -61,7 +46,7 @@ def transcript(
     from sketchsim.runs.transcript import run as run_transcript
     from sketchsim.tables.transcript import show_header, show_transcript
 
-    check_resume(resume, json_path)
+    opt.check_resume(resume, json_path)
     plan = TranscriptPlan(q, s, tuple(specs), family_spec, samples, exhaustive, seed)
     with ExitStack() as stack:
         bars = _Bars(stack, not quiet, plain=cluster is not None)
