@@ -1963,15 +1963,15 @@ def trained_at(bits) -> str:
     return f"K = {bits}" if bits else "float"
 
 
-def f64_run_rows(names, third: tuple, third_format) -> None:
-    """One table row per run of each F(64,7) sweep file: architecture, rate, ``third``
-    (a run's path), steps, largest training error, accuracy."""
+def f64_run_rows(names, third: tuple, third_format, folder: str = F64) -> None:
+    """One table row per run of each sweep file in ``folder`` (F(64,7)'s by default):
+    architecture, rate, ``third`` (a run's path), steps, largest training error, accuracy."""
     for name in names:
-        for i in range(len(load(f"{F64}/{name}.json")["runs"])):
+        for i in range(len(load(f"{folder}/{name}.json")["runs"])):
             entry(
                 "docs/capacity.md",
                 "| {} | {} | {} | {} | {} | {} |",
-                f"{F64}/{name}.json",
+                f"{folder}/{name}.json",
                 [("runs", i, "architecture"), ("runs", i, "spec", "lr"), ("runs", i, *third),
                  ("runs", i, "steps"), ("runs", i, "max_abs_error"), ("runs", i, "accuracy")],
                 ["{}", "{:g}", third_format, "{:,}", "{:.2f}", "{:.3f}"],
@@ -1987,6 +1987,10 @@ f64_run_rows(("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
               "signed-d64-lr0.0003-constant", "gla-d64-lr0.001-constant",
               "gla-d64-lr0.003-constant", "deltanet-d64-lr0.001-constant"),
              ("trained_at_bits",), trained_at)  # fmt: skip
+# DeltaNet at s = 7, q = 16 and 32, by schedule
+f64_run_rows(("deltanet-q16-d16-lr0.003-constant", "deltanet-q16-d16-lr0.003-onecycle",
+              "deltanet-q32-d32-lr0.003-constant", "deltanet-q32-d32-lr0.003-onecycle"),
+             ("schedule",), "{}", folder="docs/capacity/frontier/s7")  # fmt: skip
 
 
 def first_right_on_screen(row: dict) -> str:

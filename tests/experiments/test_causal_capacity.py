@@ -435,3 +435,32 @@ def test_the_committed_f64_head_needs_its_normalizer_resolved():
     z_cut, z_end = seen[0][2][:, 0, -1], seen[-1][2][:, 0, -1]  # entry E - 1: z (r = 1)
     assert float(z_cut.min()) > 0 and float(z_cut.max() / z_cut.min()) > 30
     assert float((z_end - z_cut).abs().max()) < 0.01 * float(z_cut.max() - z_cut.min())
+
+
+def test_the_committed_f16_7_deltanet_misses_where_its_data_gates_do_not_saturate():
+    """docs/capacity.md (DeltaNet at s = 7): the F(16,7) model fits all but a tail of
+    inputs, and the tail is where its one-feature key ``k' = k / |k|`` flips sign or its
+    write gate ``beta`` on the data token stays below 0.9; the queries' gates are near 0
+    (they keep the data's write)."""
+    from sketchsim.sketch.family import HardFamily
+
+    path = Path(__file__).resolve().parents[2] / "docs/capacity/frontier/s7"
+    w = load_weights(path / "hard-q16-s7-deltanet-L1-H1-r1-d16-lr0.003-seed0.npz")
+    model = causal_from_weights(w)
+    fam = HardFamily(16, 7)
+    T = fam.sample_answers(4096)
+    X = _tensor(fam, T, torch.float64)
+    with torch.no_grad():
+        wrong = ((model(X)[:, :16] - torch.as_tensor(T, dtype=torch.float64)).abs() >= 0.5).any(1)
+        layer = model.layers[0]
+        data = 2 * X[:, 16] - 1  # the one data token (the family stores the queries first)
+        beta = torch.sigmoid(layer.wbeta(data)).view(-1)
+        sign = torch.sign(layer.wk(data).view(-1))
+        query_beta = torch.sigmoid(layer.wbeta(2 * X[0, :16] - 1)).view(-1)
+    majority = torch.sign(sign.sum())
+    assert 0 < int(wrong.sum()) <= 0.01 * len(T)
+    assert bool((sign[~wrong] == majority).all())  # every right input keeps the key's sign
+    tail = (sign != majority) | (beta < 0.9)
+    assert int((wrong & tail).sum()) >= 0.9 * int(wrong.sum())
+    assert float(beta[~wrong].median()) > 0.999 and float(beta[wrong].median()) < 0.9
+    assert float(query_beta.max()) < 0.05
