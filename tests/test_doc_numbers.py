@@ -1985,7 +1985,8 @@ f64_run_rows(("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
 # F(64,7) at K = 4, the signed map and the other kinds, by what they were trained at
 f64_run_rows(("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
               "signed-d64-lr0.0003-constant", "gla-d64-lr0.001-constant",
-              "gla-d64-lr0.003-constant", "deltanet-d64-lr0.001-constant"),
+              "gla-d64-lr0.003-constant", "deltanet-d64-lr0.001-constant",
+              "deltanet-d64-lr0.003-constant"),
              ("trained_at_bits",), trained_at)  # fmt: skip
 # DeltaNet at s = 7, q = 16 and 32, by schedule
 f64_run_rows(("deltanet-q16-d16-lr0.003-constant", "deltanet-q16-d16-lr0.003-onecycle",
