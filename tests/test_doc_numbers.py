@@ -1986,11 +1986,12 @@ f64_run_rows(("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
 f64_run_rows(("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
               "signed-d64-lr0.0003-constant", "gla-d64-lr0.001-constant",
               "gla-d64-lr0.003-constant", "deltanet-d64-lr0.001-constant",
-              "deltanet-d64-lr0.003-constant"),
+              "deltanet-d64-lr0.003-constant", "deltanet-d64-lr0.01-constant"),
              ("trained_at_bits",), trained_at)  # fmt: skip
 # DeltaNet at s = 7, q = 16 and 32, by schedule
 f64_run_rows(("deltanet-q16-d16-lr0.003-constant", "deltanet-q16-d16-lr0.003-onecycle",
-              "deltanet-q32-d32-lr0.003-constant", "deltanet-q32-d32-lr0.003-onecycle"),
+              "deltanet-q32-d32-lr0.003-constant", "deltanet-q32-d32-lr0.003-constant-12000",
+              "deltanet-q32-d32-lr0.003-onecycle"),
              ("schedule",), "{}", folder="docs/capacity/frontier/s7")  # fmt: skip
 
 
