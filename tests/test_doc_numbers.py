@@ -1988,6 +1988,20 @@ f64_run_rows(("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
               "gla-d64-lr0.003-constant", "deltanet-d64-lr0.001-constant",
               "deltanet-d64-lr0.003-constant", "deltanet-d64-lr0.01-constant"),
              ("trained_at_bits",), trained_at)  # fmt: skip
+# the F(32,7) DeltaNet's accuracy per K (sketchsim capacity's screen)
+for _k in (4, 5, 6, 7, 8):
+    entry(
+        "docs/capacity.md",
+        f"| {_k} | {{}} | {{}} | {{}} |",
+        "docs/capacity/frontier/s7/capacity-deltanet-q32.json",
+        [("rows", 0, "curve", _k - 1, "transcript_bits"), ("rows", 0),
+         ("rows", 0, "curve", _k - 1, "accuracy")],
+        ["{}", lambda r, k=_k: f"{r['curve'][k - 1]['transcript_bits'] / r['bound_bits']:.2f}x",
+         "{:.3f}"],
+    )  # fmt: skip
+one("docs/capacity.md", "(right on {} of the 20,000 sampled inputs)",
+    "docs/capacity/frontier/s7/capacity-deltanet-q32.json", ("rows", 0, "correct_fraction"),
+    "{:.4f}")  # fmt: skip
 # DeltaNet at s = 7, q = 16 and 32, by schedule
 f64_run_rows(("deltanet-q16-d16-lr0.003-constant", "deltanet-q16-d16-lr0.003-onecycle",
               "deltanet-q32-d32-lr0.003-constant", "deltanet-q32-d32-lr0.003-constant-12000",
