@@ -1986,7 +1986,8 @@ f64_run_rows(("elu1-d64-lr0.0005-constant", "elu1-d64-lr0.001-constant",
 f64_run_rows(("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
               "signed-d64-lr0.0003-constant", "gla-d64-lr0.001-constant",
               "gla-d64-lr0.003-constant", "deltanet-d64-lr0.001-constant",
-              "deltanet-d64-lr0.003-constant", "deltanet-d64-lr0.01-constant"),
+              "deltanet-d64-lr0.003-constant", "deltanet-d64-lr0.01-constant",
+              "deltanet-d64-lr0.01-constant-14000"),
              ("trained_at_bits",), trained_at)  # fmt: skip
 # the F(32,7) DeltaNet's accuracy per K (sketchsim capacity's screen)
 for _k in (4, 5, 6, 7, 8):
