@@ -6,11 +6,9 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from sketchsim.tables.common import num
+
 __all__ = ["show_capacity"]
-
-
-def _num(v, fmt: str) -> str:
-    return "-" if v is None else format(v, fmt)
 
 
 def show_capacity(console, result: dict) -> None:
@@ -41,13 +39,13 @@ def show_capacity(console, result: dict) -> None:
             str(r["seed"]),
             str(r["q"]),
             str(r["s"]),
-            _num(r["float_accuracy"], ".3f"),
-            _num(r["bits_per_coordinate"], "d"),
-            _num(r["transcript_bits"], ",.0f"),
+            num(r["float_accuracy"], ".3f"),
+            num(r["bits_per_coordinate"], "d"),
+            num(r["transcript_bits"], ",.0f"),
             f"{r['used_bits']:,.1f}",
             f"{r['entry_entropy_bits']:,.1f}",
             f"{r['bound_bits']:.1f}",
-            _num(r["ratio"], ".2f") + ("x" if r["ratio"] else ""),
+            num(r["ratio"], ".2f") + ("x" if r["ratio"] else ""),
             r["mode"],
             f"{r['correct_fraction']:.4f}",
         )
@@ -90,10 +88,10 @@ def _show_frontier(console, frontier: list[dict]) -> None:
             str(f["models"]),
             str(f["decoded_models"]),
             f"r{b['rank']} d{b['value_width']} seed {b['seed']}" if b else "-",
-            _num(b.get("bits_per_coordinate"), "d"),
-            _num(b.get("transcript_bits"), ",.0f"),
+            num(b.get("bits_per_coordinate"), "d"),
+            num(b.get("transcript_bits"), ",.0f"),
             f"{f['bound_bits']:.1f}",
-            _num(b.get("ratio"), ".2f") + ("x" if b else ""),
+            num(b.get("ratio"), ".2f") + ("x" if b else ""),
             _mode(b),
         )
     console.print(table)

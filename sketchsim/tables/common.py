@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["verdict"]
+__all__ = ["verdict", "num"]
 
 
 def verdict(ok: bool, yes: str = "yes", no: str = "no") -> str:
     """A coloured verdict for rich tables."""
     return f"[green]{yes}[/green]" if ok else f"[red]{no}[/red]"
+
+
+def num(value, fmt: str = ",.2f") -> str:
+    """``value`` formatted with ``fmt``, or ``-`` when there is none."""
+    return "-" if value is None else format(value, fmt)

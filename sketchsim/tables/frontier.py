@@ -6,6 +6,8 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
+from sketchsim.tables.common import num
+
 __all__ = ["show_frontier"]
 
 
@@ -15,10 +17,6 @@ _VERDICT_CELLS = {
     "proved": "[green]proved[/green]",
     "not refuted": "[yellow]not refuted[/yellow]",
 }
-
-
-def _num(x, fmt: str = ",.2f") -> str:
-    return "-" if x is None else format(x, fmt)
 
 
 def show_frontier(console, result) -> None:
@@ -63,7 +61,7 @@ def show_frontier(console, result) -> None:
             str(c["q"]),
             str(c["s"]),
             v.name,
-            _num(c["bound_bits"]),
+            num(c["bound_bits"]),
             _value(c["search"], c["found"], c["value"]),
             _bits(c["declared_bits"], c["declared_ratio"]),
             _value(c["search"], c.get("decodable_found", False), c.get("decodable_value")),
@@ -81,7 +79,7 @@ def _bits(bits, ratio) -> str:
     """Declared bits and their ratio to the bound in one cell: ``22.00 (5.50x)``."""
     if bits is None:
         return "-"
-    return _num(bits) + ("" if ratio is None else f" ({ratio:.2f}x)")
+    return num(bits) + ("" if ratio is None else f" ({ratio:.2f}x)")
 
 
 def _frontier_notes(notes) -> list[str]:
