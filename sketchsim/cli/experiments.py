@@ -220,6 +220,13 @@ class SweepCommand(CheckedCommand):
     "steps, then annealed; constant: --lr throughout).",
 )
 @click.option(
+    "--keep",
+    type=click.Choice(["last", "best"]),
+    default=None,
+    help="capacity: keep the model after the last step (default), or the step's model "
+    "with the most training inputs right.",
+)
+@click.option(
     "--train-inputs",
     type=click.IntRange(1),
     default=None,
@@ -233,43 +240,10 @@ class SweepCommand(CheckedCommand):
     "capacity model for `sketchsim capacity` (with --cluster: a folder the workers share).",
 )
 @cluster_option
-def sweep(
-    suite,
-    family,
-    qs,
-    ss,
-    layers,
-    value_widths,
-    model_plugins,
-    ranks,
-    seeds,
-    feature_map,
-    models,
-    archs,
-    scales,
-    accuracy,
-    steps,
-    lr,
-    loss,
-    stop_below,
-    heads,
-    eps,
-    dtype,
-    encoding,
-    train_on,
-    triples,
-    threads,
-    device,
-    json_path,
-    plot_path,
-    resume,
-    allow_large,
-    train_bits,
-    schedule,
-    train_inputs,
-    weights_dir,
-    cluster,
-):
+def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, seeds, feature_map,
+          models, archs, scales, accuracy, steps, lr, loss, stop_below, heads, eps, dtype,
+          encoding, train_on, triples, threads, device, json_path, plot_path, resume,
+          allow_large, train_bits, schedule, train_inputs, keep, weights_dir, cluster):  # fmt: skip
     """Train heads over feature ranks and seeds; compare with the certified bound.
 
     With no flags a suite runs the plan ``reproduce`` runs
@@ -326,6 +300,7 @@ def sweep(
         train_bits=train_bits,
         schedule=schedule,
         train_inputs=train_inputs,
+        keep=keep,
     )
     _refuse_unread(plan, cluster)
     if capacity and not plan.allow_large:  # before anything is allocated (#47)
@@ -383,6 +358,7 @@ _READ_BY = {
     "train_bits": ("capacity",),
     "schedule": ("capacity",),
     "train_inputs": ("capacity",),
+    "keep": ("capacity",),
 }
 
 #: Why the capacity suite does not read an option (appended to the refusal).

@@ -87,6 +87,9 @@ class CapacitySpec:
     window: int = 0
     #: ``onecycle`` (warm-up to ``lr`` over 30% of the steps, then annealed) or ``constant``.
     schedule: str = "onecycle"
+    #: ``last``: the model after the last step; ``best``: the step's model with the most
+    #: training inputs right (ties: the smallest training mse), see :func:`train_capacity`.
+    keep: str = "last"
 
     @property
     def label(self) -> str:
@@ -116,6 +119,8 @@ class CapacitySpec:
                 del fields[name]
         if fields["schedule"] == "onecycle":
             del fields["schedule"]
+        if fields["keep"] == "last":
+            del fields["keep"]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -177,12 +182,18 @@ def scheduler(opt, spec: CapacitySpec):
 def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dict:
     """Train one spec; returns its row (and writes its weights file into ``save_to``).
 
+    With ``spec.keep == "best"`` the model kept is the one, among the models each step
+    evaluates (before its update), with the most training inputs whose outputs all
+    round right, ties broken by the smaller training mse: a constant learning rate can
+    lose a fit it had reached (docs/capacity.md, "DeltaNet at s = 7").
+
     Returns
     -------
     dict
         ``spec``, ``architecture`` (label), ``accuracy`` and ``eval_inputs`` /
         ``eval_mode`` (all inputs, or a seeded sample), ``train_accuracy``,
-        ``max_abs_error`` (training set), ``steps``, ``seconds``, ``weights`` (path or None).
+        ``max_abs_error`` (training set), ``steps``, ``kept_step`` (the step whose
+        model is kept), ``seconds``, ``weights`` (path or None).
     """
     fam = make_family(spec.family, spec.q, spec.s)
     T = _answers(fam, spec.train_inputs, spec.seed, 11)
@@ -198,9 +209,16 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     opt = torch.optim.Adam(model.parameters(), spec.lr)
     sched = scheduler(opt, spec)
     start, step, err = time.perf_counter(), 0, math.inf
+    best = None  # (inputs right, -mse, step, max error, weights) of the model kept
     for step in range(spec.steps + 1):  # noqa: B007 - step is reported
         y = (model(X) if quantize is None else model(X, quantize=quantize))[:, : spec.q]
-        err = float((y.detach() - t).abs().max())
+        miss = (y.detach() - t).abs()
+        err = float(miss.max())
+        if spec.keep == "best" and math.isfinite(err):
+            score = (int((miss < 0.5).all(1).sum()), -float((miss**2).mean()))
+            if best is None or score > best[:2]:
+                weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                best = (*score, step, err, weights)
         if err < spec.stop_below or step == spec.steps or not math.isfinite(err):
             break
         loss = ((y - t) ** 2).mean()
@@ -209,6 +227,10 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         opt.step()
         sched.step()
     seconds = time.perf_counter() - start
+    kept_step = step
+    if best is not None and best[2] != step:
+        model.load_state_dict(best[4])
+        kept_step, err = best[2], best[3]
     model = model.cpu()
     train_acc = _accuracy(model, fam, T)
     exhaustive = fam.size <= EVAL_EXHAUSTIVE
@@ -227,10 +249,12 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         "train_accuracy": train_acc,
         "max_abs_error": err if math.isfinite(err) else None,
         "steps": step,
+        "kept_step": kept_step,
         "seconds": seconds,
         "device": str(device),
         "trained_at_bits": spec.train_bits or None,
         "schedule": spec.schedule,
+        "keep": spec.keep,
         "train_inputs": int(T.shape[0]),
         "weights": None,
         "weights_refused": None,

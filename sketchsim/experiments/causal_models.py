@@ -515,7 +515,6 @@ class CausalModel(nn.Module):
                 u_data, u_q = u[:, :n_data], u[:, n_data:]
         return y
 
-
     @staticmethod
     def _shared_extremes(layer, run, term_q):
         """Entrywise ``(low, high)`` ``[H, E]`` of every state of the last layer: the data

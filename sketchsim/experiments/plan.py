@@ -41,6 +41,8 @@ __all__ = [
 SUITES = ("witness", "ood", "capacity")
 #: Capacity: learning-rate schedules (:func:`~sketchsim.experiments.capacity_suite.scheduler`).
 SCHEDULES = ("onecycle", "constant")
+#: Capacity: which model a run keeps (see :func:`.capacity_suite.train_capacity`).
+KEEPS = ("last", "best")
 MODELS = ("kernel", "signed", "softmax")
 
 
@@ -110,6 +112,9 @@ class SuitePlan:
         Capacity: training inputs per run (0: the suite's
         :data:`~sketchsim.experiments.capacity_suite.TRAIN_INPUTS`; every input when the
         family has fewer).
+    keep : {"last", "best"}
+        Capacity: keep the model after the last step, or the step's model with the most
+        training inputs right (ties: the smaller training mse).
     """
 
     suite: str
@@ -145,6 +150,7 @@ class SuitePlan:
     archs: tuple[str, ...] = ()
     schedule: str = "onecycle"
     train_inputs: int = 0
+    keep: str = "last"
 
     def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -197,6 +203,8 @@ class SuitePlan:
         if self.schedule not in SCHEDULES:
             raise SketchsimError(f"schedule must be one of {', '.join(SCHEDULES)}",
                                  param="schedule")  # fmt: skip
+        if self.keep not in KEEPS:
+            raise SketchsimError(f"keep must be one of {', '.join(KEEPS)}", param="keep")
         if self.train_inputs:
             _bounded(self.train_inputs, "train_inputs", 1, config.SWEEP_MAX_TRAIN_INPUTS,
                      self.allow_large)  # fmt: skip
@@ -239,6 +247,7 @@ class SuitePlan:
             # older sweep files (their defaults) keep their header
             **({"schedule": self.schedule} if self.schedule != "onecycle" else {}),
             **({"train_inputs": self.train_inputs} if self.train_inputs else {}),
+            **({"keep": self.keep} if self.keep != "last" else {}),
         }
 
     def source(self, model: str) -> str:
@@ -618,6 +627,7 @@ def capacity_specs(plan: SuitePlan) -> list:
                                                 window=window,
                                                 schedule=plan.schedule,
                                                 train_inputs=plan.train_inputs or TRAIN_INPUTS,
+                                                keep=plan.keep,
                                             ))  # fmt: skip
     return specs
 

@@ -399,6 +399,7 @@ CAPACITY_EFFECT = {
     "archs": ["--arch", "gla"],
     "schedule": ["--schedule", "constant"],
     "train_inputs": ["--train-inputs", "3"],
+    "keep": ["--keep", "best"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).

@@ -464,3 +464,39 @@ def test_the_committed_f16_7_deltanet_misses_where_its_data_gates_do_not_saturat
     assert int((wrong & tail).sum()) >= 0.9 * int(wrong.sum())
     assert float(beta[~wrong].median()) > 0.999 and float(beta[wrong].median()) < 0.9
     assert float(query_beta.max()) < 0.05
+
+
+def test_keep_best_keeps_the_steps_model_with_the_most_training_inputs_right(tmp_path):
+    """--keep best: the kept model is the one the same seeded run has after ``kept_step``
+    steps (same training error, same accuracy), and no other step's model gets more
+    training inputs right; --keep last is the older key, and the default."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sketchsim.cli import main
+
+    common = dict(q=3, rank=2, value_width=3, lr=0.3, schedule="constant", stop_below=1e-9)
+    best = train_capacity(_spec("linear", steps=40, keep="best", **common))
+    assert 0 < best["kept_step"] < best["steps"] == 40 and best["keep"] == "best"
+    same = train_capacity(_spec("linear", steps=best["kept_step"], **common))
+    assert same["kept_step"] == same["steps"] == best["kept_step"]
+    for name in ("max_abs_error", "train_accuracy", "accuracy"):
+        assert same[name] == best[name], name
+    for steps in (0, 10, 20, 30, 40):
+        other = train_capacity(_spec("linear", steps=steps, **common))
+        assert other["train_accuracy"] <= best["train_accuracy"], steps
+    last = train_capacity(_spec("linear", steps=40, **common))
+    assert last["train_accuracy"] < best["train_accuracy"]
+    assert "keep" not in json.loads(_spec("linear").key())
+    assert json.loads(_spec("linear", keep="best").key())["keep"] == "best"
+    out = tmp_path / "k.json"
+    argv = ["sweep", "--suite", "capacity", "--arch", "linear", "--q", "3", "--s", "1",
+            "--seeds", "1", "--steps", "3", "--layers", "1", "--ranks", "1",
+            "--value-widths", "2", "--keep", "best", "--json", str(out)]  # fmt: skip
+    res = CliRunner().invoke(main, argv)
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["header"]["keep"] == "best" and data["runs"][0]["keep"] == "best"
+    refused = CliRunner().invoke(main, ["sweep", "--suite", "ood", "--keep", "best"])
+    assert refused.exit_code == 2 and "--keep applies only with --suite capacity" in refused.output
