@@ -18,6 +18,7 @@ from sketchsim import config
 from sketchsim.checkpoint import Checkpoint, unit_key
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import cluster_threads, describe, open_cluster
+from sketchsim.units import run_units
 
 __all__ = [
     "TranscriptPlan",
@@ -385,34 +386,49 @@ def run(
             family_args = (plan.family, plan.q, plan.s, plan.samples, plan.seed)
             helper = prewarm.start(family_args, family, pending, T)
         stack.callback(helper.close)
-        for (spec_text, r), key in zip(resolved, keys, strict=True):
-            old = store.get(key)
-            if old is not None:
-                result.entries.append(old)
-                result.resumed.append(spec_text)
+        entries = [store.get(key) for key in keys]  # resumed, or None: to measure
+        was_resumed = [old is not None for old in entries]
+        reported = 0  # on_protocol has seen the protocols before this index
+
+        def report_up_to(stop: int) -> None:
+            nonlocal reported
+            for i in range(reported, stop):
                 if on_protocol is not None:
-                    on_protocol(spec_text, old, True)
-                continue
+                    on_protocol(resolved[i][0], entries[i], was_resumed[i])
+            reported = max(reported, stop)
+
+        def measure_unit(i: int):
+            spec_text, r = resolved[i]
+            report_up_to(i)
             update = None
             if progress is not None:
                 progress(spec_text, 0, units)
 
-                def update(done, total, spec_text=spec_text):
+                def update(done, total):
                     progress(spec_text, done, total)
 
             helper.wait(spec_text)
             rep, stats = measure_one(spec_text, r, update)
             rep.spec = spec_text
+            result.reports.append(rep)
             # identities: the protocol's source and the family's (file hash, module
             # version, token digest), so that resume never reports other code's results
             entry = {**rep.to_dict(), "identity": r.identity, "family_identity": fam_id}
             if stats is not None:
                 entry["cluster"] = stats
-            result.entries.append(entry)
-            result.reports.append(rep)
-            store.save(result.entries, False, **header, **extra)
-            if on_protocol is not None:
-                on_protocol(spec_text, entry, False)
+            return entry
+
+        def finished(i: int, entry: dict) -> None:
+            entries[i] = entry
+            store.save([e for e in entries if e is not None], False, **header, **extra)
+            report_up_to(i + 1)
+
+        # one protocol at a time in this process (with a cluster, each one's inputs shard)
+        run_units([(i,) for i in range(len(resolved))], measure_unit,
+                  resumed=entries, finished=finished)  # fmt: skip
+        report_up_to(len(resolved))
+        result.entries.extend(entries)
+        result.resumed.extend(t for (t, _), old in zip(resolved, was_resumed, strict=True) if old)
         store.save(result.entries, True, **header, **extra)
     return result
 
