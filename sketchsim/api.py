@@ -19,6 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+# the defaults below are the run objects' own (written once there, read by the CLI too)
+from sketchsim.runs.ablation import AblationPlan, ScreenMapsPlan, ScreenStopPlan
+from sketchsim.runs.bound import BoundPlan
+from sketchsim.runs.frontier import FrontierPlan
+from sketchsim.runs.minrank import MinrankPlan
+from sketchsim.runs.transcript import TranscriptPlan
+
 __all__ = [
     "verify",
     "transcript",
@@ -68,13 +75,13 @@ def verify(
 
 
 def transcript(
-    q: int = 64,
-    s: int = 7,
+    q: int = TranscriptPlan.q,
+    s: int = TranscriptPlan.s,
     protocols: str | Sequence[str] = (),
-    family: str = "hard",
-    samples: int = 100_000,
+    family: str = TranscriptPlan.family,
+    samples: int = TranscriptPlan.samples,
     exhaustive: bool | None = None,
-    seed: int = 0,
+    seed: int = TranscriptPlan.seed,
     progress: Callable[[str, int, int], None] | None = None,
     resume=None,
     cluster=None,
@@ -111,7 +118,6 @@ def transcript(
     -------
     sketchsim.runs.transcript.TranscriptRun
     """
-    from sketchsim.runs.transcript import TranscriptPlan
     from sketchsim.runs.transcript import run as run_plan
 
     plan = TranscriptPlan(q, s, protocols, family, samples, exhaustive, seed)
@@ -123,10 +129,10 @@ def frontier(
     vary: str,
     q: int,
     s: int,
-    family: str = "hard",
-    samples: int = 20_000,
-    search: str = "auto",
-    seed: int = 0,
+    family: str = FrontierPlan.family,
+    samples: int = FrontierPlan.samples,
+    search: str = FrontierPlan.search,
+    seed: int = FrontierPlan.seed,
     cluster=None,
     json_path=None,
 ):
@@ -140,7 +146,6 @@ def frontier(
     """
     from dataclasses import fields
 
-    from sketchsim.runs.frontier import FrontierPlan
     from sketchsim.runs.frontier import run as run_plan
     from sketchsim.sketch.frontier import Cell
 
@@ -178,23 +183,23 @@ def run(plan, resume=None, cluster=None, progress=None, json_path=None):
     raise TypeError(f"not a plan sketchsim can run: {type(plan).__name__}")
 
 
-def bound(m: int, to: int | None = None, step: int = 1, seed: int = 0, cluster=None):
+def bound(m: int, to: int | None = None, step: int = BoundPlan.step, seed: int = BoundPlan.seed,
+          cluster=None):  # fmt: skip
     """The best certified rank bound per width ``m..to`` and its growth fit.
 
     See :class:`sketchsim.runs.bound.BoundPlan`; returns a ``BoundRun``.
     """
-    from sketchsim.runs.bound import BoundPlan
     from sketchsim.runs.bound import run as run_plan
 
     return run_plan(BoundPlan(m, to, step, seed), cluster=cluster)
 
 
 def minrank(
-    widths: Sequence[int] = (2, 3, 4, 5, 6),
-    seeds: int = 1,
-    steps: int = 2000,
+    widths: Sequence[int] = MinrankPlan.widths,
+    seeds: int = MinrankPlan.seeds,
+    steps: int = MinrankPlan.steps,
     causal: bool = False,
-    train_max_m: int = 6,
+    train_max_m: int = MinrankPlan.train_max_m,
     out_dir=None,
     resume=None,
     cluster=None,
@@ -204,7 +209,6 @@ def minrank(
 
     See :class:`sketchsim.runs.minrank.MinrankPlan`; returns a ``MinrankRun``.
     """
-    from sketchsim.runs.minrank import MinrankPlan
     from sketchsim.runs.minrank import run as run_plan
 
     plan = MinrankPlan(tuple(widths), 3, causal, seeds, steps, train_max_m, out_dir)
@@ -280,14 +284,14 @@ def witness(
 
 
 def ablation(
-    seeds: int = 2,
-    steps: int = 2000,
-    triples: int = 4000,
+    seeds: int = AblationPlan.seeds,
+    steps: int = AblationPlan.steps,
+    triples: int = AblationPlan.triples,
     screen_maps: str | None = None,
-    ranks: Sequence[int] = (16, 64),
+    ranks: Sequence[int] = ScreenMapsPlan.ranks,
     screen_stop: Sequence[float] | None = None,
-    scales: str = "8:64:2000,10:128:2000,12:256:2000",
-    lr: float = 0.01,
+    scales: str = ScreenStopPlan.scales,
+    lr: float = ScreenMapsPlan.lr,
     json_path=None,
     progress: Callable[[dict], None] | None = None,
 ):
@@ -319,7 +323,6 @@ def ablation(
     AblationRun, ScreenMapsRun or ScreenStopRun
         See :mod:`sketchsim.runs.ablation`.
     """
-    from sketchsim.runs.ablation import AblationPlan, ScreenMapsPlan, ScreenStopPlan
     from sketchsim.runs.ablation import run as run_plan
 
     if screen_maps is not None and screen_stop is not None:

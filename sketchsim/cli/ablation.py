@@ -11,6 +11,8 @@ import click
 
 from sketchsim.cli.app import main
 from sketchsim.cli.options import json_option, parse_list
+from sketchsim.cli.options import plan_default as _D
+from sketchsim.runs.ablation import AblationPlan, ScreenMapsPlan, ScreenStopPlan
 
 
 def _screen_maps(plan, json_path) -> None:
@@ -51,16 +53,18 @@ def _ablation(plan, json_path) -> None:
 
 
 @main.command()
-@click.option("--seeds", type=int, default=2, show_default=True)
-@click.option("--steps", type=int, default=2000, show_default=True)
-@click.option("--lr", type=float, default=0.01, show_default=True, help="With the screens.")
-@click.option("--triples", type=int, default=4000, show_default=True)
+@click.option("--seeds", type=int, default=_D(AblationPlan, "seeds"), show_default=True)
+@click.option("--steps", type=int, default=_D(AblationPlan, "steps"), show_default=True)
+@click.option("--lr", type=float, default=_D(ScreenMapsPlan, "lr"), show_default=True,
+              help="With the screens.")  # fmt: skip
+@click.option("--triples", type=int, default=_D(AblationPlan, "triples"), show_default=True)
 @click.option("--screen-maps", metavar="M:POOL:TRIPLES", help="Compare feature maps on validation.")
-@click.option("--ranks", default="16,64", show_default=True, help="With --screen-maps.")
+@click.option("--ranks", default=_D(ScreenMapsPlan, "ranks", joined=True), show_default=True,
+              help="With --screen-maps.")  # fmt: skip
 @click.option("--screen-stop", metavar="MARGINS", help="Comma list of stop margins to screen.")
 @click.option(
     "--scales",
-    default="8:64:2000,10:128:2000,12:256:2000",
+    default=_D(ScreenStopPlan, "scales"),
     show_default=True,
     help="With --screen-stop.",
 )

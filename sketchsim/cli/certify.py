@@ -10,8 +10,10 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.options import json_option
+from sketchsim.cli.options import plan_default as _D
 from sketchsim.cli.paths import OutputPath
 from sketchsim.errors import SketchsimError
+from sketchsim.runs.bound import BoundPlan
 
 
 @main.command()
@@ -173,8 +175,10 @@ def check_certificate(path):
 @main.command()
 @click.option("--m", "m", type=int, required=True, help="Token width (first).")
 @click.option("--to", "m2", type=int, help="Last token width (default: --m).")
-@click.option("--step", type=int, default=1, show_default=True, help="Step between widths.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random codes.")
+@click.option("--step", type=int, default=_D(BoundPlan, "step"), show_default=True,
+              help="Step between widths.")  # fmt: skip
+@click.option("--seed", type=int, default=_D(BoundPlan, "seed"), show_default=True,
+              help="Seed of the random codes.")  # fmt: skip
 @click.option(
     "--export",
     "export_dir",
@@ -190,7 +194,6 @@ def check_certificate(path):
 @cluster_option
 def bound(m, m2, step, seed, export_dir, certificates, json_path, cluster):
     """Best certified rank bound per m, its growth, the 2^m endpoint and softmax temperatures."""
-    from sketchsim.runs.bound import BoundPlan
     from sketchsim.runs.bound import run as run_bound
 
     plan = BoundPlan(m, m2, step, seed, export_dir, certificates)

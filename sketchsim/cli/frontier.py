@@ -9,6 +9,9 @@ from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
 from sketchsim.cli.paths import PlotPath
+from sketchsim.runs.frontier import FrontierPlan
+
+_D = opt.plan_default
 
 
 @main.command()
@@ -21,16 +24,18 @@ def families():
 
 
 @main.command()
-@opt.protocol_option(("kernel",))
+@opt.protocol_option(_D(FrontierPlan, "protocols"))
 @click.option("--vary", "vary_text", required=True, help="NAME=LO..HI, e.g. bits=1..16.")
-@click.option("--q", "q_text", default="4,8,16", show_default=True, help="Comma-separated q.")
-@click.option("--s", "s_text", default="3,7", show_default=True, help="Comma-separated s.")
+@click.option("--q", "q_text", default=_D(FrontierPlan, "qs", joined=True), show_default=True,
+              help="Comma-separated q.")  # fmt: skip
+@click.option("--s", "s_text", default=_D(FrontierPlan, "ss", joined=True), show_default=True,
+              help="Comma-separated s.")  # fmt: skip
 @opt.family_option
-@opt.samples_option(20_000, "Inputs drawn per cell when (s+1)^q is above 2^20.")
+@opt.samples_option(_D(FrontierPlan, "samples"), "Inputs per cell when (s+1)^q is above 2^20.")
 @click.option(
     "--search",
     type=click.Choice(["auto", "bisect", "scan"]),
-    default="auto",
+    default=_D(FrontierPlan, "search"),
     show_default=True,
     help="auto: bisect parameters declared monotone, scan the others.",
 )
@@ -40,23 +45,9 @@ def families():
 @opt.resume_option("Keep cells already measured in --json.")
 @opt.quiet_option
 @cluster_option
-def frontier(
-    specs,
-    vary_text,
-    q_text,
-    s_text,
-    family_spec,
-    samples,
-    search,
-    seed,
-    json_path,
-    plot_path,
-    resume,
-    quiet,
-    cluster,
-):
+def frontier(specs, vary_text, q_text, s_text, family_spec, samples, search, seed, json_path,
+             plot_path, resume, quiet, cluster):  # fmt: skip
     """Smallest parameter value decoded and decodable per (q, s), against the bound."""
-    from sketchsim.runs.frontier import FrontierPlan
     from sketchsim.runs.frontier import run as run_frontier
     from sketchsim.tables.frontier import show_frontier
 

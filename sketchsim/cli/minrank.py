@@ -9,8 +9,9 @@ import click
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.options import check_resume, json_option, resume_option, split_list
+from sketchsim.cli.options import plan_default as _D
 from sketchsim.cli.paths import OutputPath, PlotPath
-from sketchsim.runs.minrank import TRAIN_MAX_M
+from sketchsim.runs.minrank import MinrankPlan
 
 
 def parse_widths(text: str, limit: int) -> list[int]:
@@ -39,15 +40,19 @@ def parse_widths(text: str, limit: int) -> list[int]:
 
 
 @main.command()
-@click.option("--m", "m_text", default="2..6", show_default=True, help="Widths: 2..6, 4 or 2,4.")
-@click.option("--n", "n", type=int, default=3, show_default=True, help="Length (only 3).")
+@click.option("--m", "m_text", default=_D(MinrankPlan, "widths", joined=True), show_default=True,
+              help="Widths: 2..6, 4 or 2,4.")  # fmt: skip
+@click.option("--n", "n", type=int, default=_D(MinrankPlan, "n"), show_default=True,
+              help="Length (only 3).")  # fmt: skip
 @click.option("--causal", is_flag=True, help="Score only the final position.")
-@click.option("--seeds", type=int, default=1, show_default=True, help="Seeds per trained rank.")
-@click.option("--steps", type=int, default=2000, show_default=True, help="Training steps.")
+@click.option("--seeds", type=int, default=_D(MinrankPlan, "seeds"), show_default=True,
+              help="Seeds per trained rank.")  # fmt: skip
+@click.option("--steps", type=int, default=_D(MinrankPlan, "steps"), show_default=True,
+              help="Training steps.")  # fmt: skip
 @click.option(
     "--train-max-m",
     type=int,
-    default=TRAIN_MAX_M,
+    default=_D(MinrankPlan, "train_max_m"),
     show_default=True,
     help="Train heads only up to this width (m = 7 takes minutes per try).",
 )

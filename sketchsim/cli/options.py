@@ -8,6 +8,8 @@ saying when it applies.  Comma-separated option values are split by
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from sketchsim.errors import SketchsimError
@@ -155,6 +157,14 @@ def seed_option(func):
     return click.option(
         "--seed", type=int, default=0, show_default=True, help="Bit layout and sampling."
     )(func)
+
+
+def plan_default(plan_type, name: str, joined: bool = False):
+    """The default of field ``name`` of the run object ``plan_type`` (``TranscriptPlan``...):
+    defaults are written once, there, and read by the CLI and the API; ``joined``: a
+    sequence as the comma list its option parses."""
+    value = next(f.default for f in dataclasses.fields(plan_type) if f.name == name)
+    return ",".join(map(str, value)) if joined else value
 
 
 def check_resume(resume: bool, json_path) -> None:

@@ -10,6 +10,9 @@ from sketchsim.cli import options as opt
 from sketchsim.cli import render
 from sketchsim.cli.app import main
 from sketchsim.cli.cluster import cluster_option
+from sketchsim.runs.transcript import TranscriptPlan
+
+_D = opt.plan_default
 
 
 @main.command()
@@ -22,10 +25,12 @@ def protocols():
 
 
 @main.command()
-@click.option("--q", "q", type=int, default=64, show_default=True, help="Independent answers.")
-@click.option("--s", "s", type=int, default=7, show_default=True, help="Answers lie in 0..s.")
+@click.option("--q", "q", type=int, default=_D(TranscriptPlan, "q"), show_default=True,
+              help="Independent answers.")  # fmt: skip
+@click.option("--s", "s", type=int, default=_D(TranscriptPlan, "s"), show_default=True,
+              help="Answers lie in 0..s.")  # fmt: skip
 @opt.protocol_option(more=" Default: a built-in set.")
-@opt.samples_option(100_000, "Inputs drawn in sampled mode.")
+@opt.samples_option(_D(TranscriptPlan, "samples"), "Inputs drawn in sampled mode.")
 @click.option(
     "--exhaustive/--sampled",
     default=None,
@@ -42,7 +47,6 @@ def transcript(
     q, s, specs, samples, exhaustive, seed, json_path, resume, quiet, family_spec, verbose, cluster
 ):
     """Measure transcript bits of sketch protocols against the bound q*log2(s+1)."""
-    from sketchsim.runs.transcript import TranscriptPlan
     from sketchsim.runs.transcript import run as run_transcript
     from sketchsim.tables.transcript import show_header, show_transcript
 
