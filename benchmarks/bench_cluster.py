@@ -4,7 +4,7 @@ Run: python benchmarks/bench_cluster.py [--m 2] [--n 14] [--only verify|transcri
 
 verify --m 2 --n 14 enumerates 2^28 inputs (above the single-process limit of
 2^26, so the one-process side calls the same jitted enumeration,
-``sketchsim.heads.verify.check_range``, over the whole index space).  That kernel
+``sketchsim.heads.exhaustive.check_range``, over the whole index space).  That kernel
 runs numba threads over both cores, so it is timed twice: with its default
 threads and pinned to one thread (what one Dask worker gets).  Sizes with few
 column-type count vectors (small N, e.g. m = 9, N = 3) never reach the
@@ -64,8 +64,8 @@ def main():
 
 def bench_verify(args):
     from sketchsim.cluster.client import connect, parse_cluster
-    from sketchsim.cluster.verify import verify_on_cluster
-    from sketchsim.heads.verify import check_range
+    from sketchsim.cluster.sharded_verify import verify_on_cluster
+    from sketchsim.heads.exhaustive import check_range
 
     m, n = args.m, args.n
     total = 1 << (m * n)
@@ -108,8 +108,8 @@ def bench_verify(args):
 def _transcript_one(q, s, spec):
     """The single-process transcript of every input of F(q, s): (seconds, report dict)."""
     from sketchsim.sketch.family import HardFamily
+    from sketchsim.sketch.measure import measure
     from sketchsim.sketch.plugins import resolve
-    from sketchsim.sketch.transcript import measure
 
     r = resolve(spec)
     small = HardFamily(3, s)
@@ -125,7 +125,7 @@ def _transcript_one(q, s, spec):
 
 def bench_transcript(args):
     from sketchsim.cluster.client import connect, parse_cluster
-    from sketchsim.cluster.transcript import measure_on_cluster
+    from sketchsim.cluster.sharded_measure import measure_on_cluster
     from sketchsim.sketch.family import HardFamily
     from sketchsim.sketch.plugins import resolve
 

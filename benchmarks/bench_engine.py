@@ -38,9 +38,9 @@ from ratios import report  # noqa: E402
 from sketchsim.minip.bits import popcount64  # noqa: E402
 from sketchsim.sketch import HardFamily, Layer, Plan, Protocol  # noqa: E402
 from sketchsim.sketch.engine import Engine  # noqa: E402
+from sketchsim.sketch.measure import measure  # noqa: E402
 from sketchsim.sketch.packed_tokens import field  # noqa: E402
 from sketchsim.sketch.plugins import resolve_spec  # noqa: E402
-from sketchsim.sketch.transcript import measure  # noqa: E402
 
 # ---- the raw plan before issue 11 (the peer for raw's speed-up) ---------------------------
 

@@ -134,7 +134,7 @@ def touched(spec: str, fam: HardFamily, engine: Engine) -> dict:
 
 
 def protocol_rows(fam, T, specs, repeat, bw, pop) -> list[dict]:
-    from sketchsim.sketch.transcript import measure
+    from sketchsim.sketch.measure import measure
 
     n = T.shape[0]
     tokens = fam.variable_tokens(T)
@@ -258,8 +258,8 @@ class _Timers:
 def measure_stages(spec, fam, T) -> dict:
     """Seconds per input of each call ``measure()`` makes, on one thread."""
     import sketchsim.sketch.entry_tally as et
+    import sketchsim.sketch.measure as tr
     import sketchsim.sketch.threaded_run as run
-    import sketchsim.sketch.transcript as tr
 
     proto, params, source = resolve_spec(spec)
     timers = _Timers()
@@ -326,7 +326,7 @@ def main_job_ratio(repeat: int) -> dict:
 
     from bench_engine import numpy_block_counts
 
-    from sketchsim.sketch.transcript import measure
+    from sketchsim.sketch.measure import measure
 
     cmd = [sys.executable, "-m", "sketchsim", "transcript", "--q", "64", "--s", "7", "--quiet"]
     fam = HardFamily(64, 7, seed=0)

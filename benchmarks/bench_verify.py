@@ -7,7 +7,7 @@ lookup table of all token-pair inner products ``ip[u, v] = |u & v|`` (256 x 256
 at m = 8) with the softmax weight and weighted vote of each pair precomputed,
 the last two tokens vectorised as a (2^m, 2^m) grid and the leading ones in a
 Python loop.  Both sides must report the same max error and exact fraction.
-``verify`` counts column-type patterns (see :mod:`sketchsim.heads.verify`); the
+``verify`` counts column-type patterns (see :mod:`sketchsim.heads.exhaustive`); the
 "enumeration kernel" rows time the jitted enumeration of every input (used for
 large N and cluster shards) on the same problem.  The CLI rows time
 ``sketchsim verify`` (numba cache warm) against the peer run as a script, each
@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ratios import report  # noqa: E402
 
-from sketchsim.heads.verify import check_range, verify  # noqa: E402
+from sketchsim.heads.exhaustive import check_range, verify  # noqa: E402
 
 PEER_SOURCE = '''
 import itertools

@@ -86,7 +86,7 @@ CLUSTER_TRANSCRIPT_EXHAUSTIVE_MAX = 1 << 32
 
 #: ``transcript --cluster``: the planned peak memory of one map or reduce task;
 #: shards and fingerprint ranges are sized to it (measured bytes per input,
-#: ``sketchsim/cluster/transcript.py``), so workers of a few GiB hold several.
+#: ``sketchsim/cluster/sharded_measure.py``), so workers of a few GiB hold several.
 CLUSTER_TASK_BYTES = 256 << 20
 
 #: ``transcript --cluster``: up to this many inputs the client receives the group

@@ -165,3 +165,25 @@ def test_the_cli_stays_a_thin_layer():
     """Issue #46: option parsing, one call, printing; at most 2,000 lines in all."""
     lines = sum(len(p.read_text().splitlines()) for p in (ROOT / "cli").glob("*.py"))
     assert lines <= 2000, f"sketchsim/cli/ has {lines} lines"
+
+
+def test_a_command_name_names_the_command_only():
+    """``transcript``, ``verify`` and ``minrank`` name one thing (#46): the command, one
+    module per layer that holds it (cli, runs, tables); the library modules have their own
+    names, and the one old name plug-ins imported stays only as a warning alias."""
+    import importlib
+    import sys
+    import warnings
+
+    layers = {"cli", "runs", "tables"}
+    for name in ("transcript", "verify", "minrank"):
+        where = {p.parent.name for p in ROOT.rglob(f"{name}.py")}
+        assert where - {"sketch"} <= layers, (name, sorted(where))
+    assert {p.parent.name for p in ROOT.rglob("transcript.py")} == layers | {"sketch"}
+    sys.modules.pop("sketchsim.sketch.transcript", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = importlib.import_module("sketchsim.sketch.transcript")
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    new = importlib.import_module("sketchsim.sketch.measure")
+    assert old.__all__ == new.__all__ and old.measure is new.measure

@@ -1911,8 +1911,10 @@ def frontier_cell(entry_: dict) -> str:
     best = entry_["best"]
     if best is None:
         return f"none of {entry_['models']}"
-    return (f"{best['ratio']:.2f}x (s {entry_['s']}: {best['transcript_bits']:.0f} bits, "
-            f"K {best['bits_per_coordinate']}; {entry_['decoded_models']}/{entry_['models']})")
+    return (
+        f"{best['ratio']:.2f}x (s {entry_['s']}: {best['transcript_bits']:.0f} bits, "
+        f"K {best['bits_per_coordinate']}; {entry_['decoded_models']}/{entry_['models']})"
+    )
 
 
 for _kind in ("linear-elu1 L1 H1", "based L1 H1", "gla L1 H1", "deltanet L1 H1",

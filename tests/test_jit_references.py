@@ -64,9 +64,9 @@ _KREF = "tests/sketch/test_kernel_references.py"
 _PACKED = "tests/sketch/test_packed_tokens.py::test_token_helpers_match_plain_python"
 _VERIFY = "tests/heads/test_verify.py::test_both_paths_bit_identical_to_naive"
 _VERIFY_VIA = (
-    "sketchsim.heads.verify.check_range",
-    "sketchsim.heads.verify_kernel.check_range",
-    "sketchsim.heads.verify_kernel._verify_range",
+    "sketchsim.heads.exhaustive.check_range",
+    "sketchsim.heads.exhaustive_kernel.check_range",
+    "sketchsim.heads.exhaustive_kernel._verify_range",
 )
 _SOFTMAX = (
     "tests/experiments/test_softmax_kernel.py::test_values_and_gradients_match_the_torch_formula"
@@ -183,21 +183,21 @@ REFERENCES: dict[str, Ref] = {
         via=(_VSOFTMAX_VIA, "sketchsim.experiments.vocab_readout._VocabSoftmaxReadout"),
     ),
     # heads: the exhaustive verify kernel, bit for bit against the plain enumeration
-    "sketchsim.heads.verify_kernel._check_blocks": Ref(
+    "sketchsim.heads.exhaustive_kernel._check_blocks": Ref(
         _VERIFY, "naive.verify_enumeration", via=_VERIFY_VIA
     ),
-    "sketchsim.heads.verify_kernel._check_block": Ref(
+    "sketchsim.heads.exhaustive_kernel._check_block": Ref(
         _VERIFY,
         "naive.verify_enumeration",
-        via=(*_VERIFY_VIA, "sketchsim.heads.verify_kernel._check_blocks"),
+        via=(*_VERIFY_VIA, "sketchsim.heads.exhaustive_kernel._check_blocks"),
     ),
-    "sketchsim.heads.verify_kernel._last_token_n3": Ref(  # N = 3 cases of that test
+    "sketchsim.heads.exhaustive_kernel._last_token_n3": Ref(  # N = 3 cases of that test
         _VERIFY,
         "naive.verify_enumeration",
         via=(
             *_VERIFY_VIA,
-            "sketchsim.heads.verify_kernel._check_blocks",
-            "sketchsim.heads.verify_kernel._check_block",
+            "sketchsim.heads.exhaustive_kernel._check_blocks",
+            "sketchsim.heads.exhaustive_kernel._check_block",
         ),
     ),
     # minip

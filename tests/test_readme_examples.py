@@ -174,7 +174,7 @@ def _measures(cmd: str) -> bool:
 def test_readme_cluster_example_shards(tmp_path):
     """The README's ``--cluster`` example starts the cluster and cuts the inputs into shards."""
     pytest.importorskip("distributed")
-    from sketchsim.heads.verify import uses_count_vectors
+    from sketchsim.heads.exhaustive import uses_count_vectors
 
     cmd = next(c for c in readme_commands() if "--cluster" in c)
     m, n = int(shlex.split(cmd)[3]), int(shlex.split(cmd)[5])

@@ -2,7 +2,7 @@
 
 ``ln(2(N-1))`` (:func:`sketchsim.heads.attention.softmax_threshold`) is only sufficient.
 The exact threshold ``beta*`` is found here by bisection over exhaustive
-verification (:func:`sketchsim.heads.verify.verify`, every one of the ``2^(mN)`` inputs):
+verification (:func:`sketchsim.heads.exhaustive.verify`, every one of the ``2^(mN)`` inputs):
 ``beta*`` lies in ``(fails, exact]`` of the returned bracket.  At ``N = 3`` it is
 ``ln(6)/2 ~ 0.8959`` for every m from 2 on (``ln 2`` at m = 1): the worst input
 has the query and one other token at overlap ``t + 2`` and one at ``t``, error
@@ -56,7 +56,7 @@ def exact_softmax_threshold(
     ----------
     m, n : int
         Token width and length; ``m * n`` within the exhaustive limit of
-        :func:`sketchsim.heads.verify.check_verify_size`.
+        :func:`sketchsim.heads.exhaustive.check_verify_size`.
     tol : float
         Width of the returned bracket.
     causal : bool
@@ -67,7 +67,7 @@ def exact_softmax_threshold(
     SoftmaxThreshold
         ``fails < beta* <= exact`` with ``exact - fails <= tol``.
     """
-    from sketchsim.heads.verify import check_verify_size, verify
+    from sketchsim.heads.exhaustive import check_verify_size, verify
 
     check_verify_size(m, n)
     calls = 0

@@ -75,7 +75,7 @@ def minrank(m_text, n, causal, seeds, steps, train_max_m, out_dir, resume, json_
     heads (each re-checked on all 2^(3m) inputs, weights saved), 2^m, and the
     softmax temperatures.
     """
-    from sketchsim.certify.minrank import MINRANK_MAX_M
+    from sketchsim.certify.table_rank import MINRANK_MAX_M
     from sketchsim.runs.minrank import MinrankPlan
     from sketchsim.runs.minrank import run as run_minrank
 

@@ -76,7 +76,7 @@ def verify(m, n, construction, beta, causal, json_path, quiet, cluster, state_di
         # per core (measured 70 ms of a 0.3 s run); a value the user set is kept
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from sketchsim import api
-    from sketchsim.heads.verify import VerifyInterrupted
+    from sketchsim.heads.exhaustive import VerifyInterrupted
     from sketchsim.runs.verify import check
 
     check(m, n, cluster)  # before the progress bar

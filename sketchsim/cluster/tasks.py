@@ -36,8 +36,8 @@ def prepare_job(job: TranscriptJob):
     _settle_numba_threads()
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.family_plugins import resolve_family
+    from sketchsim.sketch.measure import check_family
     from sketchsim.sketch.plugins import resolve
-    from sketchsim.sketch.transcript import check_family
 
     ftype, fparams, _ = resolve_family(worker_spec(job.family_spec, job.family_source))
     family = ftype.make(job.q, job.s, job.seed, fparams)

@@ -9,7 +9,7 @@ Clopper-Pearson upper bound on the error rate.  Correctness need not be
 monotone in ``K`` (rounding, saturation), so ``K`` is *scanned* upwards; a
 ``K`` is run on all inputs only after it is right on a screening subset, which
 cannot change the answer (a subset's failure is the whole set's).  At that
-``K`` the transcript is measured (:func:`sketchsim.sketch.transcript.measure`):
+``K`` the transcript is measured (:func:`sketchsim.sketch.measure.measure`):
 declared transcript bits ``L H E K``, used bits, entry entropy, and
 ``ratio = transcript_bits / bound_bits`` with ``bound_bits = q log2(s+1)``.
 
@@ -142,8 +142,8 @@ def measure_weights(
         ``cut_bits`` (a causal model's transcript: its registers at the cut),
         and ``curve`` (accuracy per K on up to :data:`CURVE_INPUTS` inputs).
     """
+    from sketchsim.sketch.measure import choose_answers, measure
     from sketchsim.sketch.plugins import resolve
-    from sketchsim.sketch.transcript import choose_answers, measure
     from sketchsim.sketch.weights_file import load_weights
 
     w = load_weights(path)
@@ -250,8 +250,8 @@ REFERENCES = {"hard": ("block-counts", "kernel:values=blocks,bits=7"), "mqar": (
 
 def reference_points(family, samples: int = 20_000) -> list[dict]:
     """The hand-written protocols of :data:`REFERENCES` measured on ``family``."""
+    from sketchsim.sketch.measure import choose_answers, measure
     from sketchsim.sketch.plugins import discover, resolve
-    from sketchsim.sketch.transcript import choose_answers, measure
 
     mode, T = choose_answers(family, None, samples)
     found, out = discover(), []

@@ -2,7 +2,7 @@
 
 A head is given by feature maps ``phi_Q, phi_K`` (or a kernel), values ``v`` and a
 query-dependent affine readout ``y_i = <a(x_i), o_i> + b(x_i)`` (THEORY section 2).
-This module is the plain NumPy path; :mod:`sketchsim.heads.verify` holds the jitted
+This module is the plain NumPy path; :mod:`sketchsim.heads.exhaustive` holds the jitted
 closed forms that enumerate every input.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sketchsim.certify.minrank import nonneg_lower
+from sketchsim.certify.table_rank import nonneg_lower
 from sketchsim.checkpoint import Checkpoint, unit_key
 from sketchsim.errors import SketchsimError
 from sketchsim.runs.clusters import open_cluster
@@ -46,7 +46,7 @@ class MinrankPlan:
 
     def validate(self) -> None:
         """One-line errors for impossible settings."""
-        from sketchsim.certify.minrank import MINRANK_MAX_M
+        from sketchsim.certify.table_rank import MINRANK_MAX_M
 
         if self.n != 3:
             raise SketchsimError(
@@ -138,7 +138,7 @@ def _same_except_widths(params: dict):
 
 def measure_row(plan: MinrankPlan, width: int) -> dict:
     """One width's row (a Dask task on a cluster)."""
-    from sketchsim.experiments.minrank import minrank_row
+    from sketchsim.experiments.table_heads import minrank_row
 
     return minrank_row(
         width,

@@ -125,7 +125,7 @@ def _transcripts(out, cfg, log):
 
     from sketchsim.runs.transcript import TranscriptPlan
     from sketchsim.runs.transcript import run as transcript
-    from sketchsim.sketch.transcript import DEFAULT_SPECS
+    from sketchsim.sketch.measure import DEFAULT_SPECS
 
     log("transcript bound")
     sampled = transcript(TranscriptPlan(64, 7, SAMPLED_SPECS, samples=cfg.samples, seed=0))

@@ -435,7 +435,7 @@ def run(
 
 def _local(plan: TranscriptPlan, family):
     from sketchsim.sketch.input_plan import choose_answers
-    from sketchsim.sketch.transcript import measure
+    from sketchsim.sketch.measure import measure
 
     mode, T = choose_answers(family, plan.exhaustive, plan.samples)
 
@@ -446,7 +446,7 @@ def _local(plan: TranscriptPlan, family):
 
 
 def _clustered(plan: TranscriptPlan, family, client, spec, n_protocols: int, say):
-    from sketchsim.cluster.transcript import estimate, measure_on_cluster, plan_cluster_inputs
+    from sketchsim.cluster.sharded_measure import estimate, measure_on_cluster, plan_cluster_inputs
     from sketchsim.estimates import byte_size, duration_words
     from sketchsim.sketch.input_plan import answer_bytes
 

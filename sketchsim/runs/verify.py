@@ -36,7 +36,7 @@ def check(m: int, n: int, cluster=None) -> None:
     SketchsimError
         ``m`` or ``n`` below 1, or ``2^(m n)`` inputs too many to enumerate.
     """
-    from sketchsim.heads.verify import check_verify_size
+    from sketchsim.heads.exhaustive import check_verify_size
 
     if cluster is None:
         check_verify_size(m, n)
@@ -102,15 +102,15 @@ def run(
 
     Returns
     -------
-    sketchsim.heads.verify.VerifyResult
+    sketchsim.heads.exhaustive.VerifyResult
 
     Raises
     ------
-    sketchsim.heads.verify.VerifyInterrupted
+    sketchsim.heads.exhaustive.VerifyInterrupted
         On SIGINT in this process, after ``json_path`` was written.
     """
-    from sketchsim.heads.verify import VerifyInterrupted, uses_count_vectors
-    from sketchsim.heads.verify import verify as verify_here
+    from sketchsim.heads.exhaustive import VerifyInterrupted, uses_count_vectors
+    from sketchsim.heads.exhaustive import verify as verify_here
 
     say = log or (lambda msg: None)
     if cluster is not None and m >= 1 and n >= 1 and uses_count_vectors(m, n):
@@ -138,7 +138,11 @@ def run(
 
 def _on_cluster(m, n, construction, beta, causal, progress, cluster, state, say):
     from sketchsim import config
-    from sketchsim.cluster.verify import estimate_verify_seconds, measure_rate, verify_on_cluster
+    from sketchsim.cluster.sharded_verify import (
+        estimate_verify_seconds,
+        measure_rate,
+        verify_on_cluster,
+    )
     from sketchsim.estimates import duration_words
 
     if m * n > config.CLUSTER_VERIFY_MAX_BITS:

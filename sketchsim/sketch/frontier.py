@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.family import Family
 from sketchsim.sketch.input_plan import choose_answers
+from sketchsim.sketch.measure import measure
 from sketchsim.sketch.protocol import Protocol
 from sketchsim.sketch.report import ProtocolReport
-from sketchsim.sketch.transcript import measure
 
 __all__ = [
     "Vary",

@@ -37,7 +37,7 @@ def build_family(spec: str, q: int, s: int, samples: int | None, seed: int):
         Seed of the family's bit layout.
     """
     from sketchsim.sketch.family_plugins import resolve_family
-    from sketchsim.sketch.transcript import DEFAULT_SPECS
+    from sketchsim.sketch.measure import DEFAULT_SPECS
 
     validate_sizes(q, s, samples, seed)
     ftype, fparams, _source = resolve_family(spec)
@@ -55,7 +55,7 @@ def resolve_protocols(specs) -> list:
 
 def check_support(resolved, family) -> None:
     """Refuse, before any work, a protocol that does not declare the family."""
-    from sketchsim.sketch.transcript import check_family
+    from sketchsim.sketch.measure import check_family
 
     for item in resolved:
         proto = item[1]

@@ -1,5 +1,5 @@
 """``sketchsim verify``: the construction's panel, table and counterexample, from a
-:class:`~sketchsim.heads.verify.VerifyResult`."""
+:class:`~sketchsim.heads.exhaustive.VerifyResult`."""
 
 from __future__ import annotations
 

@@ -274,7 +274,7 @@ def test_code_bound_grows_with_linear_distance_codes():
 
 def test_exact_softmax_threshold_brackets_the_closed_form():
     from sketchsim.certify.softmax import closed_form_threshold, exact_softmax_threshold
-    from sketchsim.heads.verify import verify
+    from sketchsim.heads.exhaustive import verify
 
     for m in (1, 2, 3):
         res = exact_softmax_threshold(m, tol=1e-3)

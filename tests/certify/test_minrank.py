@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from cliutil import assert_error_line
 
 from sketchsim.certify import certify, load_family
-from sketchsim.certify.minrank import (
+from sketchsim.certify.table_rank import (
     certified_lower,
     check_table_head,
     cube,
@@ -74,7 +74,7 @@ def brute_force_rank1(m):
     Rank 1 means every query weighs the keys by one vector q; the votes are then
     a linear program per query (best_votes).
     """
-    from sketchsim.experiments.minrank import best_votes
+    from sketchsim.experiments.table_heads import best_votes
 
     K = 2**m
     for q in itertools.product([1.0, 0.25, 1 / 16], repeat=K):
@@ -89,7 +89,7 @@ def brute_force_rank1(m):
 @pytest.mark.parametrize("m", [1, 2])
 def test_small_m_values_match_brute_force(m, tmp_path):
     pytest.importorskip("torch")
-    from sketchsim.experiments.minrank import minrank_row
+    from sketchsim.experiments.table_heads import minrank_row
 
     # r = 0 is impossible (every denominator is zero); a rank-1 head exists by brute force
     assert not check_table_head(np.zeros((2**m,) * 2), np.zeros((2**m,) * 2)).exact
@@ -105,7 +105,7 @@ def test_small_m_values_match_brute_force(m, tmp_path):
 
 def test_rank_one_fails_at_m4_where_the_certificate_says_two():
     pytest.importorskip("torch")
-    from sketchsim.experiments.minrank import train_table_head
+    from sketchsim.experiments.table_heads import train_table_head
 
     head = train_table_head(4, 2, seed=0, steps=600)
     assert head.exact  # re-checked on all 4096 inputs inside; check again from the weights
@@ -117,7 +117,7 @@ def test_rank_one_fails_at_m4_where_the_certificate_says_two():
 
 def test_minrank_cli_json_resume_plot(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    import sketchsim.experiments.minrank as mr
+    import sketchsim.experiments.table_heads as mr
 
     out, png, d = tmp_path / "m.json", tmp_path / "m.png", tmp_path / "out"
     args = ["minrank", "--m", "1..2", "--steps", "200", "--out-dir", str(d), "--json", str(out)]
@@ -161,7 +161,7 @@ def test_minrank_bad_input(args, needle, tmp_path):
 
 
 def test_a_row_carries_the_sign_order_bound_for_nonnegative_heads():
-    from sketchsim.experiments.minrank import minrank_row, nonneg_lower
+    from sketchsim.experiments.table_heads import minrank_row, nonneg_lower
 
     row = minrank_row(5, train=False)
     assert row["lower_nonneg"]["pentagon"] and nonneg_lower(row) == 3

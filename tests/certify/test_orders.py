@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
 
-from sketchsim.certify.minrank import load_table_head
 from sketchsim.certify.orders import (
     block_queries,
     demand_margin,
@@ -13,6 +12,7 @@ from sketchsim.certify.orders import (
     restrict,
     separating_order,
 )
+from sketchsim.certify.table_rank import load_table_head
 from sketchsim.errors import SketchsimError
 
 

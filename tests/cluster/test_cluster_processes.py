@@ -72,7 +72,7 @@ def _verify(address: str, out, **popen):
 
 
 def test_scheduler_killed_mid_verify_is_one_line_and_the_rerun_resumes(tmp_path):
-    from sketchsim.heads.verify import verify
+    from sketchsim.heads.exhaustive import verify
 
     out = tmp_path / "v.json"
     state = tmp_path / "v.json.state"

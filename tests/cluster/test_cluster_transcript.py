@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sketchsim import config
-from sketchsim.cluster.transcript import (
+from sketchsim.cluster.sharded_measure import (
     answers_range,
     layout,
     measure_on_cluster,
@@ -25,8 +25,8 @@ from sketchsim.sketch.grouping import (
     find_collision_candidates,
     group_transcripts,
 )
+from sketchsim.sketch.measure import InputLimitError, measure
 from sketchsim.sketch.plugins import resolve
-from sketchsim.sketch.transcript import InputLimitError, measure
 
 pytest.importorskip("distributed")  # the cluster extra is part of dev: CI runs these
 
@@ -412,7 +412,7 @@ def test_a_worker_with_another_family_version_refuses(tmp_path):
     """The worker rebuilds the family from its spec and compares its tokens' digest
     with the client's: another version of a family plug-in is an error, not a
     measurement of other inputs under the client's name."""
-    from sketchsim.cluster.transcript import TranscriptJob, family_digest, prepare_job
+    from sketchsim.cluster.sharded_measure import TranscriptJob, family_digest, prepare_job
     from sketchsim.errors import FamilyError
 
     fam = HardFamily(3, 2, seed=1)
@@ -434,7 +434,7 @@ def test_workers_use_the_shipped_plugin_source_not_the_clients_path(tmp_path):
     file is gone, under the worker's own temporary folder, with the client's identity."""
     import shutil
 
-    from sketchsim.cluster.transcript import shipped_source, worker_spec
+    from sketchsim.cluster.sharded_measure import shipped_source, worker_spec
     from sketchsim.sketch.plugins import resolve
 
     client_dir = tmp_path / "client"

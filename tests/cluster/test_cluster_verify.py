@@ -86,8 +86,8 @@ def test_worker_death_does_not_change_results(client, tmp_path):
 def test_verify_on_cluster_equals_single_process(
     client, tmp_path, monkeypatch, construction, causal
 ):
-    from sketchsim.cluster.verify import verify_on_cluster
-    from sketchsim.heads.verify import verify
+    from sketchsim.cluster.sharded_verify import verify_on_cluster
+    from sketchsim.heads.exhaustive import verify
 
     monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 1 << 9)
     # N = 7: too many count vectors, so both paths enumerate all 2^14 inputs
@@ -100,8 +100,8 @@ def test_verify_on_cluster_equals_single_process(
 
 
 def test_killed_verify_resumes_with_the_same_result(client, tmp_path, monkeypatch):
-    from sketchsim.cluster.verify import verify_on_cluster
-    from sketchsim.heads.verify import verify
+    from sketchsim.cluster.sharded_verify import verify_on_cluster
+    from sketchsim.heads.exhaustive import verify
 
     monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 1 << 8)
     state = tmp_path / "state"
@@ -161,7 +161,7 @@ def test_count_vectors_run_in_this_process_without_starting_the_cluster(tmp_path
 
 
 def test_shards_do_not_depend_on_the_cluster_size():
-    from sketchsim.cluster.verify import shard_inputs
+    from sketchsim.cluster.sharded_verify import shard_inputs
 
     low = config.CLUSTER_SHARD_INPUTS
     assert shard_inputs(1000) == 1000
@@ -213,7 +213,7 @@ def test_connect_timeout_env_sets_the_wait(monkeypatch):
 
 
 def test_the_estimate_uses_a_rate_timed_on_this_machine():
-    from sketchsim.cluster.verify import estimate_verify_seconds, measure_rate
+    from sketchsim.cluster.sharded_verify import estimate_verify_seconds, measure_rate
 
     rate = measure_rate("softmax", 2, 14, 2.0, False, inputs=1 << 16)
     assert 1e4 < rate < 1e11

@@ -46,7 +46,7 @@ def test_frontier_cells_on_a_cluster_equal_this_process(client, tmp_path):
 
 def test_verify_on_a_cluster_equals_this_process(client, tmp_path, monkeypatch):
     from sketchsim import config
-    from sketchsim.heads.verify import uses_count_vectors
+    from sketchsim.heads.exhaustive import uses_count_vectors
 
     monkeypatch.setattr(config, "CLUSTER_SHARD_INPUTS", 1 << 9)
     m, n = 2, 7  # 2^14 inputs, too many count vectors: enumerated, in 16 shards

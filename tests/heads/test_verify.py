@@ -16,7 +16,7 @@ from cliutil import assert_error_line
 from sketchsim.cli import main
 from sketchsim.errors import SketchsimError
 from sketchsim.heads.attention import make_construction, softmax_threshold
-from sketchsim.heads.verify import (
+from sketchsim.heads.exhaustive import (
     check_range,
     check_verify_size,
     count_patterns,
@@ -154,7 +154,7 @@ def test_both_paths_bit_identical_to_naive(m, n, construction, beta, causal):
 
 @pytest.mark.parametrize("construction", ["rank1", "softmax"])
 def test_verify_enumerates_when_count_vectors_are_too_many(construction, monkeypatch):
-    import sketchsim.heads.verify as ver
+    import sketchsim.heads.exhaustive as ver
 
     counted = verify(3, 3, construction, beta=0.8)
     monkeypatch.setattr(ver, "_PATTERN_CELLS", 0)
@@ -211,7 +211,7 @@ def test_cli_construction_names_match_the_library():
 
 def test_interrupt_keeps_finished_chunks(monkeypatch):
     # a SIGINT between chunks stops the run with the chunks so far, marked incomplete
-    import sketchsim.heads.verify as ver
+    import sketchsim.heads.exhaustive as ver
 
     monkeypatch.setattr(ver.config, "VERIFY_CHUNK", 64)
     monkeypatch.setattr(ver, "_PATTERN_CELLS", 0)  # enumerate, chunk by chunk
@@ -278,7 +278,7 @@ def test_ctrl_c_on_a_running_cli_verify_aborts_and_saves_partial_json(tmp_path):
 
 @pytest.mark.parametrize("m,n_types", [(1, 2), (3, 4), (4, 8), (2, 16), (5, 1)])
 def test_count_vectors_are_every_composition_once(m, n_types):
-    from sketchsim.heads.verify import _count_vectors
+    from sketchsim.heads.exhaustive import _count_vectors
 
     rows = _count_vectors(m, n_types)
     assert rows.shape == (n_types, math.comb(m + n_types - 1, n_types - 1))
@@ -310,7 +310,7 @@ def test_cli_verify_starts_numpy_without_an_openblas_pool(preset):
 @pytest.mark.parametrize("construction, beta", [("softmax", NEAR_THRESHOLD - 0.05), ("rank1", 2.0)])
 def test_count_vectors_beyond_the_enumeration_limit_match_the_enumeration(construction, beta):
     """m*N = 27 is above the enumeration limit but has 165 count vectors: both agree."""
-    from sketchsim.heads.verify import check_range, uses_count_vectors, verify
+    from sketchsim.heads.exhaustive import check_range, uses_count_vectors, verify
 
     assert uses_count_vectors(9, 3) and not uses_count_vectors(2, 14)
     got = verify(9, 3, construction, beta, False)

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from sketchsim import api
 from sketchsim.cli import main
 from sketchsim.runs.frontier import CellVerdict, FrontierPlan, FrontierRun
-from sketchsim.sketch.transcript import error_rate_upper
+from sketchsim.sketch.measure import error_rate_upper
 
 
 def _result(path) -> dict:

@@ -22,8 +22,8 @@ def _no_seconds(x):
 
 def test_transcript_json_is_what_measure_gives(tmp_path):
     from sketchsim.sketch import HardFamily
+    from sketchsim.sketch.measure import DEFAULT_SPECS, measure
     from sketchsim.sketch.plugins import discover, resolve_spec
-    from sketchsim.sketch.transcript import DEFAULT_SPECS, measure
 
     rows = rep._transcripts(tmp_path, _Cfg, lambda msg: None)
     found = discover()

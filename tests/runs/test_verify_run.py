@@ -68,7 +68,7 @@ def test_the_state_folder_is_beside_the_result_file():
 
 
 def test_an_interrupted_run_writes_what_it_finished(tmp_path, monkeypatch):
-    from sketchsim.heads import verify as heads_verify
+    from sketchsim.heads import exhaustive as heads_verify
 
     partial = heads_verify.VerifyResult(3, 3, "softmax", 2.0, 3, False, 512, 0.1, 1.0, None,
                                         0.0, complete=False, checked=64)  # fmt: skip

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from sketchsim import api
-from sketchsim.sketch.transcript import collision_power, error_rate_upper
+from sketchsim.sketch.measure import collision_power, error_rate_upper
 
 SPECS = [
     "raw", "block-counts", "clipped-counts", "kernel", "kernel:bits=1", "kernel:bits=2",
@@ -87,7 +87,7 @@ def test_the_frontier_reports_both_minimum_sizes():
 
 
 def test_sampled_refutations_are_named_and_undersampled_entries_refute_nothing():
-    from sketchsim.sketch.transcript import decodability
+    from sketchsim.sketch.measure import decodability
 
     # the entropy argument names itself, with the interval's end it used
     value, reason = decodability(False, None, 22.16, 24.0, 2000)

@@ -12,9 +12,9 @@ from numba import njit
 from sketchsim.sketch import HardFamily, Layer, Plan, Protocol
 from sketchsim.sketch.entry_counts import EntryCounts
 from sketchsim.sketch.estimators import entry_bits
+from sketchsim.sketch.measure import measure
 from sketchsim.sketch.packed_tokens import count_ones
 from sketchsim.sketch.plugins import resolve_spec
-from sketchsim.sketch.transcript import measure
 
 
 def naive_entry_counts(tr):

@@ -15,9 +15,9 @@ from sketchsim.errors import FamilyError, PluginError
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.family_plugins import discover_families, resolve_family
 from sketchsim.sketch.grouping import entropy_bits, group_transcripts
+from sketchsim.sketch.measure import InputLimitError, measure, plan_inputs
 from sketchsim.sketch.mqar import MQARFamily
 from sketchsim.sketch.plugins import resolve_spec
-from sketchsim.sketch.transcript import InputLimitError, measure, plan_inputs
 
 
 def run(*args):

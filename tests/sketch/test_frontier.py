@@ -11,8 +11,8 @@ from sketchsim.errors import SketchsimError
 from sketchsim.sketch import HardFamily, Param, Protocol
 from sketchsim.sketch.block_counts import block_counts_plan
 from sketchsim.sketch.frontier import Vary, frontier_cell, is_monotone, parse_vary
+from sketchsim.sketch.measure import measure
 from sketchsim.sketch.plugins import resolve_spec
-from sketchsim.sketch.transcript import measure
 
 
 def run(*args):

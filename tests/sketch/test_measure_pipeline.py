@@ -18,8 +18,8 @@ from sketchsim.sketch.entry_tally import EntryTally
 from sketchsim.sketch.estimators import entry_bits, match_answers
 from sketchsim.sketch.family_plugins import resolve_family
 from sketchsim.sketch.grouping import entropy_bits
+from sketchsim.sketch.measure import measure
 from sketchsim.sketch.plugins import resolve_spec
-from sketchsim.sketch.transcript import measure
 
 
 def as_entry_counts(per_entry, n):

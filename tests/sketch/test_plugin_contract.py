@@ -14,8 +14,8 @@ from plugin_files import write_plugin
 from sketchsim.cli import main
 from sketchsim.errors import PluginError, ProtocolError
 from sketchsim.sketch import HardFamily
+from sketchsim.sketch.measure import measure
 from sketchsim.sketch.plugins import resolve_spec
-from sketchsim.sketch.transcript import measure
 
 FAM = HardFamily(2, 2, seed=0)
 

@@ -12,8 +12,8 @@ from cliutil import assert_error_line
 from sketchsim.cli import main
 from sketchsim.errors import PluginError
 from sketchsim.sketch import HardFamily
+from sketchsim.sketch.measure import measure
 from sketchsim.sketch.plugins import builtin_dir, discover, parse_params, resolve_spec
-from sketchsim.sketch.transcript import measure
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = {"raw", "block-counts", "clipped-counts", "kernel", "multihead"}

@@ -12,8 +12,8 @@ from sketchsim.sketch import HardFamily
 from sketchsim.sketch.engine import loop_functions
 from sketchsim.sketch.engine_cache import loop_file
 from sketchsim.sketch.inputs import resolve_protocols
+from sketchsim.sketch.measure import DEFAULT_SPECS
 from sketchsim.sketch.prewarm import Prewarm, claim, cold_loops
-from sketchsim.sketch.transcript import DEFAULT_SPECS
 
 
 def test_cold_loops_group_the_main_jobs_protocols_by_engine_loop(tmp_path, monkeypatch):

@@ -78,8 +78,8 @@ def transcript_digests(args) -> dict:
     """Per protocol: digests of the engine's exact outputs and of ``run_all``'s."""
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.family import HARD, HardFamily
+    from sketchsim.sketch.measure import choose_answers, run_all
     from sketchsim.sketch.plugins import resolve_spec
-    from sketchsim.sketch.transcript import choose_answers, run_all
 
     opts = dict(zip(args[::2], args[1::2], strict=False))
     fam = HardFamily(int(opts["--q"]), int(opts["--s"]), 0)

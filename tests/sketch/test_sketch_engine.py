@@ -11,9 +11,9 @@ from sketchsim.errors import ProtocolError
 from sketchsim.sketch import HardFamily
 from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.engine import Engine
+from sketchsim.sketch.measure import choose_answers, measure
 from sketchsim.sketch.plugins import resolve_spec
 from sketchsim.sketch.protocol import Layer
-from sketchsim.sketch.transcript import choose_answers, measure
 
 #: One to three layers of random protocols: (channel, alphabet, symbols).
 LAYERS = st.lists(

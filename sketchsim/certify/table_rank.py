@@ -19,8 +19,8 @@ This module brackets ``r*(m)``:
   a linear program), the smallest p that is exact;
 - :func:`check_table_head`: the exhaustive check of any table head on all
   ``2^(3m)`` inputs, independent of how the head was found (training, and
-  :func:`~sketchsim.experiments.minrank.minrank_row`, which puts the lower and
-  upper ends side by side, live in :mod:`sketchsim.experiments.minrank`).
+  :func:`~sketchsim.experiments.table_heads.minrank_row`, which puts the lower and
+  upper ends side by side, live in :mod:`sketchsim.experiments.table_heads`).
 
 For a position-independent head every position of every input asks the same
 thing, "query ``x`` among the keys ``{x, u, w}``", so the causal final-query

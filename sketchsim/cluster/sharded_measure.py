@@ -1,11 +1,11 @@
 """``transcript`` on a Dask cluster: map, Dask's P2P shuffle by fingerprint range, reduce.
 
-The single-process path (:func:`sketchsim.sketch.transcript.measure`) holds every
+The single-process path (:func:`sketchsim.sketch.measure.measure`) holds every
 input's 128-bit transcript fingerprint and sorts them all to group inputs by
 transcript.  Here that array is never built in one place:
 
 - **map** (one task per shard of input indices): run the protocol on the shard,
-  exactly as :func:`~sketchsim.sketch.transcript.measure` does chunk by chunk, and
+  exactly as :func:`~sketchsim.sketch.measure.measure` does chunk by chunk, and
   return a small *summary* (correct inputs, the first wrong input, per-entry
   value counts) and a *table*: the shard's ``(fingerprint, index)`` rows
   (sampled mode adds a 128-bit hash of each input's answer vector).
@@ -114,7 +114,7 @@ def measure_on_cluster(
     progress: Callable[[int, int], None] | None = None,
     retries: int = 2,
 ):
-    """:func:`sketchsim.sketch.transcript.measure` with the inputs sharded over a Dask cluster.
+    """:func:`sketchsim.sketch.measure.measure` with the inputs sharded over a Dask cluster.
 
     Parameters
     ----------
@@ -147,8 +147,8 @@ def measure_on_cluster(
     from sketchsim.sketch.engine import Engine
     from sketchsim.sketch.grouping import verified_collision
     from sketchsim.sketch.input_plan import answer_bytes, covers_family
+    from sketchsim.sketch.measure import check_family
     from sketchsim.sketch.report import protocol_report
-    from sketchsim.sketch.transcript import check_family
 
     if mode == "sampled" and (answers is None or answers.shape[0] != inputs):
         raise SketchsimError("sampled mode needs the answer vectors of every input")

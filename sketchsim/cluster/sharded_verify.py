@@ -27,7 +27,7 @@ def verify_span(
     construction: str, m: int, n: int, beta: float, causal: bool, start: int, count: int
 ):
     """Check inputs ``start .. start+count-1``: max error, exact count, first wrong index (-1)."""
-    from sketchsim.heads.verify import check_range
+    from sketchsim.heads.exhaustive import check_range
 
     max_err, exact, first_bad = check_range(construction, m, n, beta, causal, start, count)
     return {"max_abs_error": float(max_err), "exact": int(exact), "first_bad": int(first_bad)}
@@ -65,7 +65,7 @@ def measure_rate(
     """
     import numba
 
-    from sketchsim.heads.verify import check_range
+    from sketchsim.heads.exhaustive import check_range
 
     total = 1 << (m * n)
     count = min(total, inputs)
@@ -91,14 +91,14 @@ def verify_on_cluster(
     state_dir,
     progress: Callable[[int, int], None] | None = None,
 ):
-    """:func:`sketchsim.heads.verify.verify` with the index space sharded over a Dask cluster.
+    """:func:`sketchsim.heads.exhaustive.verify` with the index space sharded over a Dask cluster.
 
     ``client`` is a ``distributed.Client`` (see :func:`sketchsim.cluster.client.connect`).
-    Returns the same :class:`~sketchsim.heads.verify.VerifyResult` as the single-process
+    Returns the same :class:`~sketchsim.heads.exhaustive.VerifyResult` as the single-process
     path (only ``seconds`` differs).  Finished shards are kept in ``state_dir``.
     """
     from sketchsim.heads.attention import make_construction
-    from sketchsim.heads.verify import uses_count_vectors, verify, verify_result
+    from sketchsim.heads.exhaustive import uses_count_vectors, verify, verify_result
 
     if uses_count_vectors(m, n):  # the count vectors: one process, well under a second
         return verify(m, n, construction, beta, causal, progress)

@@ -17,7 +17,7 @@ wrong ``idx`` of a count vector puts the column types in decreasing order
 ``0, 1, ..., m-1``: the highest bits of the last token then hold its zeros.
 Where the count vectors would not be fewer (large N), and for ranges of the
 index space (cluster shards), the jitted enumeration of
-:mod:`sketchsim.heads.verify_kernel` checks every input.  The first counterexample
+:mod:`sketchsim.heads.exhaustive_kernel` checks every input.  The first counterexample
 is re-evaluated through the NumPy feature maps of :mod:`sketchsim.heads.attention`.
 """
 
@@ -58,9 +58,9 @@ _PATTERN_CELLS = 1 << 25
 def __getattr__(name):
     # the jitted enumeration's private names, for callers that shard it
     if name in ("_KIND", "_verify_range"):
-        from sketchsim.heads import verify_kernel
+        from sketchsim.heads import exhaustive_kernel as kernel
 
-        return {"_KIND": verify_kernel.KIND, "_verify_range": verify_kernel._verify_range}[name]
+        return {"_KIND": kernel.KIND, "_verify_range": kernel._verify_range}[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -69,7 +69,7 @@ def check_range(
 ):
     """Check enumeration positions ``start .. start + count - 1`` with the jitted kernel.
 
-    Positions follow :mod:`sketchsim.heads.verify_kernel` (the last token fastest); any
+    Positions follow :mod:`sketchsim.heads.exhaustive_kernel` (the last token fastest); any
     split of ``[0, 2^(m n))`` merges to the whole by max, sum and smallest index.
 
     Returns
@@ -77,7 +77,7 @@ def check_range(
     tuple (max_abs_error, exact_inputs, first_bad)
         ``first_bad`` is the smallest wrong input index ``idx`` in the range, or -1.
     """
-    from sketchsim.heads.verify_kernel import check_range as kernel_check_range
+    from sketchsim.heads.exhaustive_kernel import check_range as kernel_check_range
 
     return kernel_check_range(construction, m, n, beta, causal, start, count)
 

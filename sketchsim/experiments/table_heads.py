@@ -9,7 +9,7 @@ a smooth maximum (``tau * logsumexp(err / tau)``) of the per-condition errors
 plus a hinge on those above 0.4, which finds exact heads where mean-squared
 error stalls.  The kernel found is then given its best votes by a linear program
 per query (:func:`best_votes`), and the head is reported only after
-:func:`sketchsim.certify.minrank.check_table_head` passes on all inputs.
+:func:`sketchsim.certify.table_rank.check_table_head` passes on all inputs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from sketchsim.certify import save_family
-from sketchsim.certify.minrank import (
+from sketchsim.certify.orders import ORDERS_MAX_M, order_lower_bound
+from sketchsim.certify.softmax import closed_form_threshold, exact_softmax_threshold
+from sketchsim.certify.table_rank import (
     MINRANK_MAX_M,
     certified_lower,
     check_table_head,
@@ -29,10 +31,8 @@ from sketchsim.certify.minrank import (
     onehot_construction,
     subset_construction,
 )
-from sketchsim.certify.orders import ORDERS_MAX_M, order_lower_bound
-from sketchsim.certify.softmax import closed_form_threshold, exact_softmax_threshold
 from sketchsim.errors import SketchsimError
-from sketchsim.heads.verify import verify
+from sketchsim.heads.exhaustive import verify
 
 __all__ = [
     "TrainedHead",

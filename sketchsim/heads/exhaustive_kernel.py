@@ -1,4 +1,4 @@
-"""The jitted exhaustive enumeration behind :func:`sketchsim.heads.verify.verify`.
+"""The jitted exhaustive enumeration behind :func:`sketchsim.heads.exhaustive.verify`.
 
 Input number ``idx`` in ``[0, 2^(m N))`` has token ``j`` equal to bits
 ``j*m .. j*m + m - 1`` of ``idx``.  The kernel visits the inputs in *enumeration
