@@ -3,7 +3,10 @@
 ``trained:weights=PATH,bits=K`` runs the model `sketchsim sweep --suite capacity
 --save-weights DIR` kept in PATH: each layer's per-head state (``sum phi_K v^T``
 and ``sum phi_K``) crosses a ``sum`` channel of K-bit registers, so the model
-declares ``layers * heads * E * K`` bits.  See sketchsim.sketch.trained.
+declares ``layers * heads * E * K`` bits.  A causal model's state is rounded after
+every token (``rounding=every``, the model in fixed point) or, with ``rounding=cut``,
+only at the cut: its transcript in K-bit registers, both sides exact (docs/theory.md
+5.3).  See sketchsim.sketch.trained.
 """
 
 from sketchsim.sketch import Param, Protocol
@@ -17,7 +20,9 @@ MAX_BITS = 32
 def setup(ctx, params):
     from sketchsim.sketch.trained import load_weights, trained_plan
 
-    return trained_plan(ctx, load_weights(params["weights"]), params["bits"])
+    return trained_plan(
+        ctx, load_weights(params["weights"]), params["bits"], params.get("rounding", "every")
+    )
 
 
 PROTOCOL = Protocol(
@@ -27,6 +32,14 @@ PROTOCOL = Protocol(
     params=(
         Param("weights", "path", "", "weights file (.npz) written by sweep --save-weights"),
         Param("bits", "int", MAX_BITS, f"bits per state register (1..{MAX_BITS})", minimum=1),
+        Param(
+            "rounding",
+            "str",
+            "every",
+            "causal models: round every state update to the "
+            "registers, or only the transcript at the cut",
+            choices=("every", "cut"),
+        ),
     ),
     families=("hard", "mqar"),
 )

@@ -426,6 +426,7 @@ def capacity(
     progress=None,
     cluster=None,
     json_path=None,
+    rounding: str = "every",
 ) -> dict:
     """Saved models (``sweep --suite capacity --save-weights``) run as sketches: per file the
     smallest bits per state register decoding every input, its transcript bits and
@@ -435,13 +436,14 @@ def capacity(
     ``{"rows", "summary", "references", "unreadable"}``, ``progress(done, total)``
     in files.  ``cluster`` (``"local:2"``, a ClusterSpec or a Client) measures
     each file as a Dask task; ``json_path`` receives the file ``sketchsim
-    capacity --json`` writes.
+    capacity --json`` writes; ``rounding``: a causal model's state rounded after every
+    token (``every``) or only its transcript, at the ``cut``.
     """
     from sketchsim.experiments.capacity import capacity_dir
     from sketchsim.runs.clusters import open_cluster
 
     with open_cluster(cluster) as (client, _spec):
-        return capacity_dir(folder, samples, references, progress, client, json_path)
+        return capacity_dir(folder, samples, references, progress, client, json_path, rounding)
 
 
 def info(json_path=None) -> dict:

@@ -392,14 +392,16 @@ def trained_outputs(weights, X, bits=None):
     return y
 
 
-def causal_outputs(weights, X, bits=None, trace=None):
+def causal_outputs(weights, X, bits=None, trace=None, rounding="every"):
     """A causal weights file's outputs, cut codes and answers, from docs/theory.md 5.3.
 
     ``X``: (B, N, m) 0/1 inputs in the family's order (the ``q`` queries first).
     Returns ``(y, codes, answers)``: the float outputs (B, q) at the queries, the
     registers at the cut (B, L H E; None for ``bits=None``, exact arithmetic), and
     the answers (B, q).  ``trace``: a dict that collects every state ``(l, h) ->
-    [flat state, ...]`` (for calibrating random files).
+    [flat state, ...]`` (for calibrating random files).  ``rounding="cut"``: the state
+    is exact except after the last data token, where every entry of every head is
+    rounded to its register (the transcript).
     """
     import math
 
@@ -410,9 +412,10 @@ def causal_outputs(weights, X, bits=None, trace=None):
     B, N, m = X.shape
     seq = np.concatenate([X[:, q:], X[:, :q]], axis=1)
     top = None if bits is None else 2**bits - 1
+    every = rounding == "every"
 
-    def quant(x, lo, span):
-        if top is None:
+    def quant(x, lo, span, now=False):
+        if top is None or not (every or now):
             return x, np.zeros(x.shape, dtype=np.int64)
         step = np.where(span > 0, span / top, 1.0)
         code = np.floor((x - lo) / step + 0.5)
@@ -531,6 +534,13 @@ def causal_outputs(weights, X, bits=None, trace=None):
                     y += float(dot(av, o))
                     delta += dot(p["wu"], o)
                 u = u + delta
+            if t == N - q - 1 and not every:  # the transcript: every entry rounded now
+                for l in range(L):
+                    for h in range(H):
+                        lo, span = g[f"L{l}.H{h}.lo"], g[f"L{l}.H{h}.span"]
+                        S = state[(l, h)]
+                        flat, codes[(l, h)] = quant(S.ravel(), lo, span, now=True)
+                        state[(l, h)] = flat.reshape(S.shape)
             if t == N - q - 1:
                 cut = np.concatenate([codes[(l, h)].ravel() for l in range(L) for h in range(H)])
                 if b == 0:

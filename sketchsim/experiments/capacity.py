@@ -116,6 +116,7 @@ def measure_weights(
     seed: int = 0,
     protocol=None,
     progress: Callable[[str], None] | None = None,
+    rounding: str = "every",
 ) -> dict:
     """The smallest ``K`` decoding every input, and the transcript there (module docstring).
 
@@ -129,6 +130,10 @@ def measure_weights(
         Seed of the sample.
     protocol : Protocol, optional
         Runs the file (default: the built-in ``trained``); tests pass broken ones.
+    rounding : {"every", "cut"}
+        A causal model's state rounded after every token (the model in fixed point)
+        or only its transcript, at the cut (the protocol's ``rounding``); a kernel
+        model's tokens send rounded symbols either way.
 
     Returns
     -------
@@ -140,7 +145,8 @@ def measure_weights(
         ``state_elements`` and ``float_state_bits`` (zoology's count: elements x 32),
         ``kind`` (``kernel``: bidirectional; else the causal architecture), ``window``,
         ``cut_bits`` (a causal model's transcript: its registers at the cut),
-        and ``curve`` (accuracy per K on up to :data:`CURVE_INPUTS` inputs).
+        ``rounding`` (None for a kernel model) and ``curve`` (accuracy per K on up to
+        :data:`CURVE_INPUTS` inputs).
     """
     from sketchsim.sketch.measure import choose_answers, measure
     from sketchsim.sketch.plugins import resolve
@@ -160,8 +166,9 @@ def measure_weights(
     curve_tokens = family.variable_tokens(T[:n_curve])
     all_tokens = None
     curve, best = [], None
+    extra = {"rounding": rounding} if w.causal else {}
     for K in BITS:
-        params = {"weights": str(path), "bits": K}
+        params = {"weights": str(path), "bits": K, **extra}
         ans = _engine_answers(protocol, params, family, curve_tokens, fixed)
         right = (ans == T[:n_curve]).all(1)
         curve.append({"bits": K, "transcript_bits": elements * K, "accuracy": float(right.mean())})
@@ -176,7 +183,7 @@ def measure_weights(
                 ans = _engine_answers(protocol, params, family, all_tokens, fixed)
                 best = K if (ans == T).all() else None
     K = best if best is not None else BITS[-1]
-    report = measure(family, T, protocol, {"weights": str(path), "bits": K})
+    report = measure(family, T, protocol, {"weights": str(path), "bits": K, **extra})
     bound = family.bound_bits
     row = {
         "weights": Path(path).name,
@@ -213,6 +220,7 @@ def measure_weights(
         "decoded": report.decoded,
         "error_rate_upper95": report.error_rate_upper95,
         "search": "scan",
+        "rounding": rounding if w.causal else None,
         "curve": curve,
     }
     row.update(accuracy_check(row["float_accuracy"], curve[-1]["accuracy"], n_curve))
@@ -371,6 +379,7 @@ def capacity_dir(
     progress=None,
     client=None,
     json_path=None,
+    rounding: str = "every",
 ) -> dict:
     """Measure every ``*.npz`` weights file in ``folder`` (sorted by name).
 
@@ -382,7 +391,7 @@ def capacity_dir(
     ``client`` each file is a Dask task (:func:`sketchsim.units.run_units`; the
     workers read the files, so ``folder`` must be one they share); the rows are
     the same.  ``json_path`` receives the result file (the one ``sketchsim
-    capacity --json`` writes).
+    capacity --json`` writes).  ``rounding``: see :func:`measure_weights`.
 
     Raises
     ------
@@ -397,7 +406,9 @@ def capacity_dir(
     files = sorted(folder.glob("*.npz"))
     if not files:
         raise SketchsimError(f"{folder} holds no weights files (*.npz)", param="folder")
-    units = run_units([(path, samples) for path in files], measure_file, client=client,
+    if rounding not in ("every", "cut"):
+        raise SketchsimError(f"rounding must be every or cut, got {rounding!r}", param="rounding")
+    units = run_units([(path, samples, rounding) for path in files], measure_file, client=client,
                       progress=progress)  # fmt: skip
     rows = [u["row"] for u in units if "row" in u]
     unreadable = [u["unreadable"] for u in units if "unreadable" in u]
@@ -416,16 +427,16 @@ def capacity_dir(
     if json_path:
         from sketchsim.results import result_payload, write_json_atomic
 
-        params = {"folder": str(folder), "samples": samples}
+        params = {"folder": str(folder), "samples": samples, "rounding": rounding}
         write_json_atomic(json_path, result_payload("capacity", params, result))
     return result
 
 
-def measure_file(path, samples: int) -> dict:
+def measure_file(path, samples: int, rounding: str = "every") -> dict:
     """One unit of :func:`capacity_dir`: ``{"row": ...}``, or ``{"unreadable": {"weights",
     "reason"}}`` for a file that cannot be measured (the others still are)."""
     try:
-        return {"row": measure_weights(path, samples)}
+        return {"row": measure_weights(path, samples, rounding=rounding)}
     except SketchsimError as exc:
         return {"unreadable": {"weights": Path(path).name, "reason": str(exc)}}
 

@@ -199,7 +199,12 @@ def _pack(weights, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return aux, np.append(offs.ravel(), offs_bias)
 
 
-def _dims(weights, ctx, bits: int) -> np.ndarray:
+#: How a causal model's state meets its registers (docs/theory.md 5.3): ``every`` update
+#: rounded (the model in fixed point), or only the transcript, at the ``cut``.
+ROUNDINGS = ("every", "cut")
+
+
+def _dims(weights, ctx, bits: int, rounding: str = "every") -> np.ndarray:
     a = weights.arch
     fmap = a["feature_map"]
     code = {"elu1": 0, "relu": 1, "signed": 2, "softplus": 3}.get(fmap, 0)
@@ -218,17 +223,19 @@ def _dims(weights, ctx, bits: int) -> np.ndarray:
             ctx.q,
             ctx.s,
             ctx.n_tokens,
+            ROUNDINGS.index(rounding),
         ],
         dtype=np.int64,
     )
 
 
-def causal_plan(ctx, weights, bits: int) -> Plan:
+def causal_plan(ctx, weights, bits: int, rounding: str = "every") -> Plan:
     """The plan of a causal weights file on context ``ctx`` at ``bits`` bits per state entry.
 
     One ``state`` layer: its speakers are the data tokens, its sketch the
-    ``L H E`` registers at the cut.  Raises :class:`PluginError` as
-    :func:`~sketchsim.sketch.trained.trained_plan` does.
+    ``L H E`` registers at the cut.  ``rounding``: ``every`` update rounded to the
+    registers, or only the ``cut`` (:data:`ROUNDINGS`).  Raises :class:`PluginError`
+    as :func:`~sketchsim.sketch.trained.trained_plan` does.
     """
     from sketchsim.sketch import causal_kernel
 
@@ -238,7 +245,7 @@ def causal_plan(ctx, weights, bits: int) -> Plan:
     scratch = 4 * a["m"] + 4 * (D + a["value_width"]) + a.get("window", 0)
     check_engine_size(ctx.n_tokens * a["m"] + L * H * E * 2 + scratch, what=f"{L} x {H} x {E}")
     aux, offs = _pack(weights, bits)
-    dims = _dims(weights, ctx, bits)
+    dims = _dims(weights, ctx, bits, rounding)
     order = causal_order(ctx.q, ctx.n_tokens)
     eps = float(a["eps"])
 

@@ -4,7 +4,10 @@ Per input: the tokens in causal order pass each head's state from one to the
 next; after every update each state entry is rounded to its ``K``-bit register
 (:func:`_quantize`); the registers after the last data token are the transcript
 (fingerprinted like the engine's), and each query's output is rounded to its
-answer.  ``tests/naive.py`` (``causal_outputs``) is the plain reference.
+answer.  With ``rounding=cut`` (``dims[13] == 1``) only the transcript is rounded:
+the state is exact before the cut and after it, and after the last data token
+every entry is rounded to its register (docs/theory.md 5.3).  ``tests/naive.py``
+(``causal_outputs``) is the plain reference.
 """
 
 from __future__ import annotations
@@ -66,7 +69,9 @@ def _affine(aux, w, b, rows, m, u, out, o0):
 @njit(inline="always")
 def _quantize(x, lo, step, top):
     """``(code, value)``: ``x``'s register ``clip(floor((x - lo) / step + 1/2), 0, top)``
-    (NaN: 0) and what it decodes to, ``lo + step code``."""
+    (NaN: 0) and what it decodes to, ``lo + step code``; ``top < 0``: ``(0, x)``, exact."""
+    if top < 0.0:
+        return 0.0, x
     code = np.floor((x - lo) / step + 0.5)
     if not code >= 0.0:
         code = 0.0
@@ -274,6 +279,8 @@ def _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr, shared):
     L, H, r, d, m = dims[0], dims[1], dims[2], dims[3], dims[4]
     kind, act, E, w = dims[5], dims[6], dims[7], dims[8]
     top, q, s, n = float(dims[9]), dims[10], dims[11], dims[12]
+    cut_only = dims[13] == 1  # round the transcript only (the state is exact elsewhere)
+    head_top = -1.0 if cut_only else top
     block = _layout(kind, r, d)[9]
     f = np.zeros(_scratch_size(kind, r, d, w))
     u = np.zeros(m)
@@ -325,11 +332,18 @@ def _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr, shared):
                     if projected:
                         for i in range(block):
                             f[i] = qcache[pos, h, i]
-                    y += _head(kind, act, r, d, m, w, top, eps, t + 1, aux, o, st, cd, s0, u,
-                               f, delta, projected, residual)  # fmt: skip
+                    y += _head(kind, act, r, d, m, w, head_top, eps, t + 1, aux, o, st, cd, s0,
+                               u, f, delta, projected, residual)  # fmt: skip
                 if residual:
                     for i in range(m):
                         u[i] += delta[i]
+            if t == cut and cut_only:
+                for g in range(L * H):
+                    lo0, step0 = offs[g * _NB + _LO], offs[g * _NB + _STEP]
+                    for e in range(E):
+                        code, st[g * E + e] = _quantize(st[g * E + e], aux[lo0 + e],
+                                                        aux[step0 + e], top)  # fmt: skip
+                        cd[g * E + e] = int(code)
             if t == cut:
                 h1, h2 = np.uint64(SEED1), np.uint64(SEED2)
                 for e in range(L * H * E):

@@ -410,16 +410,28 @@ def answer(pos, bits, ctx, state, aux):
     return int(min(max(math.floor(y + 0.5), -1.0), float(ctx[1] + 1)))
 
 
-def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
+def trained_plan(ctx, weights: Weights, bits: int, rounding: str = "every") -> Plan:
     """The plan of a saved model on a family with context ``ctx`` at ``bits`` bits per entry.
+
+    ``rounding`` (causal models): ``every`` state update rounded to its register, or
+    only the transcript at the ``cut`` (:data:`sketchsim.sketch.causal.ROUNDINGS`).
 
     Raises
     ------
     PluginError
-        ``bits`` outside ``1..MAX_BITS``, or a model trained for another family size.
+        ``bits`` outside ``1..MAX_BITS``, a model trained for another family size, or
+        ``rounding=cut`` for a kernel model (its registers are its sum channel's).
     """
     if not 1 <= bits <= MAX_BITS:
         raise PluginError(f"bits must be in 1..{MAX_BITS}, got {bits}", param="bits")
+    if rounding not in ("every", "cut"):
+        raise PluginError(f"rounding must be every or cut, got {rounding!r}", param="rounding")
+    if rounding == "cut" and not weights.causal:
+        raise PluginError(
+            "rounding=cut applies to causal models; a kernel model's tokens send rounded "
+            "symbols, its transcript already",
+            param="rounding",
+        )
     a, fam = weights.arch, weights.family
     have, want = (fam["q"], fam["s"], a["m"]), (ctx.q, ctx.s, ctx.m)
     if have != want:
@@ -435,7 +447,7 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
     if weights.causal:
         from sketchsim.sketch.causal import causal_plan
 
-        return causal_plan(ctx, weights, bits)
+        return causal_plan(ctx, weights, bits, rounding)
     L, H, E = a["layers"], a["heads"], weights.entries()
     r, d, m = a["rank"], a["value_width"], a["m"]
     # per token: its copies of the L layers' sketches, init's cache, the float scratch
@@ -445,7 +457,9 @@ def trained_plan(ctx, weights: Weights, bits: int) -> Plan:
     return Plan(layers, state, emit, update, answer, aux=_aux(weights, bits), init=init)
 
 
-def trained_engine(ctx, weights: Weights, bits: int, name: str = "trained"):
+def trained_engine(
+    ctx, weights: Weights, bits: int, name: str = "trained", rounding: str = "every"
+):
     """The engine of :func:`trained_plan` as the ``trained`` protocol runs it.
 
     The plan's functions are sketchsim's own (tested by its suite), so the engine
@@ -456,6 +470,6 @@ def trained_engine(ctx, weights: Weights, bits: int, name: str = "trained"):
     """
     from sketchsim.sketch.engine import Engine
 
-    plan = trained_plan(ctx, weights, bits)
+    plan = trained_plan(ctx, weights, bits, rounding)
     plan.builtin = True
     return Engine(plan, ctx, name)

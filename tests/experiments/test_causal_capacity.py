@@ -500,3 +500,38 @@ def test_keep_best_keeps_the_steps_model_with_the_most_training_inputs_right(tmp
     assert data["header"]["keep"] == "best" and data["runs"][0]["keep"] == "best"
     refused = CliRunner().invoke(main, ["sweep", "--suite", "ood", "--keep", "best"])
     assert refused.exit_code == 2 and "--keep applies only with --suite capacity" in refused.output
+
+
+def test_capacity_rounding_cut_is_the_protocols_and_recorded(tmp_path):
+    """``sketchsim capacity --rounding cut`` measures a causal file with the state rounded
+    only at the cut: its curve is the engine's at rounding=cut, the row and the file's
+    parameters record it; an unknown value is refused in one line."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sketchsim.cli import main
+    from sketchsim.experiments.capacity import _engine_answers
+    from sketchsim.sketch.plugins import resolve
+
+    folder = tmp_path / "w"
+    row = train_capacity(_spec("deltanet", q=3, steps=20), save_to=folder)
+    out = tmp_path / "c.json"
+    res = CliRunner().invoke(main, ["capacity", str(folder), "--rounding", "cut",
+                                    "--json", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    (got,) = data["rows"]
+    assert got["rounding"] == "cut" and data["parameters"]["rounding"] == "cut"
+    fam = make_family("hard", 3, 1)
+    T = fam.all_answers()
+    protocol = resolve("trained").protocol
+    for point in got["curve"][:6]:
+        params = {"weights": str(folder / row["weights"]), "bits": point["bits"],
+                  "rounding": "cut"}  # fmt: skip
+        ans = _engine_answers(protocol, params, fam, fam.variable_tokens(T), fam.fixed_tokens())
+        assert point["accuracy"] == float((ans == T).all(1).mean()), point
+    every = measure_weights(folder / row["weights"])
+    assert every["rounding"] == "every"
+    bad = CliRunner().invoke(main, ["capacity", str(folder), "--rounding", "late"])
+    assert bad.exit_code == 2 and "late" in bad.output

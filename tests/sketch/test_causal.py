@@ -16,14 +16,15 @@ from sketchsim.sketch.trained import load_weights, save_weights_file, trained_en
 SIZES = {"window": 3}
 
 
-def _engine(w, fam, bits):
-    return trained_engine(fam.context(), w, bits)
+def _engine(w, fam, bits, rounding="every"):
+    return trained_engine(fam.context(), w, bits, rounding=rounding)
 
 
-def _check(w, fam, T, bits):
-    res = _engine(w, fam, bits).run(fam.variable_tokens(T), store=True, fixed=fam.fixed_tokens())
+def _check(w, fam, T, bits, rounding="every"):
+    engine = _engine(w, fam, bits, rounding)
+    res = engine.run(fam.variable_tokens(T), store=True, fixed=fam.fixed_tokens())
     X = unpack_bits(fam.tokens(T), fam.m)
-    _, codes, answers = naive.causal_outputs(w, X, bits)
+    _, codes, answers = naive.causal_outputs(w, X, bits, rounding=rounding)
     np.testing.assert_array_equal(res.answers, answers)
     np.testing.assert_array_equal(res.transcripts, codes)
     return res
@@ -40,6 +41,45 @@ def test_runner_matches_reference(tmp_path, kind, bits):
     assert res.transcripts.max() <= 2**bits - 1 and res.transcripts.min() >= 0
     if bits > 1:  # not every answer the same: the comparison has something to compare
         assert len(np.unique(res.answers)) > 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("bits", [1, 4, 32])
+def test_cut_rounding_matches_reference(tmp_path, kind, bits):
+    """rounding=cut: the state exact on both sides of the cut, every register rounded
+    there; two layers, two heads, the same transcript size as rounding=every."""
+    fam = make_family("hard", 3, 2)
+    w = random_causal_weights(tmp_path / "w.npz", fam, kind, 2, 2, 3, 4, window=3, seed=bits)
+    T = fam.sample_answers(20)
+    res = _check(w, fam, T, bits, "cut")
+    every = _check(w, fam, T, bits)
+    assert res.transcripts.shape == every.transcripts.shape
+    assert res.transcripts.max() <= 2**bits - 1 and res.transcripts.min() >= 0
+
+
+@pytest.mark.parametrize("kind", ["linear", "deltanet", "window"])
+def test_cut_rounding_on_mqar_rounds_once(tmp_path, kind):
+    """MQAR has several data tokens: rounding=cut rounds the state once, after the last
+    of them; at 32 bits the answers are the exact model's."""
+    fam = make_family("mqar", 3, 3, options={"pairs": 6})
+    w = random_causal_weights(tmp_path / "w.npz", fam, kind, 1, 1, 3, 3, window=4)
+    T = fam.sample_answers(30)
+    _check(w, fam, T, 6, "cut")
+    res = _check(w, fam, T, 32, "cut")
+    _, _, exact = naive.causal_outputs(w, unpack_bits(fam.tokens(T), fam.m))
+    np.testing.assert_array_equal(res.answers, exact)
+
+
+def test_cut_rounding_is_refused_for_kernel_models_and_unknown_names(tmp_path):
+    from weights_files import random_weights
+
+    fam = make_family("hard", 3, 2)
+    kernel = random_weights(tmp_path / "k.npz", fam, 1, 1, 2, 2, "elu1")
+    with pytest.raises(PluginError, match="rounding=cut applies to causal models"):
+        trained_plan(fam.context(), kernel, 4, "cut")
+    causal = random_causal_weights(tmp_path / "c.npz", fam, "gla", 1, 1, 2, 2)
+    with pytest.raises(PluginError, match="rounding must be every or cut"):
+        trained_plan(fam.context(), causal, 4, "late")
 
 
 @pytest.mark.parametrize("q,s", [(62, 1), (31, 2), (63, 1), (4, 1)])
