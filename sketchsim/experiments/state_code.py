@@ -12,12 +12,16 @@ with independent uniform rounding errors, answer ``i`` moves by
 - ``sqrt(sum_j (A_ij step_j)^2 / 12)`` in root mean square (``rms``),
 
 so an answer stays right while ``rms`` is well under the margin ``1/2`` minus the
-fit's residual.  ``readers`` (the participation ratio of ``|A_i|``:
+fit's residual; treating the errors as normal, all ``q`` answers stay right with
+probability about ``prod_i erf(1 / (2 sqrt(2) rms_i))`` (``all_right_normal``).
+``readers`` (the participation ratio of ``|A_i|``:
 ``(sum_j |A_ij|)^2 / sum_j A_ij^2``) counts the entries an answer is read from:
 1 for a register-aligned code (the block-counts construction), up to ``E`` for a
 code spread over every entry, whose rounding errors add up.  The affine fit is
 exact for a one-data-token model whose readout is affine in the state; its
-``residual`` says how far a model is from that.
+residual says how far a model is from that (``residual_p99``: the 99th percentile
+over inputs of an input's largest residual; the few inputs a model gets wrong
+dominate ``residual_max``).
 
 Torch (the optional extra); one layer and one head (the capacity plan's models).
 """
@@ -49,14 +53,17 @@ def state_code(path, inputs: int = 4096, seed: int = 0, bits=range(1, 13)) -> di
     -------
     dict
         ``entries``, ``inputs``, ``float_accuracy`` (all answers right, float64),
-        ``residual_max`` (largest affine-fit residual over answers and inputs),
+        ``residual_max`` and ``residual_p99`` (the affine fit's, see above),
         ``readers_median``, ``cut_over_span_median`` (the cut's range over the
         register's calibrated span, per entry), and ``per_bits``: per ``K``,
-        ``rms_median``, ``rms_max``, ``worst_max`` over the answers.
+        ``rms_median``, ``rms_max``, ``worst_max`` over the answers and
+        ``all_right_normal``.
     """
+    import math
+
     import torch
 
-    from sketchsim.experiments.capacity import make_family
+    from sketchsim.experiments.capacity import weights_family
     from sketchsim.experiments.capacity_suite import _answers, _tensor
     from sketchsim.experiments.causal_models import causal_from_weights
     from sketchsim.sketch.weights_file import load_weights
@@ -64,7 +71,7 @@ def state_code(path, inputs: int = 4096, seed: int = 0, bits=range(1, 13)) -> di
     w = load_weights(path)
     if not w.causal or w.arch["layers"] != 1 or w.arch["heads"] != 1:
         raise SketchsimError(f"{path}: state_code reads one-layer, one-head causal models")
-    fam = make_family(w.family["spec"], w.family["q"], w.family["s"])
+    fam = weights_family(w)
     q = fam.q
     T = _answers(fam, inputs, seed, 13)
     X = _tensor(fam, T, dtype=torch.float64)
@@ -79,7 +86,7 @@ def state_code(path, inputs: int = 4096, seed: int = 0, bits=range(1, 13)) -> di
     fit = np.c_[cut, np.ones(len(cut))]
     coef, *_ = np.linalg.lstsq(fit, T.astype(np.float64), rcond=None)
     A = coef[:-1].T  # [q, E]: answer i = A[i] . state + c[i]
-    residual = np.abs(T - fit @ coef).max()
+    residual = np.abs(T - fit @ coef).max(1)  # per input: its largest
     weight = np.abs(A)
     readers = weight.sum(1) ** 2 / np.maximum((A**2).sum(1), np.finfo(float).tiny)
     per_bits = []
@@ -91,6 +98,8 @@ def state_code(path, inputs: int = 4096, seed: int = 0, bits=range(1, 13)) -> di
             "rms_median": float(np.median(rms)),
             "rms_max": float(rms.max()),
             "worst_max": float((weight * step / 2).sum(1).max()),
+            "all_right_normal": math.prod(math.erf(0.5 / (math.sqrt(2) * v)) if v > 0 else 1.0
+                                          for v in rms),
         })  # fmt: skip
     spread = cut.max(0) - cut.min(0)
     return {
@@ -99,7 +108,8 @@ def state_code(path, inputs: int = 4096, seed: int = 0, bits=range(1, 13)) -> di
         "inputs": int(T.shape[0]),
         "seed": seed,
         "float_accuracy": float((np.abs(y - T) < 0.5).all(1).mean()),
-        "residual_max": float(residual),
+        "residual_max": float(residual.max()),
+        "residual_p99": float(np.quantile(residual, 0.99)),
         "readers_median": float(np.median(readers)),
         "cut_over_span_median": float(np.median(spread / np.where(span > 0, span, 1))),
         "per_bits": per_bits,
