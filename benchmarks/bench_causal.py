@@ -61,7 +61,7 @@ def main() -> None:
     import numba
     import torch
 
-    from sketchsim.experiments.capacity_suite import _tensor
+    from sketchsim.experiments.capacity_suite import input_tensor
     from sketchsim.experiments.causal_models import (
         causal_from_weights,
         fixed_point_state,
@@ -82,7 +82,7 @@ def main() -> None:
             got = engine.run(tokens, fixed=fixed).answers
 
             few = 16
-            X = _tensor(fam, T[:few], torch.float64).numpy()
+            X = input_tensor(fam, T[:few], torch.float64).numpy()
             t0 = time.perf_counter()
             ref = naive.causal_outputs(w, X, BITS)[2]
             naive_s = (time.perf_counter() - t0) * args.inputs / few
@@ -94,7 +94,7 @@ def main() -> None:
 
             def torch_forward(model=model, fam=fam, T=T, quantize=quantize):
                 with torch.no_grad():
-                    y = model(_tensor(fam, T, torch.float64), quantize=quantize)[:, : fam.q]
+                    y = model(input_tensor(fam, T, torch.float64), quantize=quantize)[:, : fam.q]
                 return np.clip(np.floor(y.numpy() + 0.5), -1, fam.s + 1)
 
             torch_s = best_of(torch_forward, args.repeat)

@@ -49,7 +49,7 @@ def main() -> None:
     import torch
 
     from sketchsim.experiments.capacity import make_family
-    from sketchsim.experiments.capacity_suite import _answers, _tensor
+    from sketchsim.experiments.capacity_suite import family_answers, input_tensor
     from sketchsim.experiments.causal_models import (
         CausalModel,
         causal_arch,
@@ -58,8 +58,8 @@ def main() -> None:
 
     torch.set_num_threads(1)
     fam = make_family("hard", 64, 7)
-    T = _answers(fam, args.inputs, 0, 11)
-    X = _tensor(fam, T)
+    T = family_answers(fam, args.inputs, 0, 11)
+    X = input_tensor(fam, T)
     t = torch.as_tensor(T.astype(np.float32))
 
     def make(kind: str, loop: bool):

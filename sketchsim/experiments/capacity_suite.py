@@ -49,6 +49,8 @@ __all__ = [
     "EVAL_EXHAUSTIVE",
     "CALIBRATION_EXTRA",
     "CapacitySpec",
+    "family_answers",
+    "input_tensor",
     "train_capacity",
     "run_capacity",
     "summarize_capacity",
@@ -124,14 +126,17 @@ class CapacitySpec:
         return json.dumps(fields, sort_keys=True)
 
 
-def _answers(family, n: int, seed: int, stream: int) -> np.ndarray:
+def family_answers(family, n: int, seed: int, stream: int) -> np.ndarray:
+    """Every answer vector of ``family`` when it has at most ``n``, else ``n`` seeded ones
+    (``stream`` separates the training set from the evaluation sample)."""
     if family.size <= n:
         return family.all_answers()
     rng = np.random.default_rng([seed, stream])
     return rng.integers(0, family.s + 1, size=(n, family.q)).astype(family.answer_dtype)
 
 
-def _tensor(family, T: np.ndarray, dtype=torch.float32) -> torch.Tensor:
+def input_tensor(family, T: np.ndarray, dtype=torch.float32) -> torch.Tensor:
+    """The 0/1 tokens ``(B, n, m)`` of the answer vectors ``T`` as a tensor."""
     return torch.tensor(unpack_bits(family.tokens(T), family.m), dtype=dtype)
 
 
@@ -165,7 +170,7 @@ def _accuracy(model, fam, T: np.ndarray, chunk: int = 4096) -> float:
     with torch.no_grad():
         for lo in range(0, T.shape[0], chunk):
             part = T[lo : lo + chunk]
-            y = model(_tensor(fam, part))[:, : fam.q]
+            y = model(input_tensor(fam, part))[:, : fam.q]
             err = (y - torch.as_tensor(part.astype(np.float32))).abs()
             right += int((err < 0.5).all(1).sum())
     return right / T.shape[0]
@@ -196,8 +201,8 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         model is kept), ``seconds``, ``weights`` (path or None).
     """
     fam = make_family(spec.family, spec.q, spec.s)
-    T = _answers(fam, spec.train_inputs, spec.seed, 11)
-    X = _tensor(fam, T).to(device)
+    T = family_answers(fam, spec.train_inputs, spec.seed, 11)
+    X = input_tensor(fam, T).to(device)
     t = torch.as_tensor(T.astype(np.float32), device=device)
     model = _build(spec, fam.m, fam.q).to(device)
     if spec.train_bits and spec.model == "causal":
@@ -234,7 +239,7 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     model = model.cpu()
     train_acc = _accuracy(model, fam, T)
     exhaustive = fam.size <= EVAL_EXHAUSTIVE
-    Te = fam.all_answers() if exhaustive else _answers(fam, EVAL_INPUTS, spec.seed, 12)
+    Te = fam.all_answers() if exhaustive else family_answers(fam, EVAL_INPUTS, spec.seed, 12)
     acc = _accuracy(model, fam, Te)
     row = {
         "spec": asdict(spec),
@@ -320,18 +325,18 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     if spec.train_bits:  # the registers it was trained against: its training inputs, quantized
         calib, quantize = T, qat_quantizer(spec.train_bits)
     else:
-        extra = _answers(fam, CALIBRATION_EXTRA, spec.seed, 13)
+        extra = family_answers(fam, CALIBRATION_EXTRA, spec.seed, 13)
         calib = np.concatenate([T, extra]) if fam.size > spec.train_inputs else T
         quantize = None
     # leaves the model in float64
     if spec.model == "causal":  # a QAT model's registers: the exact states' range on T too
         from sketchsim.experiments.causal_models import export_causal, state_range
 
-        chunks = (_tensor(fam, calib[i : i + 2048], torch.float64)
+        chunks = (input_tensor(fam, calib[i : i + 2048], torch.float64)
                   for i in range(0, len(calib), 2048))  # fmt: skip
         cal = state_range(model, chunks)
     else:
-        cal = calibrate(model, _tensor(fam, calib, torch.float64), quantize)
+        cal = calibrate(model, input_tensor(fam, calib, torch.float64), quantize)
     y = _outputs(model, fam, Te, torch.float64)
     model.float()
     header = {
@@ -384,7 +389,7 @@ def _outputs(model, fam, T: np.ndarray, dtype=torch.float32, chunk: int = 4096) 
     out = []
     with torch.no_grad():
         for lo in range(0, T.shape[0], chunk):
-            x = _tensor(fam, T[lo : lo + chunk], dtype)
+            x = input_tensor(fam, T[lo : lo + chunk], dtype)
             out.append(model(x)[:, : fam.q].double().numpy())
     return np.concatenate(out) if out else np.zeros((0, fam.q))
 
@@ -419,7 +424,7 @@ def engine_disagreement(weights, fam, T: np.ndarray, y: np.ndarray) -> str | Non
     with torch.no_grad():
         y_file = np.concatenate(
             [
-                model(_tensor(fam, T[lo : lo + 4096], torch.float64))[:, : fam.q].numpy()
+                model(input_tensor(fam, T[lo : lo + 4096], torch.float64))[:, : fam.q].numpy()
                 for lo in range(0, T.shape[0], 4096)
             ]
         )
@@ -464,10 +469,9 @@ def _causal_fixed_point(model, weights, fam, T: np.ndarray) -> np.ndarray:
     ]  # fmt: skip
     quantize = fixed_point_state(32, cal)
     with torch.no_grad():
-        return np.concatenate([
-            model(_tensor(fam, T[lo : lo + 4096], torch.float64), quantize=quantize)[:, : fam.q]
-            .numpy() for lo in range(0, T.shape[0], 4096)
-        ])  # fmt: skip
+        parts = [input_tensor(fam, T[lo : lo + 4096], torch.float64)
+                 for lo in range(0, T.shape[0], 4096)]  # fmt: skip
+        return np.concatenate([model(x, quantize=quantize)[:, : fam.q].numpy() for x in parts])
 
 
 def summarize_capacity(rows: list[dict]) -> list[dict]:

@@ -64,7 +64,7 @@ def state_code(path, inputs: int = 4096, seed: int = 0, bits=range(1, 13)) -> di
     import torch
 
     from sketchsim.experiments.capacity import weights_family
-    from sketchsim.experiments.capacity_suite import _answers, _tensor
+    from sketchsim.experiments.capacity_suite import family_answers, input_tensor
     from sketchsim.experiments.causal_models import causal_from_weights
     from sketchsim.sketch.weights_file import load_weights
 
@@ -73,8 +73,8 @@ def state_code(path, inputs: int = 4096, seed: int = 0, bits=range(1, 13)) -> di
         raise SketchsimError(f"{path}: state_code reads one-layer, one-head causal models")
     fam = weights_family(w)
     q = fam.q
-    T = _answers(fam, inputs, seed, 13)
-    X = _tensor(fam, T, dtype=torch.float64)
+    T = family_answers(fam, inputs, seed, 13)
+    X = input_tensor(fam, T, dtype=torch.float64)
     model = causal_from_weights(w)
     states: list = []
     with torch.no_grad():

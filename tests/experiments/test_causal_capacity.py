@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 from sketchsim.experiments.capacity import make_family, measure_weights  # noqa: E402
 from sketchsim.experiments.capacity_suite import (  # noqa: E402
     CapacitySpec,
-    _tensor,
     engine_disagreement,
+    input_tensor,
     train_capacity,
 )
 from sketchsim.experiments.causal_models import (  # noqa: E402
@@ -65,7 +65,7 @@ def test_the_file_runs_the_trained_model(tmp_path):
     trained one, and the engine at K = 32 gives its rounded outputs (the save check)."""
     fam = make_family("mqar", 2, 3, options={"pairs": 4})
     T = fam.sample_answers(64)
-    X = _tensor(fam, T, torch.float64)
+    X = input_tensor(fam, T, torch.float64)
     for kind in KINDS:
         torch.manual_seed(1)
         model = CausalModel(causal_arch(kind, fam.m, 2, 2, 2, 3, window=4), fam.q).double()
@@ -121,7 +121,7 @@ def test_the_shared_query_readout_equals_the_token_loop(kind, fmap, layers, head
     """The one-pass forward of sum-state models (its shared-query readout on the last
     layer, its cumsum elsewhere) gives the token loop's outputs and gradients."""
     for fam in _sum_families():
-        X = _tensor(fam, fam.sample_answers(40), torch.float64)
+        X = input_tensor(fam, fam.sample_answers(40), torch.float64)
         model = _sum_model(fam, kind, fmap, layers, heads)
         fast = _outputs_and_gradients(model, X, fam.q, None, loop=False)
         slow = _outputs_and_gradients(model, X, fam.q, lambda layer, S: S, loop=True)
@@ -136,7 +136,7 @@ def test_the_affine_readout_equals_the_token_loop(kind, heads):
     map of the cut state (the queries run on the zero and unit states only) equal the
     token loop's, outputs and gradients, on F(q, s) and MQAR (several data tokens)."""
     for fam in _sum_families():
-        X = _tensor(fam, fam.sample_answers(40), torch.float64)
+        X = input_tensor(fam, fam.sample_answers(40), torch.float64)
         torch.manual_seed(4)
         model = CausalModel(causal_arch(kind, fam.m, 1, heads, 2, 3), fam.q).double()
         assert model._affine_in_state(40, True, None, None, fam.n_tokens - fam.q)
@@ -153,7 +153,7 @@ def test_the_rounded_forward_equals_the_token_loop(kind, fmap, layers, heads):
     straight-through rounding calibrated on the batch) the sum-state forward that rounds
     each token's state in turn gives the token loop's outputs and gradients."""
     for fam in _sum_families():
-        X = _tensor(fam, fam.sample_answers(40), torch.float64)
+        X = input_tensor(fam, fam.sample_answers(40), torch.float64)
         model = _sum_model(fam, kind, fmap, layers, heads)
         for quantize in (fixed_point_state(3, state_range(model, X)),
                          causal_qat_quantizer(model, 3)):  # fmt: skip
@@ -171,7 +171,7 @@ def test_the_state_range_equals_the_states_extremes(kind, fmap, layers, heads):
     data states and the queries' prefix sums, without the per-input query states) equals
     the entrywise extremes of every state the token loop visits, with the headroom."""
     for fam in _sum_families():
-        X = _tensor(fam, fam.sample_answers(40), torch.float64)
+        X = input_tensor(fam, fam.sample_answers(40), torch.float64)
         model = _sum_model(fam, kind, fmap, layers, heads)
         seen = []
         model.kind_is_sum = lambda: False
@@ -190,7 +190,7 @@ def test_fixed_point_forward_is_the_engines(tmp_path):
     """The torch model with K-bit registers gives the engine's answers at K."""
     fam = make_family("hard", 3, 1)
     T = fam.all_answers()
-    X = _tensor(fam, T, torch.float64)
+    X = input_tensor(fam, T, torch.float64)
     for kind in ("gla", "gated-deltanet", "window"):
         torch.manual_seed(2)
         model = CausalModel(causal_arch(kind, fam.m, 1, 1, 2, 2, window=2), fam.q).double()
@@ -215,7 +215,7 @@ def test_quantization_aware_training_of_a_causal_model(tmp_path):
     assert w.header["trained_at_bits"] == 4
     model = CausalModel(w.arch, 2)
     quantize = causal_qat_quantizer(model, 4)
-    x = _tensor(make_family("hard", 2, 1), np.array([[0, 1], [1, 1]]))
+    x = input_tensor(make_family("hard", 2, 1), np.array([[0, 1], [1, 1]]))
     y = model(x, quantize=quantize)
     y.sum().backward()  # straight-through: the gradient reaches the weights
     assert model.layers[0].wk.weight.grad.abs().sum() > 0
@@ -428,7 +428,7 @@ def test_the_committed_f64_head_needs_its_normalizer_resolved():
     w = load_weights(path / "hard-q64-s7-linear-elu1-L1-H1-r1-d64-lr0.001-seed0.npz")
     model = causal_from_weights(w)
     fam = HardFamily(64, 7)
-    X = _tensor(fam, fam.sample_answers(1024), torch.float64)
+    X = input_tensor(fam, fam.sample_answers(1024), torch.float64)
     seen = []
     with torch.no_grad():
         model(X, states=seen)
@@ -449,7 +449,7 @@ def test_the_committed_f16_7_deltanet_misses_where_its_data_gates_do_not_saturat
     model = causal_from_weights(w)
     fam = HardFamily(16, 7)
     T = fam.sample_answers(4096)
-    X = _tensor(fam, T, torch.float64)
+    X = input_tensor(fam, T, torch.float64)
     with torch.no_grad():
         wrong = ((model(X)[:, :16] - torch.as_tensor(T, dtype=torch.float64)).abs() >= 0.5).any(1)
         layer = model.layers[0]
