@@ -37,6 +37,7 @@ __all__ = [
     "load_run",
     "state_outputs",
     "audit_run",
+    "audit_file",
     "audit_dir",
     "within_point",
     "certified_floor",
@@ -218,22 +219,25 @@ def certified_floor(run: dict) -> dict | None:
     return {"certified_rank": rank, "min_state_bits": rank * (d + 1)}
 
 
+def audit_file(path: Path, bits=BITS) -> dict:
+    """One head's row (:func:`audit_run`, and its certified floor when it has one)."""
+    run = load_run(path)
+    try:
+        row = {"file": path.name, **audit_run(run, bits)}
+    except SketchsimError as exc:
+        raise SketchsimError(f"{path.name}: {exc}") from None
+    floor = certified_floor(run) if "rows" in row else None
+    if floor is not None:
+        row["certified"] = floor
+    return row
+
+
 def audit_dir(folder: str | Path, bits=BITS, progress=None) -> list[dict]:
-    """Audit every ``run-*.pt`` file in ``folder`` (sorted by name)."""
+    """Audit every ``run-*.pt`` file in ``folder`` (sorted by name), one unit each
+    (:func:`sketchsim.units.run_units`; ``progress(done, total)``)."""
+    from sketchsim.units import run_units
+
     files = sorted(Path(folder).glob("run-*.pt"))
     if not files:
         raise SketchsimError(f"no weights files (run-*.pt) in {folder}: run sweep --save-weights")
-    out = []
-    for k, path in enumerate(files):
-        run = load_run(path)
-        try:
-            row = {"file": path.name, **audit_run(run, bits)}
-        except SketchsimError as exc:
-            raise SketchsimError(f"{path.name}: {exc}") from None
-        floor = certified_floor(run) if "rows" in row else None
-        if floor is not None:
-            row["certified"] = floor
-        out.append(row)
-        if progress is not None:
-            progress(k + 1, len(files))
-    return out
+    return run_units([(path, bits) for path in files], audit_file, progress=progress)
