@@ -122,34 +122,42 @@ def _screen(scale: str, seeds: int, configs, steps: int, lr: float, progress=Non
     seed's validation split of ``scale``'s train pool; one row per run."""
     from sketchsim.experiments.suites import ood_validation, parse_scales
     from sketchsim.experiments.sweep import RunSpec, train_one
+    from sketchsim.units import run_units
 
     ((m, pool, triples),) = parse_scales(scale)
-    rows = []
-    for seed in range(seeds):
-        fit_split, val_split = ood_validation(m, pool, triples, seed)
-        for model, fmap, r, stop_below in configs:
-            spec = RunSpec(
-                "ood-validation", scale, model, fmap, r, seed, steps=steps, lr=lr,
-                stop_below=stop_below, train_on="pool",
-            )  # fmt: skip
-            run = train_one(spec, fit_split, None, val_split, "cpu")
-            rows.append(
-                {
-                    "scale": scale,
-                    "model": model,
-                    "feature_map": fmap,
-                    "rank": r,
-                    "stop_below": stop_below,
-                    "seed": seed,
-                    "validation_accuracy": run.test_accuracy,
-                    "train_sequence_error": run.train_sequence_error,
-                    "steps": run.steps,
-                    "seconds": run.seconds,
-                }
-            )
-            if progress:
-                progress(rows[-1])
-    return rows
+    splits: dict[int, tuple] = {}  # per seed: its (fit, validation) split, drawn once
+
+    def unit(i: int, _client) -> tuple:
+        seed, config = divmod(i, len(configs))
+        if seed not in splits:
+            splits[seed] = ood_validation(m, pool, triples, seed)
+        return (seed, *configs[config])
+
+    def measure(seed, model, fmap, r, stop_below) -> dict:
+        spec = RunSpec(
+            "ood-validation", scale, model, fmap, r, seed, steps=steps, lr=lr,
+            stop_below=stop_below, train_on="pool",
+        )  # fmt: skip
+        fit_split, val_split = splits[seed]
+        run = train_one(spec, fit_split, None, val_split, "cpu")
+        return {
+            "scale": scale,
+            "model": model,
+            "feature_map": fmap,
+            "rank": r,
+            "stop_below": stop_below,
+            "seed": seed,
+            "validation_accuracy": run.test_accuracy,
+            "train_sequence_error": run.train_sequence_error,
+            "steps": run.steps,
+            "seconds": run.seconds,
+        }
+
+    def finished(_i: int, row: dict) -> None:
+        if progress:
+            progress(row)
+
+    return run_units(unit, measure, seeds * len(configs), finished=finished)
 
 
 def screen_maps(
@@ -231,12 +239,17 @@ def run_ablation(seeds: int, steps: int, triples: int, on_start=None, on_variant
     base = per_query_baseline(witness_split(family))
     if on_start is not None:
         on_start(len(family.tokens), base)
+    from sketchsim.units import run_units
+
     rows: list[dict] = []
-    for v in VARIANTS:
-        got = [run_variant(v, family, s, steps, triples) for s in range(seeds)]
-        rows += got
-        if on_variant is not None:
-            on_variant(v, got)
+
+    def finished(i: int, row: dict) -> None:  # units in order: variant by variant
+        rows.append(row)
+        if on_variant is not None and len(rows) % seeds == 0:
+            on_variant(VARIANTS[i // seeds], rows[-seeds:])
+
+    units = [(v, family, s, steps, triples) for v in VARIANTS for s in range(seeds)]
+    run_units(units, run_variant, finished=finished)
     return {"inputs": len(family.tokens), "baseline_mse": base, "rows": rows}
 
 
