@@ -3,8 +3,10 @@
 Runs the exhaustive construction checks (:mod:`sketchsim.runs.verify`), the
 witness certificate (:mod:`sketchsim.runs.certify`), the witness and OOD
 sweeps (torch, :func:`sketchsim.experiments.reproduce.sweep_rows`), the
-transcript bound (:mod:`sketchsim.runs.transcript`) and the bound's growth
-with m (:mod:`sketchsim.runs.bound`), and writes ``report.md``, JSON files and
+transcript bound (:mod:`sketchsim.runs.transcript`), the bound's growth
+with m (:mod:`sketchsim.runs.bound`) and a trained model's transcript beside the
+bound (:func:`sketchsim.experiments.capacity.capacity_dir` on the committed weights
+of docs/capacity.md), and writes ``report.md``, JSON files and
 plots into one folder.  Every "measured" cell is computed by those runs.
 """
 
@@ -45,6 +47,7 @@ def reproduce(
     rows += sweeps
     rows += _transcripts(out, cfg, log)
     rows += _bound(out, cfg, log)
+    rows += _capacity(out, cfg, log)
     seconds = time.perf_counter() - start
     _write_report(out, rows, quick, seconds, cfg, trained)
     return rows
@@ -196,6 +199,38 @@ def _bound(out, cfg, log):
             yes_no(grows) + ": grows; a fit over a few widths, not a proof of 2^Omega(m)",
         )
     ]
+
+
+#: The committed weights the capacity row measures (docs/capacity.md, "DeltaNet at s = 7").
+CAPACITY_WEIGHTS = Path(__file__).resolve().parents[2] / "docs/capacity/frontier/s7/keep-best"
+
+
+def _capacity(out, cfg, log):
+    """The kept F(32,7) DeltaNet's smallest K right on the sample, rounded at the cut."""
+    from sketchsim.experiments.capacity import CURVE_INPUTS, capacity_dir
+
+    claim = "a trained model's transcript against the bound"
+    paper = "any sketch decoding F(q, s): >= q log2(s+1) bits"
+    if not any(CAPACITY_WEIGHTS.glob("*.npz")):
+        return [Row(claim, paper, f"not measured: no weights in {CAPACITY_WEIGHTS} "
+                    "(a source checkout has them)", "-")]  # fmt: skip
+    log("a trained DeltaNet's transcript (sketchsim capacity --rounding cut)")
+    res = capacity_dir(CAPACITY_WEIGHTS, cfg.samples, references=False,
+                       json_path=out / "capacity.json", rounding="cut")  # fmt: skip
+    (row,) = res["rows"]
+    at = [c for c in row["curve"] if c["accuracy"] == row["curve"][-1]["accuracy"]][0]
+    screen = min(CURVE_INPUTS, row["inputs"])
+    measured = (
+        f"{row['architecture']} at F({row['q']},{row['s']}), rounded at the cut: from K = "
+        f"{at['bits']} ({at['transcript_bits']} bits, "
+        f"{at['transcript_bits'] / row['bound_bits']:.2f}x the {row['bound_bits']:.0f}-bit "
+        f"bound) right on {at['accuracy']:.4f} of {screen:,} screened inputs, as at K = 32; "
+        + (f"decoded on all {row['inputs']:,} sampled inputs at K = {row['bits_per_coordinate']}"
+           if row["decoded"] else
+           f"not decoded (right on {row['correct_fraction']:.5f} of {row['inputs']:,})")
+    )  # fmt: skip
+    return [Row(claim, paper, measured, yes_no(at["transcript_bits"] >= row["bound_bits"])
+                + ": above the bound")]  # fmt: skip
 
 
 def _write_report(
