@@ -2,7 +2,7 @@
 
 ``protocol`` declares what a protocol is, ``channels`` what each channel's range
 is, ``family`` builds the hard Min-IP family F(q, s), ``engine`` runs a protocol
-over a batch (jitted, or plain Python), ``transcript`` turns its transcripts into
+over a batch (jitted, or plain Python), ``measure`` turns its transcripts into
 bits and verdicts, ``trained`` runs a saved model's weights file as a protocol.
 """
 

@@ -14,7 +14,11 @@ __all__ = ["show_capacity"]
 def show_capacity(console, result: dict) -> None:
     """The rows of :func:`sketchsim.api.capacity`'s result: one per file (unreadable
     files last), the frontier when a kind has several models, and the notes."""
-    table = Table(title="trained models as sketches: smallest K decoding every input")
+    cut = any(r.get("rounding") == "cut" for r in result["rows"])
+    table = Table(
+        title="trained models as sketches: smallest K decoding every input",
+        caption="causal models: only the transcript rounded, at the cut" if cut else None,
+    )
     cols = (
         "architecture",
         "seed",

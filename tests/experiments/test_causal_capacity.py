@@ -520,6 +520,7 @@ def test_capacity_rounding_cut_is_the_protocols_and_recorded(tmp_path):
     res = CliRunner().invoke(main, ["capacity", str(folder), "--rounding", "cut",
                                     "--json", str(out)])  # fmt: skip
     assert res.exit_code == 0, res.output
+    assert "only the transcript rounded, at the cut" in res.output  # the table says so
     data = json.loads(out.read_text())
     (got,) = data["rows"]
     assert got["rounding"] == "cut" and data["parameters"]["rounding"] == "cut"
