@@ -372,12 +372,13 @@ def sweep(
 
     Returns
     -------
-    sketchsim.experiments.plan.SweepResult
+    sketchsim.experiments.suite_runs.SweepResult
     """
     from sketchsim.experiments import require_torch
 
     require_torch()
-    from sketchsim.experiments.plan import default_plan, run_plan
+    from sketchsim.experiments.plan import default_plan
+    from sketchsim.experiments.suite_runs import run_plan
     from sketchsim.runs.clusters import open_cluster
 
     if plan is None or isinstance(plan, str):

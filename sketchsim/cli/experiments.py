@@ -415,7 +415,7 @@ def _refuse_unread(plan, cluster) -> None:
 def _check_capacity_memory(plan, device: str, save_weights: bool) -> None:
     """Refuse a capacity plan whose largest run would not fit in memory (before training)."""
     from sketchsim.experiments.memory import check_capacity_memory
-    from sketchsim.experiments.plan import capacity_specs
+    from sketchsim.experiments.suite_runs import capacity_specs
     from sketchsim.experiments.train import pick_device
 
     check_capacity_memory(capacity_specs(plan), pick_device(device), save_weights)

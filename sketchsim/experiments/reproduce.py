@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sketchsim.config import PAPER
-from sketchsim.experiments.plan import SuitePlan, default_plan, run_plan
+from sketchsim.experiments.plan import SuitePlan, default_plan
 from sketchsim.experiments.stats import MIN_SEEDS_FOR_INTERVAL
+from sketchsim.experiments.suite_runs import run_plan
 from sketchsim.results import write_json_atomic
 
 __all__ = ["Row", "Settings", "sweep_rows", "yes_no", "SOFTMAX_OOD_ACCURACY"]

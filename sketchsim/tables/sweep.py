@@ -1,5 +1,5 @@
 """``sketchsim sweep``: the suite's table (witness, ood, capacity), the learning-rate grid
-and the ood transition, from a :class:`~sketchsim.experiments.plan.SweepResult`."""
+and the ood transition, from a :class:`~sketchsim.experiments.suite_runs.SweepResult`."""
 
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ from sketchsim.experiments.capacity_models import (
     model_from_weights,
 )
 from sketchsim.experiments.capacity_suite import CapacitySpec, train_capacity
-from sketchsim.experiments.plan import capacity_specs, default_plan
+from sketchsim.experiments.plan import default_plan
+from sketchsim.experiments.suite_runs import capacity_specs
 from sketchsim.minip.bits import unpack_bits
 from sketchsim.sketch import Protocol
 from sketchsim.sketch.family import HardFamily
