@@ -444,7 +444,7 @@ def _render(result, json_path, plot_path):
 
     show_sweep(render.console, result)
     if plot_path and result.plan.suite != "capacity":
-        from sketchsim.experiments.sweep import plot_sweep
+        from sketchsim.experiments.sweep_summary import plot_sweep
 
         suite = result.plan.suite
         ylabel = "sequence error" if suite == "witness" else "test exact-sequence accuracy"

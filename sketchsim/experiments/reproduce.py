@@ -97,7 +97,7 @@ def sweep_rows(out, cfg, family, bound, log, device, client=None):
 
 
 def _witness_rows(out, plan, family, bound, log, device, client):
-    from sketchsim.experiments.sweep import plot_sweep
+    from sketchsim.experiments.sweep_summary import plot_sweep
 
     log("witness sweep (training)")
     soft_ok = plan.softmax_seeds >= MIN_SEEDS_FOR_INTERVAL
@@ -167,7 +167,7 @@ def _witness_rows(out, plan, family, bound, log, device, client):
 
 
 def _ood_rows(out, plan, log, device, client):
-    from sketchsim.experiments.sweep import plot_sweep
+    from sketchsim.experiments.sweep_summary import plot_sweep
 
     claims = [
         (
@@ -258,7 +258,7 @@ def _ood_transition_row(summary: list[dict], plan, transition: dict, trend: list
             + "; accuracy per bit of m at fixed r (95% interval): "
             + ", ".join(f"r = {c['rank']}: {_slope(c)}" for c in slopes)
         )
-    from sketchsim.experiments.sweep import transition
+    from sketchsim.experiments.sweep_summary import transition
 
     means = transition(summary, plan.accuracy)  # where the seed means alone cross
     parts.append(

@@ -262,7 +262,8 @@ def run_plan(
     """
     import torch
 
-    from sketchsim.experiments.sweep import run_sweep, spread, summarize
+    from sketchsim.experiments.sweep import run_sweep
+    from sketchsim.experiments.sweep_summary import spread, summarize
 
     if client is None:
         torch.set_num_threads(plan.threads)

@@ -15,7 +15,7 @@ from sketchsim.certify import Family, save_family  # noqa: E402
 from sketchsim.cli import main  # noqa: E402
 from sketchsim.errors import SketchsimError  # noqa: E402
 from sketchsim.experiments.suites import ood_splits, parse_scales  # noqa: E402
-from sketchsim.experiments.sweep import (  # noqa: E402
+from sketchsim.experiments.sweep_summary import (  # noqa: E402
     spread,
     summarize,
     transition,

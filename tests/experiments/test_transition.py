@@ -1,6 +1,6 @@
 """The OOD transition detector on synthetic summaries whose answer is known."""
 
-from sketchsim.experiments.sweep import summarize, transition, transition_grows
+from sketchsim.experiments.sweep_summary import summarize, transition, transition_grows
 
 
 def _rows(curves):
