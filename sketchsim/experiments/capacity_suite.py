@@ -92,6 +92,9 @@ class CapacitySpec:
     #: ``last``: the model after the last step; ``best``: the step's model with the most
     #: training inputs right (ties: the smallest training mse), see :func:`train_capacity`.
     keep: str = "last"
+    #: With ``train_bits``: a causal model's state rounded after ``every`` token in the
+    #: forward pass, or only at the ``cut`` (as ``sketchsim capacity --rounding``).
+    train_rounding: str = "every"
 
     @property
     def label(self) -> str:
@@ -123,6 +126,8 @@ class CapacitySpec:
             del fields["schedule"]
         if fields["keep"] == "last":
             del fields["keep"]
+        if fields["train_rounding"] == "every":
+            del fields["train_rounding"]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -208,7 +213,7 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     if spec.train_bits and spec.model == "causal":
         from sketchsim.experiments.causal_models import causal_qat_quantizer
 
-        quantize = causal_qat_quantizer(model, spec.train_bits)
+        quantize = causal_qat_quantizer(model, spec.train_bits, spec.train_rounding == "cut")
     else:
         quantize = qat_quantizer(spec.train_bits) if spec.train_bits else None
     opt = torch.optim.Adam(model.parameters(), spec.lr)
@@ -258,6 +263,7 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         "seconds": seconds,
         "device": str(device),
         "trained_at_bits": spec.train_bits or None,
+        "trained_rounding": spec.train_rounding if spec.train_bits else None,
         "schedule": spec.schedule,
         "keep": spec.keep,
         "train_inputs": int(T.shape[0]),

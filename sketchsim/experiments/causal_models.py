@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from sketchsim.errors import PluginError
+from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.sketch.causal import (
     COMMON_ARRAYS,
     FIXED_MAPS,
@@ -602,15 +602,27 @@ class causal_qat_quantizer:  # noqa: N801 - used as the function of the kernel m
     batch itself by :func:`state_range` (the exact model, no gradient), as the saved
     file is calibrated on the training inputs; the forward pass then keeps every state
     in its registers and the backward pass is the exact state's (straight-through).
+    ``cut``: only the state after the last data token is rounded (the engine's
+    ``rounding=cut``, docs/theory.md 5.3); one-layer models, whose data token's own
+    output is never read, so the rounding's place within that step does not matter.
     """
 
-    def __init__(self, model, bits: int):
-        self.bits, self.rounding = bits, None
+    def __init__(self, model, bits: int, cut: bool = False):
+        if cut and len(model.layers) != 1:
+            raise SketchsimError("rounding only at the cut trains one-layer causal models")
+        self.bits, self.rounding, self.cut = bits, None, cut
+        self.n_data, self.calls = 0, {}
 
     def prepare(self, model: CausalModel, x: torch.Tensor) -> None:
         self.rounding = fixed_point_state(self.bits, state_range(model, x.detach(), exact=False))
+        self.n_data, self.calls = x.shape[1] - model.q, {}
 
     def __call__(self, layer: CausalLayer, S: torch.Tensor) -> torch.Tensor:
+        # the forward pass keeps a layer's states token by token: its call t is token t
+        t = self.calls.get(layer.index, 0)
+        self.calls[layer.index] = t + 1
+        if self.cut and t != self.n_data - 1:
+            return S
         with torch.no_grad():
             q = self.rounding(layer, S)
         return S + (q - S).detach()

@@ -109,6 +109,10 @@ class SuitePlan:
         Capacity: training inputs per run (0: the suite's
         :data:`~sketchsim.experiments.capacity_suite.TRAIN_INPUTS`; every input when the
         family has fewer).
+    train_rounding : {"every", "cut"}
+        Capacity, with ``train_bits``: a causal model's state rounded after every token
+        in the forward pass, or only after the last data token (the transcript; one
+        layer), as ``sketchsim capacity --rounding`` measures it.
     keep : {"last", "best"}
         Capacity: keep the model after the last step, or the step's model with the most
         training inputs right (ties: the smaller training mse).
@@ -148,6 +152,7 @@ class SuitePlan:
     schedule: str = "onecycle"
     train_inputs: int = 0
     keep: str = "last"
+    train_rounding: str = "every"
 
     def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -202,6 +207,17 @@ class SuitePlan:
                                  param="schedule")  # fmt: skip
         if self.keep not in KEEPS:
             raise SketchsimError(f"keep must be one of {', '.join(KEEPS)}", param="keep")
+        if self.train_rounding not in ("every", "cut"):
+            raise SketchsimError("train_rounding must be every or cut", param="train_rounding")
+        causal = [a for a in self.archs if parse_arch(a)[0] != "softmax"]
+        if self.train_rounding == "cut" and (
+            not self.train_bits or max(self.layer_counts) > 1 or not causal
+        ):  # the kernel models' tokens send rounded symbols: nothing to round at a cut
+            raise SketchsimError(
+                "train_rounding cut trains one-layer causal architectures (--arch, --layers 1) "
+                "at --train-bits K: only their state has a cut to round at",
+                param="train_rounding",
+            )
         if self.train_inputs:
             _bounded(self.train_inputs, "train_inputs", 1, config.SWEEP_MAX_TRAIN_INPUTS,
                      self.allow_large)  # fmt: skip
@@ -245,6 +261,7 @@ class SuitePlan:
             **({"schedule": self.schedule} if self.schedule != "onecycle" else {}),
             **({"train_inputs": self.train_inputs} if self.train_inputs else {}),
             **({"keep": self.keep} if self.keep != "last" else {}),
+            **({"train_rounding": "cut"} if self.train_rounding != "every" else {}),
         }
 
     def source(self, model: str) -> str:

@@ -199,6 +199,7 @@ def capacity_specs(plan: SuitePlan) -> list:
                                                 schedule=plan.schedule,
                                                 train_inputs=plan.train_inputs or TRAIN_INPUTS,
                                                 keep=plan.keep,
+                                                train_rounding=plan.train_rounding,
                                             ))  # fmt: skip
     return specs
 

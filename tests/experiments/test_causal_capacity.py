@@ -536,3 +536,54 @@ def test_capacity_rounding_cut_is_the_protocols_and_recorded(tmp_path):
     assert every["rounding"] == "every"
     bad = CliRunner().invoke(main, ["capacity", str(folder), "--rounding", "late"])
     assert bad.exit_code == 2 and "late" in bad.output
+
+
+def test_training_at_the_cut_rounds_only_the_transcript(tmp_path):
+    """--train-rounding cut: the forward pass rounds the state once, after the last data
+    token (the engine's rounding=cut), so its outputs are the exact model's continued from
+    the rounded cut state; recorded in the row and header; refused where nothing has a cut."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sketchsim.cli import main
+    from sketchsim.errors import SketchsimError
+
+    fam = make_family("mqar", 2, 3, options={"pairs": 4})
+    X = input_tensor(fam, fam.sample_answers(32), torch.float64)
+    torch.manual_seed(0)
+    model = CausalModel(causal_arch("deltanet", fam.m, 1, 1, 2, 3), fam.q).double()
+    quantize = causal_qat_quantizer(model, 3, cut=True)
+    with torch.no_grad():
+        y = model(X, quantize=quantize)[:, : fam.q]
+    n_data = X.shape[1] - fam.q
+    assert quantize.calls == {0: X.shape[1]}  # one call per token
+    rnd = quantize.rounding
+    seen = []
+
+    def at_cut(layer, S):
+        seen.append(1)
+        return rnd(layer, S) if len(seen) == n_data else S
+
+    with torch.no_grad():
+        want = model(X, quantize=at_cut)[:, : fam.q]
+        exact = model(X)[:, : fam.q]
+    assert torch.equal(y, want) and not torch.equal(y, exact)
+    two = CausalModel(causal_arch("deltanet", fam.m, 2, 1, 2, 3), fam.q)
+    with pytest.raises(SketchsimError, match="one-layer causal models"):
+        causal_qat_quantizer(two, 3, cut=True)
+    out = tmp_path / "t.json"
+    argv = ["sweep", "--suite", "capacity", "--arch", "deltanet", "--q", "3", "--s", "1",
+            "--seeds", "1", "--steps", "3", "--layers", "1", "--ranks", "1",
+            "--value-widths", "2", "--train-bits", "4", "--train-rounding", "cut",
+            "--json", str(out)]  # fmt: skip
+    res = CliRunner().invoke(main, argv)
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert data["header"]["train_rounding"] == "cut"
+    assert data["runs"][0]["trained_rounding"] == "cut"
+    assert json.loads(_spec("deltanet", train_bits=4, train_rounding="cut").key())[
+        "train_rounding"] == "cut"  # fmt: skip
+    assert "train_rounding" not in json.loads(_spec("deltanet").key())
+    refused = CliRunner().invoke(main, argv[:-6] + ["--train-rounding", "cut"])  # no bits
+    assert refused.exit_code == 2 and "only their state has a cut" in refused.output
