@@ -2030,6 +2030,28 @@ def _code_cells(row: dict) -> str:
             f"{rms} | {right}")  # fmt: skip
 
 
+# quantization-aware training at F(16,7): by K and where the state is rounded
+Q16_CUT = f"{S7}/capacity-deltanet-q16-cut.json"
+for _name in ("K4", "K5", "K6", "K4-cut"):
+    _file = f"{S7}/qat/deltanet-q16-d16-lr0.003-{_name}.json"
+    _rounded = "at the cut" if _name.endswith("cut") else "every token"
+    entry("docs/capacity.md", f"| {{}} | K = {{}} | {_rounded} | {{}} of {{}} | {{}} | {{}} |",
+          _file, [("runs", 0, k) for k in ("architecture", "trained_at_bits", "kept_step",
+                                           "steps", "train_accuracy", "accuracy")],
+          ["{}", "{}", "{:,}", "{:,}", "{:.4f}", "{:.3f}"])  # fmt: skip
+entry("docs/capacity.md", "{} right at K = 4, {} at K = 5 (80 bits,\n1.67x; the float-trained "
+      "model: {}) and {} at K = 6 on\nits screen; it is not decoded (right on {} of 20,000",
+      f"{S7}/qat/capacity-K4-cut.json",
+      [("rows", 0, "curve", 3, "accuracy"), ("rows", 0, "curve", 4, "accuracy"), ("rows",),
+       ("rows", 0, "curve", 5, "accuracy"), ("rows", 0, "correct_fraction")],
+      ["{:.3f}", "{:.3f}",
+       lambda _: f"{load(Q16_CUT)['rows'][0]['curve'][4]['accuracy']:.3f}",
+       "{:.3f}", "{:.4f}"])  # fmt: skip
+entry("docs/capacity.md", "an answer reads\n{} of {} entries, rounding rms\n{} at K = 4, all right "
+      "predicted {}", f"{S7}/state-code.json",
+      [("rows", 3, "readers_median"), ("rows", 3, "entries"),
+       ("rows", 3, "per_bits", 3, "rms_median"), ("rows", 3, "per_bits", 3, "all_right_normal")],
+      ["{:.1f}", "{}", "{:.2f}", "{:.3f}"])  # fmt: skip
 for _i, _name in enumerate(("F(16,7), 4,000 steps", "F(32,7), 4,000 steps",
                             "F(32,7), kept step")):  # fmt: skip
     one("docs/capacity.md", f"| {_name} | {{}} |", f"{S7}/state-code.json", ("rows", _i),

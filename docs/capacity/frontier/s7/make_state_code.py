@@ -17,6 +17,7 @@ MODELS = (
     "hard-q16-s7-deltanet-L1-H1-r1-d16-lr0.003-seed0.npz",
     "hard-q32-s7-deltanet-L1-H1-r1-d32-lr0.003-seed0.npz",
     "keep-best/hard-q32-s7-deltanet-L1-H1-r1-d32-lr0.003-seed0.npz",
+    "qat/hard-q16-s7-deltanet-L1-H1-r1-d16-lr0.003-K4-seed0.npz",
 )
 PARAMS = {"models": list(MODELS), "inputs": 4096, "seed": 0, "bits": list(range(1, 13))}
 
