@@ -1989,7 +1989,7 @@ f64_run_rows(("elu1-d64-lr0.001-constant-K4", "signed-d64-lr0.001-constant",
               "signed-d64-lr0.0003-constant", "gla-d64-lr0.001-constant",
               "gla-d64-lr0.003-constant", "deltanet-d64-lr0.001-constant",
               "deltanet-d64-lr0.003-constant", "deltanet-d64-lr0.01-constant",
-              "deltanet-d64-lr0.01-constant-14000"),
+              "deltanet-d64-lr0.01-constant-14000", "deltanet-d64-lr0.01-constant-14000-best"),
              ("trained_at_bits",), trained_at)  # fmt: skip
 # the F(32,7) DeltaNets' accuracy per K (sketchsim capacity's screen), by rounding
 S7 = "docs/capacity/frontier/s7"
@@ -2030,6 +2030,13 @@ def _code_cells(row: dict) -> str:
             f"{rms} | {right}")  # fmt: skip
 
 
+one(
+    "docs/capacity.md",
+    "model kept, at step {}, is the one of least mse",
+    f"{F64}/deltanet-d64-lr0.01-constant-14000-best.json",
+    ("runs", 0, "kept_step"),
+    "{:,}",
+)
 # quantization-aware training at F(16,7): by K and where the state is rounded
 Q16_CUT = f"{S7}/capacity-deltanet-q16-cut.json"
 for _name in ("K4", "K5", "K6", "K4-cut"):
