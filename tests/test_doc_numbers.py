@@ -2037,9 +2037,12 @@ one(
     ("runs", 0, "kept_step"),
     "{:,}",
 )
+entry("docs/capacity.md", "K = 5: {} right there, {} at K = 4", f"{S7}/qat/capacity-K5-cut.json",
+      [("rows", 0, "curve", 4, "accuracy"), ("rows", 0, "curve", 3, "accuracy")],
+      ["{:.3f}", "{:.3f}"])  # fmt: skip
 # quantization-aware training at F(16,7): by K and where the state is rounded
 Q16_CUT = f"{S7}/capacity-deltanet-q16-cut.json"
-for _name in ("K4", "K5", "K6", "K4-cut"):
+for _name in ("K4", "K5", "K6", "K4-cut", "K5-cut"):
     _file = f"{S7}/qat/deltanet-q16-d16-lr0.003-{_name}.json"
     _rounded = "at the cut" if _name.endswith("cut") else "every token"
     entry("docs/capacity.md", f"| {{}} | K = {{}} | {_rounded} | {{}} of {{}} | {{}} | {{}} |",
