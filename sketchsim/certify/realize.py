@@ -23,14 +23,9 @@ from pathlib import Path
 
 from sketchsim.certify.bounds import BoundRow, row_words
 from sketchsim.certify.certificate import certify
-from sketchsim.certify.packed import (
-    PackedFamily,
-    build_packed_witness,
-    certify_packed,
-    load_any_family,
-    save_packed_family,
-    witness_input_count,
-)
+from sketchsim.certify.packed import PackedFamily, load_any_family, save_packed_family
+from sketchsim.certify.packed_certify import certify_packed
+from sketchsim.certify.packed_witness import build_packed_witness, witness_input_count
 from sketchsim.certify.witness import WITNESS_MAX_INPUTS, build_witness, save_family
 from sketchsim.errors import SketchsimError
 
@@ -210,7 +205,7 @@ def realize_witness(
     stores tokens as integer keys and certifies block by block (families past
     the in-memory limit).  Returns ``(family, inputs, certificate)``.
     """
-    from sketchsim.certify.packed import subset_words
+    from sketchsim.certify.packed_witness import subset_words
     from sketchsim.certify.witness import check_witness_size
 
     if packed:

@@ -135,7 +135,8 @@ def run(plan: CertifyPlan, json_path=None, proof_path=None) -> CertifyRun:
     CertifyRun
     """
     from sketchsim.certify.certificate import certify
-    from sketchsim.certify.packed import PackedFamily, certify_packed
+    from sketchsim.certify.packed import PackedFamily
+    from sketchsim.certify.packed_certify import certify_packed
 
     plan.validate()
     family = _load(plan)

@@ -7,17 +7,15 @@ from sketchsim.certify import Family, build_witness, certify, load_family
 from sketchsim.certify import certificate as cert_mod
 from sketchsim.certify.codes import greedy_code, hadamard_code, make_code
 from sketchsim.certify.packed import (
-    build_packed_witness,
-    certify_packed,
     is_packed_file,
     load_any_family,
     load_packed_family,
     pack_family,
     save_packed_family,
-    subset_words,
     unpack_keys,
-    witness_input_count,
 )
+from sketchsim.certify.packed_certify import certify_packed
+from sketchsim.certify.packed_witness import build_packed_witness, subset_words, witness_input_count
 from sketchsim.errors import FamilyError
 from sketchsim.minip.kernel import minip_targets
 
@@ -162,7 +160,7 @@ def test_packed_builder_refuses_repeated_words():
 
 
 def test_gap_rows_in_chunks_change_nothing(monkeypatch):
-    from sketchsim.certify import packed as packed_mod
+    from sketchsim.certify import packed_witness as packed_mod
 
     code = greedy_code(16, 8, 8)
     whole = build_packed_witness(code, "g", seed=2)
@@ -172,7 +170,7 @@ def test_gap_rows_in_chunks_change_nothing(monkeypatch):
 
 
 def test_packed_size_is_refused_before_building(monkeypatch):
-    from sketchsim.certify import packed as packed_mod
+    from sketchsim.certify import packed_witness as packed_mod
 
     monkeypatch.setattr(packed_mod, "PACKED_MAX_INPUTS", 100)
     with pytest.raises(FamilyError, match="over the limit 100") as info:
