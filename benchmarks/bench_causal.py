@@ -48,7 +48,7 @@ BITS = 8
 def _model(tmp, kind, q, s, r, d, window):
     from weights_files import random_causal_weights
 
-    from sketchsim.experiments.capacity import make_family
+    from sketchsim.sketch.family_plugins import make_family
 
     fam = make_family("hard", q, s)
     path = os.path.join(tmp, f"{kind}-{q}.npz")

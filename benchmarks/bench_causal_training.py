@@ -48,13 +48,13 @@ def main() -> None:
     args = size_args(__doc__)
     import torch
 
-    from sketchsim.experiments.capacity import make_family
     from sketchsim.experiments.capacity_suite import family_answers, input_tensor
     from sketchsim.experiments.causal_models import (
         CausalModel,
         causal_arch,
         causal_qat_quantizer,
     )
+    from sketchsim.sketch.family_plugins import make_family
 
     torch.set_num_threads(1)
     fam = make_family("hard", 64, 7)

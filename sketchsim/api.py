@@ -433,14 +433,14 @@ def capacity(
     smallest bits per state register decoding every input, its transcript bits and
     ``ratio = transcript_bits / q log2(s+1)``.
 
-    See :mod:`sketchsim.experiments.capacity` (no torch needed); returns
+    See :mod:`sketchsim.runs.capacity` (no torch needed); returns
     ``{"rows", "summary", "references", "unreadable"}``, ``progress(done, total)``
     in files.  ``cluster`` (``"local:2"``, a ClusterSpec or a Client) measures
     each file as a Dask task; ``json_path`` receives the file ``sketchsim
     capacity --json`` writes; ``rounding``: a causal model's state rounded after every
     token (``every``) or only its transcript, at the ``cut``.
     """
-    from sketchsim.experiments.capacity import capacity_dir
+    from sketchsim.runs.capacity import capacity_dir
     from sketchsim.runs.clusters import open_cluster
 
     with open_cluster(cluster) as (client, _spec):

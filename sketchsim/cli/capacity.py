@@ -57,7 +57,7 @@ def capacity(folder, samples, rounding, json_path, plot_path, cluster):
 
     show_capacity(render.console, result)
     if plot_path:
-        from sketchsim.experiments.capacity import plot_capacity
+        from sketchsim.runs.capacity import plot_capacity
 
         plot_capacity(result, plot_path)
         render.console.print(f"plot written to {escape(str(plot_path))}")

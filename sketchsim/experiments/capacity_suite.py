@@ -32,7 +32,6 @@ import numpy as np
 import torch
 
 from sketchsim.errors import PluginError
-from sketchsim.experiments.capacity import make_family
 from sketchsim.experiments.capacity_models import (
     CapacityModel,
     SoftmaxModel,
@@ -42,6 +41,7 @@ from sketchsim.experiments.capacity_models import (
 )
 from sketchsim.experiments.stats import mean_interval
 from sketchsim.minip.bits import unpack_bits
+from sketchsim.sketch.family_plugins import make_family
 
 __all__ = [
     "TRAIN_INPUTS",

@@ -110,12 +110,12 @@ def capacity_memory(spec, save_weights: bool = False) -> CapacityMemory:
 
     ``save_weights``: the run writes a weights file (its calibration pass counts).
     """
-    from sketchsim.experiments.capacity import make_family
     from sketchsim.experiments.capacity_suite import (
         CALIBRATION_EXTRA,
         EVAL_EXHAUSTIVE,
         EVAL_INPUTS,
     )
+    from sketchsim.sketch.family_plugins import make_family
 
     fam = make_family(spec.family, spec.q, spec.s)
     m, n, words, size = fam.m, fam.n_tokens, fam.words, fam.size

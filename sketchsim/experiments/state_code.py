@@ -63,10 +63,9 @@ def state_code(path, inputs: int = 4096, seed: int = 0, bits=range(1, 13)) -> di
 
     import torch
 
-    from sketchsim.experiments.capacity import weights_family
     from sketchsim.experiments.capacity_suite import family_answers, input_tensor
     from sketchsim.experiments.causal_models import causal_from_weights
-    from sketchsim.sketch.weights_file import load_weights
+    from sketchsim.sketch.weights_file import load_weights, weights_family
 
     w = load_weights(path)
     if not w.causal or w.arch["layers"] != 1 or w.arch["heads"] != 1:

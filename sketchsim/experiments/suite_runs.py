@@ -174,7 +174,7 @@ def capacity_specs(plan: SuitePlan) -> list:
             for s in plan.ss:
                 for model, fmap, plugin, arch, window in kinds:
                     if arch == "window" and not window:  # the whole input
-                        from sketchsim.experiments.capacity import make_family
+                        from sketchsim.sketch.family_plugins import make_family
 
                         window = make_family(fam, q, s).context().n_tokens
                     ranks = (0,) if model == "softmax" else plan.ranks

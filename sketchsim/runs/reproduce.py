@@ -5,7 +5,7 @@ witness certificate (:mod:`sketchsim.runs.certify`), the witness and OOD
 sweeps (torch, :func:`sketchsim.experiments.reproduce.sweep_rows`), the
 transcript bound (:mod:`sketchsim.runs.transcript`), the bound's growth
 with m (:mod:`sketchsim.runs.bound`) and a trained model's transcript beside the
-bound (:func:`sketchsim.experiments.capacity.capacity_dir` on the committed weights
+bound (:func:`sketchsim.runs.capacity.capacity_dir` on the committed weights
 of docs/capacity.md), and writes ``report.md``, JSON files and
 plots into one folder.  Every "measured" cell is computed by those runs.
 """
@@ -207,7 +207,7 @@ CAPACITY_WEIGHTS = Path(__file__).resolve().parents[2] / "docs/capacity/frontier
 
 def _capacity(out, cfg, log):
     """The kept F(32,7) DeltaNet's smallest K right on the sample, rounded at the cut."""
-    from sketchsim.experiments.capacity import CURVE_INPUTS, capacity_dir
+    from sketchsim.runs.capacity import CURVE_INPUTS, capacity_dir
 
     claim = "a trained model's transcript against the bound"
     paper = "any sketch decoding F(q, s): >= q log2(s+1) bits"

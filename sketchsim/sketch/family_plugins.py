@@ -23,6 +23,7 @@ from sketchsim.sketch.mqar import MQAR
 from sketchsim.sketch.specs import Found
 
 __all__ = [
+    "make_family",
     "ENTRY_POINT_GROUP",
     "discover_families",
     "resolve_family",
@@ -129,3 +130,9 @@ def _builtin_identity() -> str:
 def supports(protocol, family_name: str) -> bool:
     """Whether ``protocol`` declares ``family_name`` (protocols default to ``hard``)."""
     return family_name in tuple(getattr(protocol, "families", ("hard",)))
+
+
+def make_family(name: str, q: int, s: int, seed: int = 0, options: dict | None = None):
+    """The family ``name`` (``hard``, ``mqar``, a plug-in) of size ``(q, s)``."""
+    ftype, params, _ = resolve_family(name)
+    return ftype.make(q, s, seed, {**params, **(options or {})})

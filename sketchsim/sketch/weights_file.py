@@ -45,6 +45,7 @@ from sketchsim.errors import PluginError
 from sketchsim.sketch.causal import COMMON_ARRAYS
 
 __all__ = [
+    "weights_family",
     "FORMAT",
     "FORMAT_VERSION",
     "FEATURE_MAPS",
@@ -421,3 +422,17 @@ def save_weights_file(path, header: dict, arrays: dict) -> Path:
         with open(tmp, "wb") as fh:
             np.savez(fh, **payload)
     return path
+
+
+def weights_family(weights):
+    """The family a weights file was trained on (name, size, seed and options from its header)."""
+    from sketchsim.sketch.family_plugins import make_family
+
+    fam = weights.family
+    return make_family(
+        fam.get("spec", fam["name"]).split(":")[0],
+        fam["q"],
+        fam["s"],
+        fam["seed"],
+        fam.get("options") or {},
+    )

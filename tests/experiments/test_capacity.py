@@ -16,7 +16,6 @@ from cliutil import assert_error_line
 
 from sketchsim.cli import main
 from sketchsim.errors import SketchsimError
-from sketchsim.experiments.capacity import measure_weights, theorem_guard, weights_family
 from sketchsim.experiments.capacity_models import (
     CapacityModel,
     calibrate,
@@ -27,10 +26,12 @@ from sketchsim.experiments.capacity_suite import CapacitySpec, train_capacity
 from sketchsim.experiments.plan import default_plan
 from sketchsim.experiments.suite_runs import capacity_specs
 from sketchsim.minip.bits import unpack_bits
+from sketchsim.runs.capacity import measure_weights, theorem_guard
 from sketchsim.sketch import Protocol
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.plugins import resolve
 from sketchsim.sketch.trained import load_weights, save_weights_file, trained_engine, trained_plan
+from sketchsim.sketch.weights_file import weights_family
 
 torch.set_num_threads(1)
 

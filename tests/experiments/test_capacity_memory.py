@@ -17,10 +17,10 @@ from cliutil import assert_error_line  # noqa: E402
 from sketchsim.cli import main  # noqa: E402
 from sketchsim.errors import SketchsimError  # noqa: E402
 from sketchsim.experiments import capacity_suite, memory  # noqa: E402
-from sketchsim.experiments.capacity import make_family  # noqa: E402
 from sketchsim.experiments.capacity_suite import CapacitySpec  # noqa: E402
 from sketchsim.experiments.plan import default_plan  # noqa: E402
 from sketchsim.experiments.suite_runs import capacity_specs  # noqa: E402
+from sketchsim.sketch.family_plugins import make_family  # noqa: E402
 
 ISSUE = ["sweep", "--suite", "capacity", "--q", "64", "--s", "7", "--ranks", "4096",
          "--value-widths", "4096"]  # fmt: skip

@@ -9,8 +9,8 @@ import torch
 from click.testing import CliRunner
 
 from sketchsim.cli import main
-from sketchsim.experiments.capacity import measure_weights
 from sketchsim.experiments.capacity_suite import CapacitySpec, run_capacity
+from sketchsim.runs.capacity import measure_weights
 
 SOFTPLUS = """
 import torch

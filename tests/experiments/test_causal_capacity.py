@@ -8,7 +8,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from sketchsim.experiments.capacity import make_family, measure_weights  # noqa: E402
 from sketchsim.experiments.capacity_suite import (  # noqa: E402
     CapacitySpec,
     engine_disagreement,
@@ -27,7 +26,9 @@ from sketchsim.experiments.causal_models import (  # noqa: E402
     state_range,
 )
 from sketchsim.experiments.plan import parse_arch  # noqa: E402
+from sketchsim.runs.capacity import measure_weights  # noqa: E402
 from sketchsim.sketch.causal import KINDS, causal_entries  # noqa: E402
+from sketchsim.sketch.family_plugins import make_family  # noqa: E402
 from sketchsim.sketch.trained import Weights, load_weights, trained_engine  # noqa: E402
 
 
@@ -511,7 +512,7 @@ def test_capacity_rounding_cut_is_the_protocols_and_recorded(tmp_path):
     from click.testing import CliRunner
 
     from sketchsim.cli import main
-    from sketchsim.experiments.capacity import _engine_answers
+    from sketchsim.runs.capacity import _engine_answers
     from sketchsim.sketch.plugins import resolve
 
     folder = tmp_path / "w"

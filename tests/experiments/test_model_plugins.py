@@ -15,12 +15,13 @@ from fake_entry_points import FakeEntryPoint
 from sketchsim.cli import main
 from sketchsim.errors import PluginError
 from sketchsim.experiments import model_plugins
-from sketchsim.experiments.capacity import measure_weights, weights_family
 from sketchsim.experiments.capacity_models import model_from_weights
 from sketchsim.experiments.model_plugins import ModelType, resolve_model
 from sketchsim.minip.bits import unpack_bits
+from sketchsim.runs.capacity import measure_weights
 from sketchsim.sketch import specs
 from sketchsim.sketch.trained import load_weights, trained_engine
+from sketchsim.sketch.weights_file import weights_family
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "capacity" / "tied_layer.py"
 

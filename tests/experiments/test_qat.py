@@ -12,13 +12,13 @@ from cliutil import assert_error_line
 from weights_files import random_weights
 
 from sketchsim.cli import main
-from sketchsim.experiments.capacity import measure_weights
 from sketchsim.experiments.capacity_models import (
     fixed_point_state,
     model_from_weights,
     qat_quantizer,
 )
 from sketchsim.minip.bits import unpack_bits
+from sketchsim.runs.capacity import measure_weights
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.weights_file import load_weights
 

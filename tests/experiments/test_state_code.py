@@ -54,7 +54,7 @@ def test_the_rounding_budget_predicts_the_engines_accuracy_at_the_cut():
 def test_only_one_layer_one_head_causal_files(tmp_path):
     from weights_files import random_causal_weights, random_weights
 
-    from sketchsim.experiments.capacity import make_family
+    from sketchsim.sketch.family_plugins import make_family
 
     fam = make_family("hard", 3, 1)
     random_weights(tmp_path / "k.npz", fam, 1, 1, 2, 2, "elu1")

@@ -57,7 +57,7 @@ def _row(arch, bits, k, decoded=True, **extra):
 
 
 def test_the_frontier_keeps_the_smallest_decoding_state_per_kind():
-    from sketchsim.experiments.capacity import frontier_rows
+    from sketchsim.runs.capacity import frontier_rows
 
     rows = [
         _row("elu1 L1 H1 r1 d16", 170, 10),

@@ -7,10 +7,10 @@ import pytest
 from weights_files import random_causal_weights
 
 from sketchsim.errors import PluginError
-from sketchsim.experiments.capacity import make_family
 from sketchsim.minip.bits import unpack_bits
 from sketchsim.sketch.causal import KINDS, causal_entries, causal_order
 from sketchsim.sketch.channels import declared_bits
+from sketchsim.sketch.family_plugins import make_family
 from sketchsim.sketch.trained import load_weights, save_weights_file, trained_engine, trained_plan
 
 SIZES = {"window": 3}

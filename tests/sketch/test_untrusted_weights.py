@@ -19,7 +19,7 @@ from weights_files import random_weights
 
 from sketchsim.cli import main
 from sketchsim.errors import PluginError
-from sketchsim.experiments.capacity import accuracy_check, measure_weights
+from sketchsim.runs.capacity import accuracy_check, measure_weights
 from sketchsim.sketch import trained, weights_file
 from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.plugins import resolve

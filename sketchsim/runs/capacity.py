@@ -33,13 +33,13 @@ import numpy as np
 from sketchsim.config import BITS_TOLERANCE
 from sketchsim.errors import SketchsimError
 from sketchsim.experiments.stats import mean_interval
+from sketchsim.sketch.family_plugins import make_family
+from sketchsim.sketch.weights_file import weights_family
 
 __all__ = [
     "BITS",
     "SCREEN_INPUTS",
     "CURVE_INPUTS",
-    "make_family",
-    "weights_family",
     "theorem_guard",
     "measure_weights",
     "reference_points",
@@ -56,26 +56,6 @@ BITS = tuple(range(1, 33))
 SCREEN_INPUTS = 256
 #: Inputs the accuracy curve (accuracy against transcript bits) is measured on.
 CURVE_INPUTS = 4096
-
-
-def make_family(name: str, q: int, s: int, seed: int = 0, options: dict | None = None):
-    """The family ``name`` (``hard``, ``mqar``, a plug-in) of size ``(q, s)``."""
-    from sketchsim.sketch.family_plugins import resolve_family
-
-    ftype, params, _ = resolve_family(name)
-    return ftype.make(q, s, seed, {**params, **(options or {})})
-
-
-def weights_family(weights):
-    """The family a weights file was trained on (name, size, seed and options from its header)."""
-    fam = weights.family
-    return make_family(
-        fam.get("spec", fam["name"]).split(":")[0],
-        fam["q"],
-        fam["s"],
-        fam["seed"],
-        fam.get("options") or {},
-    )
 
 
 def theorem_guard(row: dict, where: str = "") -> None:
