@@ -207,7 +207,9 @@ class SuitePlan:
                                  param="schedule")  # fmt: skip
         if self.keep not in KEEPS:
             raise SketchsimError(f"keep must be one of {', '.join(KEEPS)}", param="keep")
-        if self.train_rounding not in ("every", "cut"):
+        from sketchsim.sketch.causal import ROUNDINGS
+
+        if self.train_rounding not in ROUNDINGS:
             raise SketchsimError("train_rounding must be every or cut", param="train_rounding")
         causal = [a for a in self.archs if parse_arch(a)[0] != "softmax"]
         if self.train_rounding == "cut" and (

@@ -386,7 +386,9 @@ def capacity_dir(
     files = sorted(folder.glob("*.npz"))
     if not files:
         raise SketchsimError(f"{folder} holds no weights files (*.npz)", param="folder")
-    if rounding not in ("every", "cut"):
+    from sketchsim.sketch.causal import ROUNDINGS
+
+    if rounding not in ROUNDINGS:
         raise SketchsimError(f"rounding must be every or cut, got {rounding!r}", param="rounding")
     units = run_units([(path, samples, rounding) for path in files], measure_file, client=client,
                       progress=progress)  # fmt: skip

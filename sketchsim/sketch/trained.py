@@ -424,7 +424,9 @@ def trained_plan(ctx, weights: Weights, bits: int, rounding: str = "every") -> P
     """
     if not 1 <= bits <= MAX_BITS:
         raise PluginError(f"bits must be in 1..{MAX_BITS}, got {bits}", param="bits")
-    if rounding not in ("every", "cut"):
+    from sketchsim.sketch.causal import ROUNDINGS
+
+    if rounding not in ROUNDINGS:
         raise PluginError(f"rounding must be every or cut, got {rounding!r}", param="rounding")
     if rounding == "cut" and not weights.causal:
         raise PluginError(
