@@ -7,9 +7,10 @@ every input of the model's family: every input when the family has at most
 2^20 (exhaustive), else every input of a seeded sample, with the one-sided 95%
 Clopper-Pearson upper bound on the error rate.  Correctness need not be
 monotone in ``K`` (rounding, saturation), so ``K`` is *scanned* upwards; a
-``K`` is run on all inputs only after it is right on a screening subset, which
-cannot change the answer (a subset's failure is the whole set's).  At that
-``K`` the transcript is measured (:func:`sketchsim.sketch.measure.measure`):
+``K`` is run on all inputs only after it is right on the curve's inputs and on
+every input found wrong at an earlier ``K`` (the witnesses), which cannot change
+the answer (a subset's failure is the whole set's).  That run is the
+measurement itself (:func:`sketchsim.sketch.measure.measure`):
 declared transcript bits ``L H E K``, used bits, entry entropy, and
 ``ratio = transcript_bits / bound_bits`` with ``bound_bits = q log2(s+1)``.
 
@@ -47,6 +48,7 @@ __all__ = [
     "measure_file",
     "summarize_rows",
     "frontier_rows",
+    "kind_name",
     "plot_capacity",
 ]
 
@@ -144,26 +146,37 @@ def measure_weights(
     elements = a["layers"] * a["heads"] * w.entries()
     n_curve = min(CURVE_INPUTS, T.shape[0])
     curve_tokens = family.variable_tokens(T[:n_curve])
-    all_tokens = None
-    curve, best = [], None
+    curve, best, report = [], None, None
+    witnesses: list[int] = []  # inputs wrong at a K that passed the curve's inputs
     extra = {"rounding": rounding} if w.causal else {}
+
+    def params(K):
+        return {"weights": str(path), "bits": K, **extra}
+
     for K in BITS:
-        params = {"weights": str(path), "bits": K, **extra}
-        ans = _engine_answers(protocol, params, family, curve_tokens, fixed)
+        ans = _engine_answers(protocol, params(K), family, curve_tokens, fixed)
         right = (ans == T[:n_curve]).all(1)
         curve.append({"bits": K, "transcript_bits": elements * K, "accuracy": float(right.mean())})
-        if best is None and right.all():
-            if progress:
-                progress(f"{Path(path).name}: K = {K} on all {T.shape[0]:,} inputs")
-            if n_curve == T.shape[0]:
-                best = K
-            else:
-                if all_tokens is None:
-                    all_tokens = family.variable_tokens(T)
-                ans = _engine_answers(protocol, params, family, all_tokens, fixed)
-                best = K if (ans == T).all() else None
+        if best is not None or not right.all():
+            continue
+        if n_curve == T.shape[0]:
+            best = K
+            continue
+        if witnesses:  # wrong on one of them: wrong on the whole set, no need to run it
+            idx = np.asarray(witnesses)
+            got = _engine_answers(protocol, params(K), family, family.variable_tokens(T[idx]), fixed)
+            if not (got == T[idx]).all():
+                continue
+        if progress:
+            progress(f"{Path(path).name}: K = {K} on all {T.shape[0]:,} inputs")
+        report = measure(family, T, protocol, params(K))
+        if report.wrong_inputs == 0:  # (``decoded`` is None when right on a sample)
+            best = K
+        elif report.first_failure["input"] not in witnesses:
+            witnesses.append(report.first_failure["input"])
     K = best if best is not None else BITS[-1]
-    report = measure(family, T, protocol, {"weights": str(path), "bits": K, **extra})
+    if report is None or report.params["bits"] != K:
+        report = measure(family, T, protocol, params(K))
     bound = family.bound_bits
     row = {
         "weights": Path(path).name,
@@ -261,6 +274,12 @@ def reference_points(family, samples: int = 20_000) -> list[dict]:
     return out
 
 
+def kind_name(architecture: str) -> str:
+    """An architecture's label without its state sizes (``elu1 L1 H1 r1 d16`` ->
+    ``elu1 L1 H1``): the kind :func:`frontier_rows` searches the sizes of."""
+    return architecture.rsplit(" r", 1)[0] if " r" in architecture else architecture
+
+
 def frontier_rows(rows: list[dict]) -> list[dict]:
     """Per (family, q, s, kind): the smallest transcript bits of any decoded model.
 
@@ -273,10 +292,7 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
     """
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        name = (
-            r["architecture"].rsplit(" r", 1)[0] if " r" in r["architecture"] else r["architecture"]
-        )
-        groups.setdefault((r["family"], r["q"], r["s"], name), []).append(r)
+        groups.setdefault((r["family"], r["q"], r["s"], kind_name(r["architecture"])), []).append(r)
     out = []
     for (fam, q, s, kind), rs in sorted(groups.items()):
         ok = [r for r in rs if r["bits_per_coordinate"] is not None and r["decoded"]]

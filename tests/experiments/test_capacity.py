@@ -289,3 +289,58 @@ def test_sampled_family_reports_the_sample_and_null_bits_when_nothing_decodes(tm
     assert row["transcript_bits"] is None and row["ratio"] is None
     assert row["measured_at_bits"] == 32 and row["correct_fraction"] < 1
     assert row["bound_bits"] == 32.0 and len(row["curve"]) == 32
+
+
+def test_the_search_runs_all_inputs_only_where_the_curve_and_the_witnesses_pass(
+    tmp_path, monkeypatch
+):
+    """A K is measured on the whole sample only when the curve's inputs and every input
+    found wrong at an earlier K are right; a witness still wrong skips the run (its
+    failure is the whole set's), and the measurement at the smallest K is reused."""
+    import dataclasses
+
+    import sketchsim.runs.capacity as capacity
+    import sketchsim.sketch.measure as measure_mod
+    from sketchsim.sketch.measure import choose_answers
+
+    fam = HardFamily(16, 3, seed=0)  # 2^32 inputs: sampled
+    torch.manual_seed(0)
+    model = CapacityModel(fam.m, 1, 1, 1, 2, "elu1").double()
+    x = torch.tensor(unpack_bits(fam.tokens(fam.sample_answers(64)), fam.m), dtype=torch.float64)
+    header = {"architecture": model.arch, "family": {"name": "hard", "q": 16, "s": 3, "seed": 0}}
+    path = save_weights_file(tmp_path / "w.npz", header, export_arrays(model, calibrate(model, x)))
+    samples = 5000
+    _, T = choose_answers(fam, None, samples)
+    rows = {fam.variable_tokens(T[i : i + 1]).tobytes(): i for i in range(samples)}
+    witness = 4500  # beyond the curve's 4,096 inputs
+    # the fake model: right on the curve from K = 2; input 4500 wrong below K = 5;
+    # the whole sample wrong below K = 6 (its first failure: input 4500)
+    engine_calls, measured = [], []
+
+    def fake_answers(protocol, params, family, tokens, fixed):
+        K = params["bits"]
+        idx = [rows[tokens[i : i + 1].tobytes()] for i in range(tokens.shape[0])]
+        engine_calls.append((K, len(idx)))
+        ans = T[idx].astype(np.int64)
+        if K < 2:
+            ans[:] = -1
+        if K < 5:
+            ans[[j for j, i in enumerate(idx) if i == witness]] = -1
+        return ans
+
+    real_measure = measure_mod.measure
+
+    def fake_measure(family, T_, protocol, params, **kw):
+        measured.append(params["bits"])
+        rep = real_measure(family, T_[:64], protocol, params, **kw)
+        wrong = 0 if params["bits"] >= 6 else 1
+        return dataclasses.replace(rep, wrong_inputs=wrong,
+                                   first_failure={"input": witness} if wrong else None)  # fmt: skip
+
+    monkeypatch.setattr(capacity, "_engine_answers", fake_answers)
+    monkeypatch.setattr(measure_mod, "measure", fake_measure)
+    row = measure_weights(path, samples=samples)
+    assert measured == [2, 5, 6]  # K = 3, 4: the witness is still wrong, no run
+    assert row["bits_per_coordinate"] == 6 and row["measured_at_bits"] == 6
+    assert [K for K, n in engine_calls if n == 1] == [3, 4, 5, 6]
+    assert [p["accuracy"] for p in row["curve"][:2]] == [0.0, 1.0]
