@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from sketchsim.runs.minrank import nonneg_lower
 
-__all__ = ["plot_frontier", "plot_minrank", "plot_audit"]
+__all__ = ["plot_frontier", "plot_minrank", "plot_audit", "plot_trained_frontier", "screen_points"]
 
 
 def plot_frontier(cells, vary, path) -> None:
@@ -124,6 +125,81 @@ def plot_audit(rows, path) -> None:
     ax.set_ylabel("exact-sequence accuracy")
     ax.set_title("bit audit of trained heads")
     ax.legend(fontsize=6)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def screen_points(rows: list[dict]) -> list[dict]:
+    """Per (q, s, kind), the fewest bits at which a model that decodes no sample is
+    right on every input of its curve's screen (``capacity``'s first ``CURVE_INPUTS``
+    inputs): ``{"q", "s", "kind", "bits", "weights", "bits_per_coordinate"}``.
+
+    A screen is not a decoding (the sample can still hold a wrong input), so these
+    points stand apart from :func:`~sketchsim.runs.capacity.frontier_rows`.
+    """
+    from sketchsim.runs.capacity import kind_name
+
+    best: dict[tuple, dict] = {}
+    for r in rows:
+        if r["decoded"] and r["bits_per_coordinate"] is not None:
+            continue
+        right = [c for c in r["curve"] if c["accuracy"] == 1.0]
+        if not right:
+            continue
+        key = (r["q"], r["s"], kind_name(r["architecture"]))
+        point = {"q": r["q"], "s": r["s"], "kind": key[2], "bits": right[0]["transcript_bits"],
+                 "weights": r["weights"], "bits_per_coordinate": right[0]["bits"]}  # fmt: skip
+        if key not in best or point["bits"] < best[key]["bits"]:
+            best[key] = point
+    return [best[k] for k in sorted(best)]
+
+
+def plot_trained_frontier(rows: list[dict], path) -> None:
+    """The smallest decoding transcript bits against ``q``, one line per kind of architecture
+    and one panel per ``s``, beside the floor ``q log2(s+1)`` and zoology's float32
+    count of the same models' states (elements x 32, dashed); models right on their
+    screen but not decoded on the sample are open markers (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sketchsim.runs.capacity import frontier_rows
+
+    decoded = [f for f in frontier_rows(rows) if f["best"] is not None]
+    screened = screen_points(rows)
+    elements = {r["weights"]: r["state_elements"] for r in rows}
+    ss = sorted({r["s"] for r in rows})
+    kinds = sorted({f["kind"] for f in decoded} | {p["kind"] for p in screened})
+    colors = {k: f"C{i % 10}" for i, k in enumerate(kinds)}
+    fig, axes = plt.subplots(1, len(ss), figsize=(5.2 * len(ss), 4.4), squeeze=False)
+    for ax, s in zip(axes.flat, ss, strict=True):
+        qs = sorted({r["q"] for r in rows if r["s"] == s})
+        ax.plot(qs, [q * math.log2(s + 1) for q in qs], "k-", lw=2, label="floor q log2(s+1)")
+        for kind in kinds:
+            pts = sorted((f["q"], f["best"]) for f in decoded if f["s"] == s and f["kind"] == kind)
+            if pts:
+                x = [q for q, _ in pts]
+                ax.plot(x, [b["transcript_bits"] for _, b in pts], "o-", color=colors[kind],
+                        label=kind)  # fmt: skip
+                ax.plot(x, [32 * elements[b["weights"]] for _, b in pts], "--", lw=0.8,
+                        color=colors[kind], alpha=0.6)  # fmt: skip
+            opens = sorted((p["q"], p["bits"]) for p in screened if p["s"] == s and p["kind"] == kind)
+            if opens:
+                ax.plot(*zip(*opens, strict=True), "o", mfc="none", ms=8, color=colors[kind],
+                        label=None if pts else f"{kind} (screen only)")  # fmt: skip
+        ax.plot([], [], "k--", lw=0.8, label="float32 state (zoology's count)")
+        ax.plot([], [], "ko", mfc="none", label="right on the screen, not decoded")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xticks(qs, [str(q) for q in qs])
+        ax.set_xlabel("q (answers)")
+        ax.set_ylabel("transcript bits (cut state x K)")
+        ax.set_title(f"smallest decoding trained state, s = {s}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
