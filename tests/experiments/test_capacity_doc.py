@@ -130,3 +130,18 @@ if __name__ == "__main__":
     print("\n".join(table_rows(s, c)))
     print()
     print("\n".join(reference_rows(c)))
+
+
+def test_every_committed_capacity_files_summaries_are_what_the_code_derives():
+    """A capacity file's ``frontier`` and ``summary`` are functions of its ``rows``: the
+    committed ones must be what :func:`frontier_rows` and :func:`summarize_rows` make of
+    them today (a model decoded on a sample counts: its ``decoded`` is None there)."""
+    from sketchsim.runs.capacity import frontier_rows, summarize_rows
+
+    files = [p for p in sorted(DOCS.glob("capacity/**/*.json"))
+             if {"rows", "frontier", "summary"} <= set(json.loads(p.read_text()))]  # fmt: skip
+    assert len(files) >= 10
+    for path in files:
+        data = json.loads(path.read_text())
+        assert data["frontier"] == frontier_rows(data["rows"]), path
+        assert data["summary"] == summarize_rows(data["rows"]), path
