@@ -193,8 +193,6 @@ def plot_trained_frontier(rows: list[dict], path) -> None:
             if opens:
                 ax.plot(*zip(*opens, strict=True), "o", mfc="none", ms=8, color=colors[kind],
                         label=None if pts else f"{kind} (screen only)")  # fmt: skip
-        ax.plot([], [], "k--", lw=0.8, label="float32 state (zoology's count)")
-        ax.plot([], [], "ko", mfc="none", label="its 32-bit accuracy (>= 0.99) on the screen, not decoded")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
         ax.set_xticks(qs, [str(q) for q in qs])
@@ -202,8 +200,16 @@ def plot_trained_frontier(rows: list[dict], path) -> None:
         ax.set_ylabel("transcript bits (cut state x K)")
         ax.set_title(f"smallest decoding trained state, s = {s}", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6)
-    fig.tight_layout()
+    ax = axes.flat[0]
+    ax.plot([], [], "k--", lw=0.8, label="float32 state of the same model (zoology's count)")
+    ax.plot([], [], "ko", mfc="none",
+            label="its 32-bit accuracy (>= 0.99) on the screen at these bits, not decoded")  # fmt: skip
+    labels: dict = {}
+    for a in axes.flat:  # one legend for all panels, each label once
+        for handle, label in zip(*a.get_legend_handles_labels(), strict=True):
+            labels.setdefault(label, handle)
+    fig.legend(labels.values(), labels.keys(), loc="lower center", ncol=4, fontsize=7)
+    fig.tight_layout(rect=(0, 0.07 + 0.025 * math.ceil(len(labels) / 4), 1, 1))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)

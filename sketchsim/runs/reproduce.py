@@ -226,7 +226,7 @@ def _capacity(out, cfg, log):
         f"{at['transcript_bits'] / row['bound_bits']:.2f}x the {row['bound_bits']:.0f}-bit "
         f"bound) right on {at['accuracy']:.4f} of {screen:,} screened inputs, as at K = 32; "
         + (f"decoded on all {row['inputs']:,} sampled inputs at K = {row['bits_per_coordinate']}"
-           if row["decoded"] else
+           if row["bits_per_coordinate"] is not None else
            f"not decoded (right on {row['correct_fraction']:.5f} of {row['inputs']:,})")
     )  # fmt: skip
     return [Row(claim, paper, measured, yes_no(at["transcript_bits"] >= row["bound_bits"])

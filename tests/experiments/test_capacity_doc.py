@@ -145,3 +145,32 @@ def test_every_committed_capacity_files_summaries_are_what_the_code_derives():
         data = json.loads(path.read_text())
         assert data["frontier"] == frontier_rows(data["rows"]), path
         assert data["summary"] == summarize_rows(data["rows"]), path
+
+
+def test_the_frontier_plot_draws_from_the_committed_files(tmp_path):
+    """docs/capacity/frontier.png's script: its sources exist and hold capacity rows,
+    the frontier it draws is the committed files' own, and the plot is written."""
+    import importlib.util
+
+    from sketchsim.runs.capacity import frontier_rows
+    from sketchsim.runs.plots import plot_trained_frontier, screen_points
+
+    spec = importlib.util.spec_from_file_location(
+        "make_frontier_plot", DOCS / "capacity" / "make_frontier_plot.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = script.merged_rows()
+    assert {r["s"] for r in rows} == {1, 3, 7} and max(r["q"] for r in rows) == 64
+    decoded = [f for f in frontier_rows(rows) if f["best"]]
+    assert all(f["s"] in (1, 3) for f in decoded)  # nothing decodes at s = 7 yet
+    opens = {(p["q"], p["kind"]): p for p in screen_points(rows) if p["s"] == 7}
+    # the kept F(32,7) DeltaNet at the cut: 0.999 at K = 6, as at K = 32 (docs/capacity.md)
+    assert opens[(32, "deltanet L1 H1")]["bits_per_coordinate"] == 6
+    assert opens[(32, "deltanet L1 H1")]["bits"] == 192
+    for p in opens.values():
+        row = next(r for r in rows if r["weights"] == p["weights"] and r["q"] == p["q"])
+        below = [c["accuracy"] for c in row["curve"][: p["bits_per_coordinate"] - 1]]
+        assert all(a < p["accuracy"] for a in below)
+    plot_trained_frontier(rows, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 10_000

@@ -1,0 +1,39 @@
+"""Draws frontier.png: the smallest decoding trained state per causal architecture against q.
+
+Run from the repository root: ``python docs/capacity/make_frontier_plot.py`` (plot
+extra).  It reads only committed ``sketchsim capacity`` files (:data:`SOURCES`),
+merges their rows and hands them to
+:func:`sketchsim.runs.plots.plot_trained_frontier`: filled markers are the
+frontier (:func:`sketchsim.runs.capacity.frontier_rows`, models right on every
+input run), open ones the models that keep their 32-bit accuracy (at least
+0.99) on their screen at fewer bits but decode no sample
+(:func:`sketchsim.runs.plots.screen_points`).  tests/experiments/test_capacity_doc.py
+draws it again from the same files.
+"""
+
+import json
+from pathlib import Path
+
+from sketchsim.runs.plots import plot_trained_frontier
+
+HERE = Path(__file__).resolve().parent
+#: The capacity files, relative to this folder: the #44 sweep (q <= 16, s = 1, 3,
+#: rounded every token), DeltaNet at s = 7 (rounded at the cut) and F(64,7).
+SOURCES = (
+    "causal/capacity.json",
+    "frontier/s7/capacity-deltanet-q16-cut.json",
+    "frontier/s7/capacity-deltanet-q32-cut.json",
+    "frontier/s7/keep-best/capacity-cut.json",
+    "frontier/s7/qat/capacity-K4-cut.json",
+    "frontier/s7/qat/capacity-K5-cut.json",
+    "frontier/f64/capacity-elu1-d64.json",
+)
+
+
+def merged_rows() -> list[dict]:
+    """Every row of :data:`SOURCES`."""
+    return [r for name in SOURCES for r in json.loads((HERE / name).read_text())["rows"]]
+
+
+if __name__ == "__main__":
+    plot_trained_frontier(merged_rows(), HERE / "frontier.png")
