@@ -57,13 +57,14 @@ json.dump(res, open(out, "w"))
 
 def run_tree(src: str, folder: str) -> dict:
     """Measure every file of ``folder`` with the sketchsim of tree ``src`` (its own process)."""
+    label = tree_label(src)  # before the run: the commit that was timed
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
         env = dict(os.environ, PYTHONPATH=src)
         subprocess.run([sys.executable, "-c", CHILD, folder, out], env=env, check=True)
         with open(out) as fh:
             res = json.load(fh)
-    res["tree"] = tree_label(src)
+    res["tree"] = label
     return res
 
 
