@@ -2090,6 +2090,29 @@ for _i, _lr in enumerate(load(f"{F64}/capacity-elu1-d64.json")["rows"]):
     )  # fmt: skip
 
 
+entry(
+    "docs/capacity.md",
+    "the same head is right on {} of the 20,000 inputs and on the whole\nscreen from K = {}: no better",
+    f"{F64}/capacity-elu1-d64-cut.json",
+    [("rows", 0, "correct_fraction"), ("rows", 0)],
+    ["{:.5f}", first_right_on_screen],
+)
+one("docs/capacity.md", "Rounded only at the cut (`sketchsim capacity FOLDER --rounding {}`",
+    f"{F64}/capacity-elu1-d64-cut.json", ("parameters", "rounding"), "{}")  # fmt: skip
+
+
+# docs/benchmarks.md: the K search (benchmarks/bench_capacity_search.py, issue #45)
+_ST = "docs/capacity/search-timing.json"
+for _i, _who in enumerate(("this session", "session start", "the issue's commit")):
+    entry("docs/benchmarks.md", f"| {_who} ({{}}) | {{}} s | {{}} s | {{}} s |", _ST,
+          [("trees", _i, "tree"), ("trees", _i, "wall_s"), ("trees", _i, "answers_s"),
+           ("trees", _i, "measure_s")], ["{}", "{:.1f}", "{:.1f}", "{:.1f}"])  # fmt: skip
+entry("docs/benchmarks.md", "file: {} here.", _ST, [("trees",)],
+      [lambda t: f"{t[1]['wall_s'] / t[0]['wall_s']:.2f}x"])  # fmt: skip
+one("docs/benchmarks.md", "on this idle machine the issue's own commit takes\n{} s.", _ST,
+    ("trees", 2, "wall_s"), "{:.1f}")  # fmt: skip
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 
