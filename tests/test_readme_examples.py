@@ -91,8 +91,9 @@ RUN: dict[str, list[str]] = {
 
 #: README commands not run by this file, and why.
 NOT_RUN: dict[str, str] = {
-    'pip install -e ".[dev]" && python -m pytest -q -n 2': (
-        "the whole suite; .ci/run runs this line verbatim in CI"
+    'pip install -e ".[dev]" && python -m pytest -q -n 2 -m "not slow"': (
+        "the suite without the slow tests; .ci/run runs this line verbatim in CI, then "
+        "the slow ones"
     ),
     "pip install . && sketchsim transcript --q 64 --s 7": (
         "installs the package (CI installs it in .ci/run); the sketchsim part is run above"

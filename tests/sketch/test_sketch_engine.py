@@ -131,6 +131,7 @@ def test_shared_tokens_emitted_once_change_nothing(spec, q, s):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow  # 25 examples of random multilayer plans: about 13 s on the 2-core machine
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10**6), layers=LAYERS, init=st.booleans())
 def test_shared_tokens_on_multilayer_protocols(seed, layers, init):
