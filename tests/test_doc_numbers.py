@@ -2113,6 +2113,21 @@ one("docs/benchmarks.md", "on this idle machine the issue's own commit takes\n{}
     ("trees", 2, "wall_s"), "{:.1f}")  # fmt: skip
 
 
+# docs/benchmarks.md: seeds as one batched model (benchmarks/bench_batched_training.py)
+_B3, _B12 = "docs/capacity/batched-training-3.json", "docs/capacity/batched-training-12.json"
+
+
+def _speedup(row: dict) -> str:
+    return f"{row['one_at_a_time_s'] / row['batched_s']:.2f}x"
+
+
+for _i, _case in enumerate(r["case"] for r in load(_B3)["rows"]):
+    entry("docs/benchmarks.md", f"| {_case} | {{}} | {{}} |", _B3, [("rows", _i), ("rows", _i)],
+          [_speedup, lambda _r, i=_i: _speedup(load(_B12)["rows"][i])])  # fmt: skip
+one("docs/benchmarks.md", "(about {} ms per model here)", _B12, ("rows", 0),
+    lambda r: f"{r['one_at_a_time_s'] / r['members'] * 1e3:.1f}")  # fmt: skip
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 
