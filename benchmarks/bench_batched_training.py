@@ -16,7 +16,12 @@ the causal kinds of the #44 sweep, r = 2, d = 16), ``M`` seeded models on F(8,3)
   one after the other (what the sweep does today, per step).
 
 Before timing, the batched outputs are compared with the models' own (largest
-difference printed).  Times are warm, min of repeats; a time is this machine's at
+difference printed).
+
+``--sweep`` times whole sweeps instead: a causal capacity plan of 3 seeds x 4 learning
+rates (GLA, DeltaNet, Mamba; F(8,3); r = 2, d = 16; ``--steps`` steps, 200 by default)
+trained by ``sketchsim.api.sweep`` with and without ``batch``, one after the other in
+this process, and the largest difference of their rows' accuracies.  Times are warm, min of repeats; a time is this machine's at
 that moment, not a claim.
 """
 
@@ -102,14 +107,52 @@ def loop_step(models, X, t, q):
     return step
 
 
+def sweep_pair(steps: int) -> dict:
+    """The causal grid plan's sweep with and without ``batch``: wall seconds and rows."""
+    import time
+
+    from sketchsim.api import sweep
+    from sketchsim.experiments.plan import default_plan
+
+    plan = default_plan("capacity").with_(
+        models=(), archs=("gla", "deltanet", "mamba"), qs=(8,), ss=(3,), layer_counts=(1,),
+        ranks=(2,), value_widths=(16,), seeds=3, lrs=(0.003, 0.01, 0.03, 0.1), steps=steps,
+        softmax_seeds=1)  # fmt: skip
+    out = {}
+    for batch in (False, True):
+        t = time.perf_counter()
+        res = sweep(plan.with_(batch=batch), device="cpu")
+        out[batch] = (time.perf_counter() - t, res.runs)
+    (one_s, one), (many_s, many) = out[False], out[True]
+    diff = max(abs(a["accuracy"] - b["accuracy"]) for a, b in zip(one, many, strict=True))
+    same_steps = sum(a["steps"] == b["steps"] for a, b in zip(one, many, strict=True))
+    return {"runs": len(one), "steps": steps, "one_at_a_time_s": one_s, "batched_s": many_s,
+            "max_accuracy_difference": diff, "same_steps": same_steps}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--members", type=int, default=3, help="models per batch (the plan's seeds)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="two cases, one repeat")
     ap.add_argument("--json", metavar="PATH")
+    ap.add_argument("--sweep", action="store_true", help="time whole sweeps (module docstring)")
+    ap.add_argument("--steps", type=int, default=200, help="with --sweep: steps per run")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.sweep:
+        res = sweep_pair(args.steps)
+        print(f"{res['runs']} runs: {res['same_steps']} stop at the same step; accuracies "
+              f"differ by at most {res['max_accuracy_difference']:.4f}")  # fmt: skip
+        report("bench_batched_training", [(f"sweep of {res['runs']} runs, {args.steps} steps",
+               res["batched_s"], "one at a time", res["one_at_a_time_s"])])  # fmt: skip
+        if args.json:
+            from sketchsim.machine import machine_facts
+            from sketchsim.results import write_json_atomic
+
+            write_json_atomic(args.json, {"what": "--sweep", "machine": machine_facts(),
+                                          "torch": torch.__version__, **res})  # fmt: skip
+        return
     cases = CASES[::4] if args.quick else CASES
     repeat = 1 if args.quick else args.repeat
     rows, out = [], []

@@ -212,25 +212,19 @@ class SweepCommand(CheckedCommand):
     help="capacity: train with the state in K-bit registers in the forward pass "
     "(straight-through gradients); default: train in float, round when measured.",
 )
-@click.option(
-    "--schedule",
-    type=click.Choice(["onecycle", "constant"]),
-    default=None,
-    help="capacity: learning-rate schedule (default onecycle: a warm-up over 30% of the "
-    "steps, then annealed; constant: --lr throughout).",
-)
+@click.option("--schedule", type=click.Choice(["onecycle", "constant"]), default=None,
+              help="capacity: learning-rate schedule (default onecycle: a warm-up over 30% of "
+              "the steps, then annealed; constant: --lr throughout).")  # fmt: skip
 @click.option("--keep", type=click.Choice(["last", "best"]), default=None,
               help="capacity: keep the model after the last step (default), or the step's "
               "model with the most training inputs right.")  # fmt: skip
 @click.option("--train-rounding", type=click.Choice(["every", "cut"]), default=None,
               help="capacity, with --train-bits: round a causal state after every token "
               "(default), or only after the last data token (the transcript).")  # fmt: skip
-@click.option(
-    "--train-inputs",
-    type=click.IntRange(1),
-    default=None,
-    help="capacity: training inputs per run (default 512; every input when the family has fewer).",
-)
+@click.option("--train-inputs", type=click.IntRange(1), default=None, help="capacity: training "
+              "inputs per run (default 512; every input when the family has fewer).")  # fmt: skip
+@click.option("--batch", is_flag=True, default=None, help="capacity: train the causal float "
+              "runs that differ only in seed and --lr as one batched model (vmap).")  # fmt: skip
 @click.option(
     "--save-weights",
     "weights_dir",
@@ -242,8 +236,8 @@ class SweepCommand(CheckedCommand):
 def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, seeds, feature_map,
           models, archs, scales, accuracy, steps, lr, loss, stop_below, heads, eps, dtype,
           encoding, train_on, triples, threads, device, json_path, plot_path, resume,
-          allow_large, train_bits, schedule, train_inputs, keep, train_rounding, weights_dir,
-          cluster):  # fmt: skip
+          allow_large, train_bits, schedule, train_inputs, batch, keep, train_rounding,
+          weights_dir, cluster):  # fmt: skip
     """Train heads over feature ranks and seeds; compare with the certified bound.
 
     With no flags a suite runs the plan ``reproduce`` runs
@@ -302,6 +296,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
         train_inputs=train_inputs,
         keep=keep,
         train_rounding=train_rounding,
+        batch=batch,
     )
     _refuse_unread(plan, cluster)
     if capacity and not plan.allow_large:  # before anything is allocated (#47)
@@ -361,6 +356,7 @@ _READ_BY = {
     "train_inputs": ("capacity",),
     "keep": ("capacity",),
     "train_rounding": ("capacity",),
+    "batch": ("capacity",),
 }
 
 #: Why the capacity suite does not read an option (appended to the refusal).

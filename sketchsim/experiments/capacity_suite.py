@@ -241,6 +241,13 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     if best is not None and best[2] != step:
         model.load_state_dict(best[4])
         kept_step, err = best[2], best[3]
+    return finish_run(spec, fam, model, T, err, step, kept_step, seconds, device, save_to)
+
+
+def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: int,
+               kept_step: int, seconds: float, device, save_to) -> dict:  # fmt: skip
+    """The row of a trained model (the model kept, trained on ``T``): its accuracy on the
+    training set and on the evaluation inputs, and its weights file in ``save_to``."""
     model = model.cpu()
     train_acc = _accuracy(model, fam, T)
     exhaustive = fam.size <= EVAL_EXHAUSTIVE
@@ -516,8 +523,14 @@ def run_capacity(
     progress: Callable[[int, int], None] | None = None,
     weights_dir=None,
     client=None,
+    batch: bool = False,
 ) -> list[dict]:
     """Train every spec, writing ``path`` after each run; resumed runs are reused.
+
+    With ``batch`` the runs :func:`~sketchsim.experiments.batched_training.batchable`
+    that share a :func:`~sketchsim.experiments.batched_training.batch_key` and are not
+    resumed train as one batched model (one unit, one Dask task on a cluster); their
+    rows say ``batched`` and their resume keys differ from single runs'.
 
     A resumed run keeps its row (and the weights file it wrote then) when its
     spec, its model plug-in's file (:func:`plugin_identity`) and its family
@@ -528,6 +541,7 @@ def run_capacity(
     must be a folder they share with this process.
     """
     from sketchsim.checkpoint import Checkpoint
+    from sketchsim.experiments.batched_training import batch_key, batchable
     from sketchsim.units import run_units
 
     header = header or {}
@@ -537,7 +551,8 @@ def run_capacity(
         header,
         "runs",
         lambda row, _file: _run_key(
-            CapacitySpec(**row["spec"]), row.get("plugin_identity"), row.get("family_identity")
+            CapacitySpec(**row["spec"]), row.get("plugin_identity"), row.get("family_identity"),
+            bool(row.get("batched")),
         ),
         _run_problem,
         what="capacity sweep file",
@@ -552,19 +567,28 @@ def run_capacity(
             families[spec.family, spec.q, spec.s] = capacity_family_identity(spec)
     fam_ids = [families[spec.family, spec.q, spec.s] for spec in specs]
     rows = [
-        store.get(_run_key(spec, ident, fam))
+        store.get(_run_key(spec, ident, fam, batch and batchable(spec)))
         for spec, ident, fam in zip(specs, identities, fam_ids, strict=True)
     ]
+    # units: lists of spec indices, a batch of runs still to train or one run
+    groups: dict = {}
+    for k, spec in enumerate(specs):
+        alone = not (batch and batchable(spec)) or rows[k] is not None
+        groups.setdefault(("one", k) if alone else batch_key(spec), []).append(k)
+    units = list(groups.values())
 
-    def finished(k: int, row: dict) -> None:
-        row["plugin_identity"], row["family_identity"] = identities[k], fam_ids[k]
-        rows[k] = row
+    def finished(u: int, result: list[dict]) -> None:
+        for k, row in zip(units[u], result, strict=True):
+            row["plugin_identity"], row["family_identity"] = identities[k], fam_ids[k]
+            rows[k] = row
         store.save([r for r in rows if r is not None], False, suite="capacity", header=header)
 
     run_units(
-        [(spec, device, weights_dir) for spec in specs],
-        train_capacity,
-        resumed=rows,
+        [([specs[k] for k in unit], device, weights_dir, len(unit) > 1 or batch and
+          batchable(specs[unit[0]]) and rows[unit[0]] is None) for unit in units],  # fmt: skip
+        train_unit,
+        resumed=[[rows[k] for k in unit] if rows[unit[0]] is not None else None
+                 for unit in units],  # fmt: skip
         finished=finished,
         client=client,
         progress=progress,
@@ -574,14 +598,25 @@ def run_capacity(
     return rows
 
 
-def capacity_task(spec: CapacitySpec, device: str, save_to) -> dict:
-    """:func:`train_capacity` as a Dask task: one torch thread, as in this process."""
+def train_unit(specs: list[CapacitySpec], device: str, save_to, batched: bool) -> list[dict]:
+    """One unit of :func:`run_capacity`: one run, or runs trained as one batched model."""
+    if not batched:
+        return [train_capacity(spec, device, save_to) for spec in specs]
+    from sketchsim.experiments.batched_training import train_capacity_batch
+
+    return train_capacity_batch(specs, device, save_to)
+
+
+def capacity_task(specs: list[CapacitySpec], device: str, save_to, batched: bool) -> list:
+    """:func:`train_unit` as a Dask task: one torch thread, as in this process."""
     torch.set_num_threads(1)
-    return train_capacity(spec, device, save_to)
+    return train_unit(specs, device, save_to, batched)
 
 
-def _run_key(spec: CapacitySpec, plugin: str | None, family: str | None) -> str:
-    return json.dumps([spec.key(), plugin, family])
+def _run_key(spec: CapacitySpec, plugin: str | None, family: str | None,
+             batched: bool = False) -> str:  # fmt: skip
+    # a batched run rounds in another order than a single one: they do not resume each other
+    return json.dumps([spec.key(), plugin, family, *(["batched"] if batched else [])])
 
 
 def capacity_family_identity(spec: CapacitySpec) -> str:

@@ -396,7 +396,12 @@ class CausalModel(nn.Module):
 
     def _shared_queries(self, x: torch.Tensor) -> bool:
         """Whether every input of ``x`` has the same query tokens (remembered per tensor:
-        a training loop passes the same one at every step)."""
+        a training loop passes the same one at every step).  A model whose
+        ``shared_queries`` attribute is a bool (the batched trainer's, whose ``x`` is one
+        model's slice of a stack and has no storage of its own) takes that instead."""
+        forced = getattr(self, "shared_queries", None)
+        if forced is not None:
+            return forced
         key = (x.data_ptr(), tuple(x.shape), tuple(x.stride()), x._version, x.device, self.q)
         if getattr(self, "_shared_key", None) != key:
             self._shared_key = key

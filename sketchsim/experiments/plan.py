@@ -116,6 +116,9 @@ class SuitePlan:
     keep : {"last", "best"}
         Capacity: keep the model after the last step, or the step's model with the most
         training inputs right (ties: the smaller training mse).
+    batch : bool
+        Capacity: train the causal float runs that differ only in seed and learning
+        rate as one batched model (:mod:`sketchsim.experiments.batched_training`).
     """
 
     suite: str
@@ -153,6 +156,7 @@ class SuitePlan:
     train_inputs: int = 0
     keep: str = "last"
     train_rounding: str = "every"
+    batch: bool = False
 
     def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -264,6 +268,7 @@ class SuitePlan:
             **({"train_inputs": self.train_inputs} if self.train_inputs else {}),
             **({"keep": self.keep} if self.keep != "last" else {}),
             **({"train_rounding": "cut"} if self.train_rounding != "every" else {}),
+            **({"batch": True} if self.batch else {}),
         }
 
     def source(self, model: str) -> str:

@@ -401,6 +401,7 @@ CAPACITY_EFFECT = {
     "train_inputs": ["--train-inputs", "3"],
     "keep": ["--keep", "best"],
     "train_rounding": ["--arch", "deltanet", "--train-bits", "4", "--train-rounding", "cut"],
+    "batch": ["--arch", "deltanet", "--batch"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).
