@@ -2128,6 +2128,20 @@ one("docs/benchmarks.md", "(about {} ms per model here)", _B12, ("rows", 0),
     lambda r: f"{r['one_at_a_time_s'] / r['members'] * 1e3:.1f}")  # fmt: skip
 
 
+entry("docs/benchmarks.md", "{} runs of\n{} steps took {} s one at a time and {} s batched\n({}). All {} stopped",
+      "docs/capacity/batched-sweep-200.json",
+      [("runs",), ("steps",), ("one_at_a_time_s",), ("batched_s",), (), ("same_steps",)],
+      ["{}", "{}", "{:.1f}", "{:.1f}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x",
+       "{}"])  # fmt: skip
+one("docs/benchmarks.md", "accuracies differ by at most {}: float32", "docs/capacity/batched-sweep-200.json",
+    ("max_accuracy_difference",), "{:.4f}")  # fmt: skip
+
+
+entry("docs/capacity.md", "a {}-run grid\nof {} steps was {} faster", "docs/capacity/batched-sweep-200.json",
+      [("runs",), ("steps",), ()],
+      ["{}", "{}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x"])  # fmt: skip
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 
