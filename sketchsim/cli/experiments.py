@@ -416,7 +416,8 @@ def _check_capacity_memory(plan, device: str, save_weights: bool) -> None:
     from sketchsim.experiments.suite_runs import capacity_specs
     from sketchsim.experiments.train import pick_device
 
-    check_capacity_memory(capacity_specs(plan), pick_device(device), save_weights)
+    check_capacity_memory(capacity_specs(plan), pick_device(device), save_weights,
+                          batch=plan.batch)  # fmt: skip
 
 
 def _one_thread_on_cluster(cluster, threads):

@@ -203,7 +203,8 @@ def _gpu_free(device) -> int | None:
         return None
 
 
-def check_capacity_memory(specs, device="cpu", save_weights: bool = False, available=None):
+def check_capacity_memory(specs, device="cpu", save_weights: bool = False, available=None,
+                          batch: bool = False):  # fmt: skip
     """Refuse, in one line, a plan whose largest run needs more memory than there is.
 
     Parameters
@@ -217,6 +218,9 @@ def check_capacity_memory(specs, device="cpu", save_weights: bool = False, avail
         The runs write weights files (their calibration pass counts).
     available : int, optional
         Bytes available on the CPU (default: :func:`available_memory`).
+    batch : bool
+        The plan's ``batch``: runs trained as one batched model hold their inputs,
+        parameters and training activations at once (``M`` times one run's).
 
     Returns
     -------
@@ -234,13 +238,26 @@ def check_capacity_memory(specs, device="cpu", save_weights: bool = False, avail
     cuda = str(device).startswith("cuda")
     host = available_memory() if available is None else int(available)
     gpu = _gpu_free(device) if cuda else None
+    from sketchsim.experiments.batched_training import batch_key, batchable
+
+    specs = list(specs)
+    batches: dict = {}  # per batch key, how many runs train as one model
+    for spec in specs:
+        if batch and batchable(spec):
+            batches[batch_key(spec)] = batches.get(batch_key(spec), 0) + 1
     seen: dict = {}
+    together: dict = {}  # per size, the largest batch of it
     for spec in specs:
         key = replace(spec, seed=0, lr=0.0, steps=0, stop_below=0.0)
         if key not in seen:
             seen[key] = (spec, capacity_memory(spec, save_weights))
+        together[key] = max(together.get(key, 1), batches.get(batch_key(spec), 1))
     largest = 0
-    for spec, need in seen.values():
+    for key, (spec, need) in seen.items():
+        M = together.get(key, 1)
+        if M > 1:
+            need = replace(need, parameters=M * need.parameters, inputs=M * need.inputs,
+                           train=M * need.train)  # fmt: skip
         checks = [(need.peak, host, "")]
         if cuda:
             checks = [(need.host_peak, host, ""), (need.device_peak, gpu, " GPU")]
@@ -249,7 +266,7 @@ def check_capacity_memory(specs, device="cpu", save_weights: bool = False, avail
             if room is not None and est > room:
                 raise SketchsimError(
                     f"the capacity run {spec.label} on {spec.family} q={spec.q} s={spec.s} "
-                    f"needs about {byte_size(est)} of{where} memory (estimated: training "
+                    f"{f'({M} trained together) ' if M > 1 else ''}needs about {byte_size(est)} of{where} memory (estimated: training "
                     f"inputs x tokens x per-token state and activations, plus parameters), "
                     f"more than the {byte_size(room)} available; choose smaller sizes, or "
                     "pass allow_large to try anyway"

@@ -310,7 +310,7 @@ def _run_capacity(plan, path, resume, device, client, progress, weights_dir) -> 
     header = capacity_header(plan)
     dev = str(pick_device(device))
     if not plan.allow_large:
-        check_capacity_memory(specs, dev, weights_dir is not None)
+        check_capacity_memory(specs, dev, weights_dir is not None, batch=plan.batch)
     runs = run_capacity(specs, path, header, resume, dev, progress, weights_dir, client,
                         batch=plan.batch)  # fmt: skip
     result = SweepResult(plan, header, runs, summarize_capacity(runs))

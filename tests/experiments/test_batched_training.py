@@ -89,3 +89,14 @@ def test_sweep_batch_rows_resume_only_batched_runs(tmp_path):
     assert res.exit_code == 0, res.output
     again = [r for r in json.loads(path.read_text())["runs"] if r["spec"]["model"] == "causal"]
     assert len(again) == 4 and not any("batched" in r for r in again)
+
+
+def test_the_memory_check_counts_the_models_trained_together():
+    from sketchsim.experiments.memory import capacity_memory, check_capacity_memory
+    from sketchsim.errors import SketchsimError
+
+    specs = _specs("deltanet", "onecycle", "last", [(s, lr) for s in range(3) for lr in (0.01, 0.1)])
+    one = capacity_memory(specs[0]).peak
+    assert check_capacity_memory(specs, available=10 * one) == one
+    with pytest.raises(SketchsimError, match=r"\(6 trained together\) needs about"):
+        check_capacity_memory(specs, available=2 * one, batch=True)
