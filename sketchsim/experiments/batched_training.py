@@ -10,11 +10,11 @@ capacity_suite.train_capacity` step by step: its own training inputs (drawn
 with its seed), the same schedule (one-cycle's rate and momentum, or constant),
 the same stop rule and ``--keep``; a model that stops is frozen while the
 others go on.  The arithmetic is the same up to float rounding (a batched
-matrix product rounds in its own order), so a batched run's row equals its
-one-at-a-time row within the tolerance of ``tests/numerics.py`` for a few
-steps; over thousands of steps training can amplify the difference, which is
-why rows say ``batched`` (how many models trained together) and resume keys
-keep batched and single runs apart.
+matrix product rounds in its own order), so over a few steps a batched run's
+row and weights equal its one-at-a-time ones up to float32 rounding
+(tests/experiments/test_batched_training.py); over thousands of steps training
+can amplify the difference, which is why rows say ``batched`` (how many models
+trained together) and resume keys keep batched and single runs apart.
 
 Batching pays where a step is many small operations: the causal kinds
 (docs/benchmarks.md, "Seeds as one batched model"); the kernel heads' step is
