@@ -2142,6 +2142,20 @@ entry("docs/capacity.md", "a {}-run grid\nof {} steps was {} faster", "docs/capa
       ["{}", "{}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x"])  # fmt: skip
 
 
+entry("docs/benchmarks.md", "the grid took\n{} s one at a time and {} s batched ({}). The ratio",
+      "docs/capacity/batched-sweep-1000.json", [("one_at_a_time_s",), ("batched_s",), ()],
+      ["{:.1f}", "{:.1f}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x"])  # fmt: skip
+entry("docs/benchmarks.md", "Only {} of the {} runs stopped at the same step\nas alone, and the accuracies differ by up to {}:",
+      "docs/capacity/batched-sweep-1000.json", [("same_steps",), ("runs",), ("max_accuracy_difference",)],
+      ["{}", "{}", "{:.4f}"])  # fmt: skip
+
+
+entry("docs/capacity.md", "At {} steps the same grid was {} faster, and {} of its {} runs ended",
+      "docs/capacity/batched-sweep-1000.json", [("steps",), (), (), ("runs",)],
+      [lambda v: f"{v:,}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x",
+       lambda d: str(d["runs"] - d["same_steps"]), "{}"])  # fmt: skip
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 
