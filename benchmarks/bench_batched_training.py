@@ -21,7 +21,8 @@ difference printed).
 ``--sweep`` times whole sweeps instead: a causal capacity plan of 3 seeds x 4 learning
 rates (GLA, DeltaNet, Mamba; F(8,3); r = 2, d = 16; ``--steps`` steps, 200 by default)
 trained by ``sketchsim.api.sweep`` with and without ``batch``, one after the other in
-this process, and the largest difference of their rows' accuracies.  Times are warm, min of repeats; a time is this machine's at
+this process, and the largest difference of their rows' accuracies.  Times are warm,
+min of repeats; a time is this machine's at
 that moment, not a claim.
 """
 
@@ -164,8 +165,8 @@ def main() -> None:
                          .abs().max())  # fmt: skip
         lstep = loop_step(models, X, t, q)
         bstep(), lstep()  # warm
-        batched = best_of(lambda: [bstep() for _ in range(5)], repeat) / 5
-        one_by_one = best_of(lambda: [lstep() for _ in range(5)], repeat) / 5
+        batched = best_of(lambda b=bstep: [b() for _ in range(5)], repeat) / 5
+        one_by_one = best_of(lambda s=lstep: [s() for _ in range(5)], repeat) / 5
         print(f"{label}: largest output difference {diff:.2e}")
         rows.append((f"{label}, {args.members} models, F(8,3)", batched, "one at a time",
                      one_by_one))  # fmt: skip

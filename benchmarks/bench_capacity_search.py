@@ -1,10 +1,12 @@
 """The K search of ``sketchsim capacity`` against older trees, same files, same run (issue #45).
 
-Run: python benchmarks/bench_capacity_search.py [FOLDER] [--baseline-src DIR ...] [--json PATH] [--quick]
+Run: python benchmarks/bench_capacity_search.py [FOLDER] [--baseline-src DIR ...] [--json PATH]
+[--quick]
 
 ``FOLDER`` holds weights files (``sketchsim sweep --suite capacity --save-weights
 FOLDER``: the default plan's 72); without it the script trains that plan into a
-temporary folder first (``--quick``: ``reproduce --quick``'s capacity plan, 8 files).  Each tree (this one, then every ``--baseline-src``,
+temporary folder first (``--quick``: ``reproduce --quick``'s capacity plan, 8 files).
+Each tree (this one, then every ``--baseline-src``,
 e.g. a ``git worktree`` of the issue's commit) measures every file in its own
 process, one after the other: ``measure_weights`` (``sketchsim.runs.capacity``, or
 ``sketchsim.experiments.capacity`` in trees before it moved) with its defaults.  The
@@ -118,9 +120,9 @@ def mismatches(ours: dict, theirs: dict) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", nargs="?")
-    ap.add_argument("--quick", action="store_true", help="without FOLDER: train the quick plan")
+    ap.add_argument("--quick", action="store_true", help="without FOLDER: the quick plan")
     ap.add_argument("--baseline-src", action="append", default=[], metavar="DIR",
-                    help="an older sketchsim tree to time on the same files (repeatable)")  # fmt: skip
+                    help="an older tree timed on the same files (repeatable)")  # fmt: skip
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     trees = [ROOT, *args.baseline_src]
@@ -139,8 +141,10 @@ def main() -> None:
         res["mismatches"] = bad
         rows.append((f"K search, {n} files", ours["wall_s"], res["tree"], res["wall_s"]))
     for res in results:
-        print(f"{res['tree']}: {res['wall_s']:.1f} s wall, {res['cpu_s']:.1f} s CPU; engine "
-              f"answers {res['answers_s']:.1f} s, measurements {res['measure_s']:.1f} s")
+        print(
+            f"{res['tree']}: {res['wall_s']:.1f} s wall, {res['cpu_s']:.1f} s CPU; engine "
+            f"answers {res['answers_s']:.1f} s, measurements {res['measure_s']:.1f} s"
+        )
     report("bench_capacity_search", rows)
     if args.json:
         from sketchsim.machine import machine_facts

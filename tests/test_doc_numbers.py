@@ -2092,7 +2092,8 @@ for _i, _lr in enumerate(load(f"{F64}/capacity-elu1-d64.json")["rows"]):
 
 entry(
     "docs/capacity.md",
-    "the same head is right on {} of the 20,000 inputs and on the whole\nscreen from K = {}: no better",
+    "the same head is right on {} of the 20,000 inputs and on the whole\n"
+    "screen from K = {}: no better",
     f"{F64}/capacity-elu1-d64-cut.json",
     [("rows", 0, "correct_fraction"), ("rows", 0)],
     ["{:.5f}", first_right_on_screen],
@@ -2128,29 +2129,32 @@ one("docs/benchmarks.md", "(about {} ms per model here)", _B12, ("rows", 0),
     lambda r: f"{r['one_at_a_time_s'] / r['members'] * 1e3:.1f}")  # fmt: skip
 
 
-entry("docs/benchmarks.md", "{} runs of\n{} steps took {} s one at a time and {} s batched\n({}). All {} stopped",
-      "docs/capacity/batched-sweep-200.json",
+_BS2, _BS10 = "docs/capacity/batched-sweep-200.json", "docs/capacity/batched-sweep-1000.json"
+
+
+def _sweep_ratio(d: dict) -> str:
+    return f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x"
+
+
+entry("docs/benchmarks.md",
+      "{} runs of\n{} steps took {} s one at a time and {} s batched\n({}). All {} stopped", _BS2,
       [("runs",), ("steps",), ("one_at_a_time_s",), ("batched_s",), (), ("same_steps",)],
-      ["{}", "{}", "{:.1f}", "{:.1f}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x",
-       "{}"])  # fmt: skip
-one("docs/benchmarks.md", "accuracies differ by at most {}: float32", "docs/capacity/batched-sweep-200.json",
+      ["{}", "{}", "{:.1f}", "{:.1f}", _sweep_ratio, "{}"])  # fmt: skip
+one("docs/benchmarks.md", "accuracies differ by at most {}: float32", _BS2,
     ("max_accuracy_difference",), "{:.4f}")  # fmt: skip
-
-
-entry("docs/capacity.md", "a {}-run grid\nof {} steps was {} faster", "docs/capacity/batched-sweep-200.json",
-      [("runs",), ("steps",), ()],
-      ["{}", "{}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x"])  # fmt: skip
-
-
-entry("docs/benchmarks.md", "the grid took\n{} s one at a time and {} s batched ({}). Not measured apart",
-      "docs/capacity/batched-sweep-1000.json", [("one_at_a_time_s",), ("batched_s",), ()],
-      ["{:.1f}", "{:.1f}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x"])  # fmt: skip
-entry("docs/benchmarks.md", "Only {} of the {} runs stopped at the same step\nas alone, and the accuracies differ by up to {}:",
-      "docs/capacity/batched-sweep-1000.json", [("same_steps",), ("runs",), ("max_accuracy_difference",)],
+entry("docs/capacity.md", "a {}-run grid\nof {} steps was {} faster", _BS2,
+      [("runs",), ("steps",), ()], ["{}", "{}", _sweep_ratio])  # fmt: skip
+entry("docs/benchmarks.md",
+      "the grid took\n{} s one at a time and {} s batched ({}). Not measured apart", _BS10,
+      [("one_at_a_time_s",), ("batched_s",), ()], ["{:.1f}", "{:.1f}", _sweep_ratio])  # fmt: skip
+entry("docs/benchmarks.md",
+      "Only {} of the {} runs stopped at the same step\nas alone, and the accuracies differ by "
+      "up to {}:", _BS10, [("same_steps",), ("runs",), ("max_accuracy_difference",)],
       ["{}", "{}", "{:.4f}"])  # fmt: skip
 
 
-entry("docs/capacity.md", "At {} steps the same grid was {} faster, and {} of its {} runs ended",
+entry("docs/capacity.md",
+      "At {} steps the same grid was {} faster, and {} of its {} runs ended",
       "docs/capacity/batched-sweep-1000.json", [("steps",), (), (), ("runs",)],
       [lambda v: f"{v:,}", lambda d: f"{d['one_at_a_time_s'] / d['batched_s']:.2f}x",
        lambda d: str(d["runs"] - d["same_steps"]), "{}"])  # fmt: skip

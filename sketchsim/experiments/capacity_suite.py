@@ -551,7 +551,9 @@ def run_capacity(
         header,
         "runs",
         lambda row, _file: _run_key(
-            CapacitySpec(**row["spec"]), row.get("plugin_identity"), row.get("family_identity"),
+            CapacitySpec(**row["spec"]),
+            row.get("plugin_identity"),
+            row.get("family_identity"),
             bool(row.get("batched")),
         ),
         _run_problem,
@@ -570,12 +572,13 @@ def run_capacity(
         store.get(_run_key(spec, ident, fam, batch and batchable(spec)))
         for spec, ident, fam in zip(specs, identities, fam_ids, strict=True)
     ]
-    # units: lists of spec indices, a batch of runs still to train or one run
+    # units: lists of spec indices, the runs still to train of one batch key, or one run
     groups: dict = {}
     for k, spec in enumerate(specs):
         alone = not (batch and batchable(spec)) or rows[k] is not None
         groups.setdefault(("one", k) if alone else batch_key(spec), []).append(k)
     units = list(groups.values())
+    batched = [isinstance(key, CapacitySpec) for key in groups]
 
     def finished(u: int, result: list[dict]) -> None:
         for k, row in zip(units[u], result, strict=True):
@@ -584,11 +587,14 @@ def run_capacity(
         store.save([r for r in rows if r is not None], False, suite="capacity", header=header)
 
     run_units(
-        [([specs[k] for k in unit], device, weights_dir, len(unit) > 1 or batch and
-          batchable(specs[unit[0]]) and rows[unit[0]] is None) for unit in units],  # fmt: skip
+        [
+            ([specs[k] for k in unit], device, weights_dir, b)
+            for unit, b in zip(units, batched, strict=True)
+        ],  # fmt: skip
         train_unit,
-        resumed=[[rows[k] for k in unit] if rows[unit[0]] is not None else None
-                 for unit in units],  # fmt: skip
+        resumed=[
+            [rows[k] for k in unit] if rows[unit[0]] is not None else None for unit in units
+        ],  # fmt: skip
         finished=finished,
         client=client,
         progress=progress,

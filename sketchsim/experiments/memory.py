@@ -266,7 +266,8 @@ def check_capacity_memory(specs, device="cpu", save_weights: bool = False, avail
             if room is not None and est > room:
                 raise SketchsimError(
                     f"the capacity run {spec.label} on {spec.family} q={spec.q} s={spec.s} "
-                    f"{f'({M} trained together) ' if M > 1 else ''}needs about {byte_size(est)} of{where} memory (estimated: training "
+                    f"{f'({M} trained together) ' if M > 1 else ''}needs about "
+                    f"{byte_size(est)} of{where} memory (estimated: training "
                     f"inputs x tokens x per-token state and activations, plus parameters), "
                     f"more than the {byte_size(room)} available; choose smaller sizes, or "
                     "pass allow_large to try anyway"

@@ -164,7 +164,8 @@ def measure_weights(
             continue
         if witnesses:  # wrong on one of them: wrong on the whole set, no need to run it
             idx = np.asarray(witnesses)
-            got = _engine_answers(protocol, params(K), family, family.variable_tokens(T[idx]), fixed)
+            tokens = family.variable_tokens(T[idx])
+            got = _engine_answers(protocol, params(K), family, tokens, fixed)
             if not (got == T[idx]).all():
                 continue
         if progress:

@@ -153,7 +153,8 @@ def screen_points(rows: list[dict], floor: float = 0.99) -> list[dict]:
         at = next(c for c in r["curve"] if c["accuracy"] >= top)
         key = (r["q"], r["s"], kind_name(r["architecture"]))
         point = {"q": r["q"], "s": r["s"], "kind": key[2], "bits": at["transcript_bits"],
-                 "weights": r["weights"], "bits_per_coordinate": at["bits"], "accuracy": top}  # fmt: skip
+                 "weights": r["weights"], "bits_per_coordinate": at["bits"],
+                 "accuracy": top}  # fmt: skip
         if key not in best or point["bits"] < best[key]["bits"]:
             best[key] = point
     return [best[k] for k in sorted(best)]
@@ -189,7 +190,8 @@ def plot_trained_frontier(rows: list[dict], path) -> None:
                         label=kind)  # fmt: skip
                 ax.plot(x, [32 * elements[b["weights"]] for _, b in pts], "--", lw=0.8,
                         color=colors[kind], alpha=0.6)  # fmt: skip
-            opens = sorted((p["q"], p["bits"]) for p in screened if p["s"] == s and p["kind"] == kind)
+            opens = sorted((p["q"], p["bits"]) for p in screened
+                           if p["s"] == s and p["kind"] == kind)  # fmt: skip
             if opens:
                 ax.plot(*zip(*opens, strict=True), "o", mfc="none", ms=8, color=colors[kind],
                         label=None if pts else f"{kind} (screen only)")  # fmt: skip
@@ -203,7 +205,8 @@ def plot_trained_frontier(rows: list[dict], path) -> None:
     ax = axes.flat[0]
     ax.plot([], [], "k--", lw=0.8, label="float32 state of the same model (zoology's count)")
     ax.plot([], [], "ko", mfc="none",
-            label="its 32-bit accuracy (>= 0.99) on the screen at these bits, not decoded")  # fmt: skip
+            label="its 32-bit accuracy (>= 0.99) on the screen at these bits, "
+            "not decoded")  # fmt: skip
     labels: dict = {}
     for a in axes.flat:  # one legend for all panels, each label once
         for handle, label in zip(*a.get_legend_handles_labels(), strict=True):

@@ -47,8 +47,25 @@ def test_a_batch_trains_each_model_as_alone(tmp_path, arch, schedule, keep):
 
 def test_a_model_that_stops_is_frozen_while_the_others_train():
     # stop below 5: the diverging rate stops at once (or at non-finite), the others later
-    specs = [CapacitySpec("hard", 4, 1, "causal", 1, 1, 2, 8, "elu1", seed, steps=200, lr=lr,
-                          arch="deltanet", stop_below=0.45) for seed, lr in [(0, 0.03), (1, 0.1)]]
+    specs = [
+        CapacitySpec(
+            "hard",
+            4,
+            1,
+            "causal",
+            1,
+            1,
+            2,
+            8,
+            "elu1",
+            seed,
+            steps=200,
+            lr=lr,
+            arch="deltanet",
+            stop_below=0.45,
+        )
+        for seed, lr in [(0, 0.03), (1, 0.1)]
+    ]
     one = [train_capacity(s) for s in specs]
     many = train_capacity_batch(specs)
     assert [r["steps"] for r in one] == [r["steps"] for r in many]
@@ -92,10 +109,11 @@ def test_sweep_batch_rows_resume_only_batched_runs(tmp_path):
 
 
 def test_the_memory_check_counts_the_models_trained_together():
-    from sketchsim.experiments.memory import capacity_memory, check_capacity_memory
     from sketchsim.errors import SketchsimError
+    from sketchsim.experiments.memory import capacity_memory, check_capacity_memory
 
-    specs = _specs("deltanet", "onecycle", "last", [(s, lr) for s in range(3) for lr in (0.01, 0.1)])
+    pairs = [(s, lr) for s in range(3) for lr in (0.01, 0.1)]
+    specs = _specs("deltanet", "onecycle", "last", pairs)
     one = capacity_memory(specs[0]).peak
     assert check_capacity_memory(specs, available=10 * one) == one
     with pytest.raises(SketchsimError, match=r"\(6 trained together\) needs about"):
