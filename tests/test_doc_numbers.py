@@ -2160,6 +2160,20 @@ entry("docs/capacity.md",
        lambda d: str(d["runs"] - d["same_steps"]), "{}"])  # fmt: skip
 
 
+# docs/capacity.md: the s = 7 grid (the table: tests/experiments/test_capacity_doc.py)
+_G = "docs/capacity/frontier/s7/grid"
+entry("docs/capacity.md", "it is wrong on {} of them", f"{_G}/transcript-q16-linear-K11-seed5.json",
+      [("protocols", 0, "wrong_inputs")], ["{}"])  # fmt: skip
+one("docs/capacity.md", "0.00015). It is not exact. Rerun on {} fresh inputs",
+    f"{_G}/transcript-q16-linear-K11-seed5.json", ("inputs",), "{:,}")  # fmt: skip
+entry("docs/capacity.md", "the cut: {} bits, {} the floor (95% upper bound on its error rate\n{})",
+      f"{_G}/capacity-q16-cut.json", [("rows", 9, "transcript_bits"), ("rows", 9, "ratio"),
+      ("rows", 9, "error_rate_upper95")], ["{:.0f}", "{:.2f}x", "{:.5f}"])  # fmt: skip
+entry("docs/capacity.md", "F(16,7) took about {}, {}, {} and {} s of\ntraining per model",
+      f"{_G}/sweep-q16.json", [("runs", i, "seconds") for i in (0, 4, 8, 12)],
+      ["{:.0f}"] * 4)  # fmt: skip
+
+
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
 

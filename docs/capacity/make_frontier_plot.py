@@ -18,7 +18,8 @@ from sketchsim.runs.plots import plot_trained_frontier
 
 HERE = Path(__file__).resolve().parent
 #: The capacity files, relative to this folder: the #44 sweep (q <= 16, s = 1, 3,
-#: rounded every token), DeltaNet at s = 7 (rounded at the cut) and F(64,7).
+#: rounded every token), DeltaNet at s = 7 and the batched s = 7 grid (rounded at the
+#: cut), and F(64,7).
 SOURCES = (
     "causal/capacity.json",
     "frontier/s7/capacity-deltanet-q16-cut.json",
@@ -27,6 +28,8 @@ SOURCES = (
     "frontier/s7/qat/capacity-K4-cut.json",
     "frontier/s7/qat/capacity-K5-cut.json",
     "frontier/f64/capacity-elu1-d64.json",
+    "frontier/s7/grid/capacity-q16-cut.json",
+    "frontier/s7/grid/capacity-q32-cut.json",
 )
 
 

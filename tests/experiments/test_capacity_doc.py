@@ -11,6 +11,8 @@ import json
 import math
 from pathlib import Path
 
+import pytest
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SWEEP = DOCS / "capacity" / "sweep.json"
 CAPACITY = DOCS / "capacity" / "capacity.json"
@@ -125,13 +127,6 @@ def test_doc_times_are_the_committed_timing():
     assert sweep["wall_s"] < 600  # the default plan's promise: within 10 minutes
 
 
-if __name__ == "__main__":
-    s, c = json.loads(SWEEP.read_text()), json.loads(CAPACITY.read_text())
-    print("\n".join(table_rows(s, c)))
-    print()
-    print("\n".join(reference_rows(c)))
-
-
 def test_every_committed_capacity_files_summaries_are_what_the_code_derives():
     """A capacity file's ``frontier`` and ``summary`` are functions of its ``rows``: the
     committed ones must be what :func:`frontier_rows` and :func:`summarize_rows` make of
@@ -163,7 +158,8 @@ def test_the_frontier_plot_draws_from_the_committed_files(tmp_path):
     rows = script.merged_rows()
     assert {r["s"] for r in rows} == {1, 3, 7} and max(r["q"] for r in rows) == 64
     decoded = [f for f in frontier_rows(rows) if f["best"]]
-    assert all(f["s"] in (1, 3) for f in decoded)  # nothing decodes at s = 7 yet
+    # at s = 7 only the grid's linear attention at q = 16 decodes its sample (docs/capacity.md)
+    assert {(f["q"], f["kind"]) for f in decoded if f["s"] == 7} == {(16, "linear-elu1 L1 H1")}
     opens = {(p["q"], p["kind"]): p for p in screen_points(rows) if p["s"] == 7}
     # the kept F(32,7) DeltaNet at the cut: 0.999 at K = 6, as at K = 32 (docs/capacity.md)
     assert opens[(32, "deltanet L1 H1")]["bits_per_coordinate"] == 6
@@ -174,3 +170,54 @@ def test_the_frontier_plot_draws_from_the_committed_files(tmp_path):
         assert all(a < p["accuracy"] for a in below)
     plot_trained_frontier(rows, tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 10_000
+
+
+GRID = DOCS / "capacity" / "frontier" / "s7" / "grid"
+
+
+def grid_rows(sweep: dict, capacity: dict) -> list[str]:
+    """docs/capacity.md's s = 7 grid table: one row per run of ``sweep``, with its cut
+    measurement from ``capacity`` (by weights file)."""
+    cut = {r["weights"]: r for r in capacity["rows"]}
+    out = []
+    for run in sweep["runs"]:
+        m = cut[run["weights"]]
+        top = m["curve"][-1]["accuracy"]
+        at = next(c for c in m["curve"] if c["accuracy"] >= top)
+        ratio = at["transcript_bits"] / m["bound_bits"]
+        decoded = (f"K = {m['bits_per_coordinate']}: {m['transcript_bits']:.0f} bits, "
+                   f"{m['ratio']:.2f}x" if m["bits_per_coordinate"] else
+                   f"no ({m['correct_fraction']:.5f})" if top > 0 else "no")  # fmt: skip
+        screen = (f"{top:.3f} from K = {at['bits']} ({at['transcript_bits']:.0f} bits, "
+                  f"{ratio:.2f}x)" if top > 0 else "-")  # fmt: skip
+        out.append(
+            f"| {run['architecture']} | {run['spec']['lr']} | {run['seed']} | "
+            f"{run['kept_step']:,} | {run['accuracy']:.3f} | {screen} | {decoded} |"
+        )
+    return out
+
+
+@pytest.mark.parametrize("q", [16, 32])
+def test_the_s7_grid_table_is_the_committed_files(q):
+    sweep = json.loads((GRID / f"sweep-q{q}.json").read_text())
+    capacity = json.loads((GRID / f"capacity-q{q}-cut.json").read_text())
+    page = (DOCS / "capacity.md").read_text()
+    for row in grid_rows(sweep, capacity):
+        assert row in page, row
+
+
+if __name__ == "__main__":
+    s, c = json.loads(SWEEP.read_text()), json.loads(CAPACITY.read_text())
+    print("\n".join(table_rows(s, c)))
+    print()
+    print("\n".join(reference_rows(c)))
+    for q in (16, 32):
+        print()
+        print(
+            "\n".join(
+                grid_rows(
+                    json.loads((GRID / f"sweep-q{q}.json").read_text()),
+                    json.loads((GRID / f"capacity-q{q}-cut.json").read_text()),
+                )
+            )
+        )
