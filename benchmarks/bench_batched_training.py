@@ -56,7 +56,7 @@ def setup(model: str, arch: str, fmap: str, rank: int, members: int):
     """``M`` seeded models of one case, their stacked weights and the training batch."""
     from sketchsim.experiments.capacity_suite import (
         CapacitySpec,
-        _build,
+        build_model,
         family_answers,
         input_tensor,
     )
@@ -68,7 +68,7 @@ def setup(model: str, arch: str, fmap: str, rank: int, members: int):
     t = torch.as_tensor(T.astype("float32"))
     specs = [CapacitySpec("hard", 8, 3, model, 1, 1, rank, 16, fmap, seed, arch=arch)
              for seed in range(members)]  # fmt: skip
-    models = [_build(s, fam.m, fam.q) for s in specs]
+    models = [build_model(s, fam.m, fam.q) for s in specs]
     return models, X, t, fam.q
 
 

@@ -34,7 +34,9 @@ import torch
 
 from sketchsim.experiments.capacity_suite import (
     CapacitySpec,
-    _build,
+    batch_key,
+    batchable,
+    build_model,
     family_answers,
     finish_run,
     input_tensor,
@@ -42,17 +44,8 @@ from sketchsim.experiments.capacity_suite import (
 )
 from sketchsim.sketch.family_plugins import make_family
 
+#: batch_key and batchable live with the specs (capacity_suite); re-exported here
 __all__ = ["batch_key", "batchable", "train_capacity_batch"]
-
-
-def batch_key(spec: CapacitySpec) -> CapacitySpec:
-    """What runs trained together share: the spec without its seed and learning rate."""
-    return replace(spec, seed=0, lr=0.0)
-
-
-def batchable(spec: CapacitySpec) -> bool:
-    """Whether a run may train in a batch: a causal model in float, no model plug-in."""
-    return spec.model == "causal" and not spec.train_bits and not spec.model_plugin
 
 
 class _StackedAdam:
@@ -121,7 +114,7 @@ def train_capacity_batch(specs: list[CapacitySpec], device: str = "cpu", save_to
     Ts = [family_answers(fam, s.train_inputs, s.seed, 11) for s in specs]
     X = torch.stack([input_tensor(fam, T) for T in Ts]).to(device)
     t = torch.stack([torch.as_tensor(T.astype(np.float32)) for T in Ts]).to(device)
-    models = [_build(s, fam.m, fam.q).to(device) for s in specs]
+    models = [build_model(s, fam.m, fam.q).to(device) for s in specs]
     params, buffers = stack_module_state(models)
     base = copy.deepcopy(models[0]).to("meta")
     base.shared_queries = bool((X[:, :, : fam.q] == X[:1, :1, : fam.q]).all())

@@ -25,7 +25,7 @@ import math
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +51,9 @@ __all__ = [
     "CapacitySpec",
     "family_answers",
     "input_tensor",
+    "build_model",
+    "batch_key",
+    "batchable",
     "train_capacity",
     "run_capacity",
     "summarize_capacity",
@@ -131,6 +134,16 @@ class CapacitySpec:
         return json.dumps(fields, sort_keys=True)
 
 
+def batch_key(spec: CapacitySpec) -> CapacitySpec:
+    """What runs trained as one batched model share: the spec without seed and rate."""
+    return replace(spec, seed=0, lr=0.0)
+
+
+def batchable(spec: CapacitySpec) -> bool:
+    """Whether a run may train in a batch: a causal model in float, no model plug-in."""
+    return spec.model == "causal" and not spec.train_bits and not spec.model_plugin
+
+
 def family_answers(family, n: int, seed: int, stream: int) -> np.ndarray:
     """Every answer vector of ``family`` when it has at most ``n``, else ``n`` seeded ones
     (``stream`` separates the training set from the evaluation sample)."""
@@ -145,7 +158,8 @@ def input_tensor(family, T: np.ndarray, dtype=torch.float32) -> torch.Tensor:
     return torch.tensor(unpack_bits(family.tokens(T), family.m), dtype=dtype)
 
 
-def _build(spec: CapacitySpec, m: int, q: int = 0):
+def build_model(spec: CapacitySpec, m: int, q: int = 0):
+    """The seeded, untrained model of ``spec`` on width-``m`` tokens (``q`` queries)."""
     torch.manual_seed(spec.seed)
     if spec.model == "softmax":
         return SoftmaxModel(m, spec.layers, spec.heads, spec.value_width)
@@ -209,7 +223,7 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     T = family_answers(fam, spec.train_inputs, spec.seed, 11)
     X = input_tensor(fam, T).to(device)
     t = torch.as_tensor(T.astype(np.float32), device=device)
-    model = _build(spec, fam.m, fam.q).to(device)
+    model = build_model(spec, fam.m, fam.q).to(device)
     if spec.train_bits and spec.model == "causal":
         from sketchsim.experiments.causal_models import causal_qat_quantizer
 
@@ -523,14 +537,14 @@ def run_capacity(
     progress: Callable[[int, int], None] | None = None,
     weights_dir=None,
     client=None,
-    batch: bool = False,
+    batch_trainer: Callable | None = None,
 ) -> list[dict]:
     """Train every spec, writing ``path`` after each run; resumed runs are reused.
 
-    With ``batch`` the runs :func:`~sketchsim.experiments.batched_training.batchable`
-    that share a :func:`~sketchsim.experiments.batched_training.batch_key` and are not
-    resumed train as one batched model (one unit, one Dask task on a cluster); their
-    rows say ``batched`` and their resume keys differ from single runs'.
+    With ``batch_trainer`` (:func:`~sketchsim.experiments.batched_training.
+    train_capacity_batch`) the runs :func:`batchable` that share a :func:`batch_key`
+    and are not resumed train as one batched model (one unit, one Dask task on a
+    cluster); their rows say ``batched`` and their resume keys differ from single runs'.
 
     A resumed run keeps its row (and the weights file it wrote then) when its
     spec, its model plug-in's file (:func:`plugin_identity`) and its family
@@ -541,9 +555,9 @@ def run_capacity(
     must be a folder they share with this process.
     """
     from sketchsim.checkpoint import Checkpoint
-    from sketchsim.experiments.batched_training import batch_key, batchable
     from sketchsim.units import run_units
 
+    batch = batch_trainer is not None
     header = header or {}
     store = Checkpoint(
         path,
@@ -588,7 +602,7 @@ def run_capacity(
 
     run_units(
         [
-            ([specs[k] for k in unit], device, weights_dir, b)
+            ([specs[k] for k in unit], device, weights_dir, batch_trainer if b else None)
             for unit, b in zip(units, batched, strict=True)
         ],  # fmt: skip
         train_unit,
@@ -604,19 +618,18 @@ def run_capacity(
     return rows
 
 
-def train_unit(specs: list[CapacitySpec], device: str, save_to, batched: bool) -> list[dict]:
-    """One unit of :func:`run_capacity`: one run, or runs trained as one batched model."""
-    if not batched:
+def train_unit(specs: list[CapacitySpec], device: str, save_to, batch_trainer=None) -> list:
+    """One unit of :func:`run_capacity`: runs one at a time, or ``batch_trainer(specs,
+    device, save_to)`` training them as one batched model."""
+    if batch_trainer is None:
         return [train_capacity(spec, device, save_to) for spec in specs]
-    from sketchsim.experiments.batched_training import train_capacity_batch
-
-    return train_capacity_batch(specs, device, save_to)
+    return batch_trainer(specs, device, save_to)
 
 
-def capacity_task(specs: list[CapacitySpec], device: str, save_to, batched: bool) -> list:
+def capacity_task(specs: list[CapacitySpec], device: str, save_to, batch_trainer=None) -> list:
     """:func:`train_unit` as a Dask task: one torch thread, as in this process."""
     torch.set_num_threads(1)
-    return train_unit(specs, device, save_to, batched)
+    return train_unit(specs, device, save_to, batch_trainer)
 
 
 def _run_key(spec: CapacitySpec, plugin: str | None, family: str | None,

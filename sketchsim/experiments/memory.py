@@ -238,7 +238,7 @@ def check_capacity_memory(specs, device="cpu", save_weights: bool = False, avail
     cuda = str(device).startswith("cuda")
     host = available_memory() if available is None else int(available)
     gpu = _gpu_free(device) if cuda else None
-    from sketchsim.experiments.batched_training import batch_key, batchable
+    from sketchsim.experiments.capacity_suite import batch_key, batchable
 
     specs = list(specs)
     batches: dict = {}  # per batch key, how many runs train as one model

@@ -311,8 +311,11 @@ def _run_capacity(plan, path, resume, device, client, progress, weights_dir) -> 
     dev = str(pick_device(device))
     if not plan.allow_large:
         check_capacity_memory(specs, dev, weights_dir is not None, batch=plan.batch)
+    trainer = None
+    if plan.batch:
+        from sketchsim.experiments.batched_training import train_capacity_batch as trainer
     runs = run_capacity(specs, path, header, resume, dev, progress, weights_dir, client,
-                        batch=plan.batch)  # fmt: skip
+                        batch_trainer=trainer)  # fmt: skip
     result = SweepResult(plan, header, runs, summarize_capacity(runs))
     if path:
         from sketchsim.results import read_json, write_json_atomic
