@@ -145,7 +145,7 @@ def screen_points(rows: list[dict], floor: float = 0.99) -> list[dict]:
 
     best: dict[tuple, dict] = {}
     for r in rows:
-        if r["decoded"] is not False and r["bits_per_coordinate"] is not None:
+        if r["bits_per_coordinate"] is not None:  # decoded: on the frontier
             continue
         top = r["curve"][-1]["accuracy"]
         if top < floor:
@@ -163,8 +163,9 @@ def screen_points(rows: list[dict], floor: float = 0.99) -> list[dict]:
 def plot_trained_frontier(rows: list[dict], path) -> None:
     """The smallest decoding transcript bits against ``q``, one line per kind of architecture
     and one panel per ``s``, beside the floor ``q log2(s+1)`` and zoology's float32
-    count of the same models' states (elements x 32, dashed); models right on their
-    screen but not decoded on the sample are open markers (PNG)."""
+    count of the same models' states (elements x 32, dashed); the models of
+    :func:`screen_points` (their 32-bit accuracy on the screen, not decoded) are open
+    markers (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
