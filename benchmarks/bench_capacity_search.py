@@ -26,6 +26,7 @@ machine and the trees' commits.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -125,6 +126,11 @@ def main() -> None:
                     help="an older tree timed on the same files (repeatable)")  # fmt: skip
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
+    if args.folder and not glob.glob(os.path.join(args.folder, "*.npz")):
+        ap.exit(2, f"error: {args.folder} holds no weights files (*.npz)\n")
+    bad = [src for src in args.baseline_src if not os.path.isdir(os.path.join(src, "sketchsim"))]
+    if bad:
+        ap.exit(2, f"error: --baseline-src {bad[0]} is not a sketchsim source tree\n")
     trees = [ROOT, *args.baseline_src]
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.abspath(args.folder) if args.folder else train_plan(tmp, args.quick)
