@@ -437,8 +437,10 @@ def causal_outputs(weights, X, bits=None, trace=None, rounding="every"):
 
     def act(z):
         fm = a["feature_map"]
-        if fm == "elu1":
-            return np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0)))
+        if fm in ("elu1", "elu1sum"):
+            f = np.where(z > 0, z + 1.0, np.exp(np.minimum(z, 0)))
+            # elu1sum: each feature over 10^-4 + their sum, added in the kernel's order
+            return f / float(dot(np.ones((1, f.size)), f, 1e-4)[0]) if fm == "elu1sum" else f
         if fm == "relu":
             return np.maximum(z, 0.0) + 1e-3
         if fm == "softplus":
@@ -471,7 +473,7 @@ def causal_outputs(weights, X, bits=None, trace=None, rounding="every"):
                     st = state[(l, h)]
                     if kind in ("linear", "based"):
                         fq, fk = (feat(qv), feat(kv)) if kind == "based" else (act(qv), act(kv))
-                        norm = kind == "based" or a["feature_map"] != "signed"
+                        norm = kind == "based" or a["feature_map"] not in ("signed", "elu1sum")
                         D = fq.size
                         if st.size == 0:
                             st = np.zeros((D, d + 1 if norm else d))

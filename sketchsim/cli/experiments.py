@@ -123,7 +123,7 @@ class SweepCommand(CheckedCommand):
     "--feature-map",
     default=None,
     help="Comma list: table (witness default), elu1 (ood default), mlp, relu, relu2, favor, "
-    "hedgehog, expmap.",
+    "hedgehog, expmap; capacity: elu1, relu, softplus, signed, and for --arch linear elu1sum.",
 )
 @click.option(
     "--model",

@@ -27,6 +27,7 @@ from sketchsim.sketch.causal import (
     FIXED_MAPS,
     GATE_ARRAYS,
     KINDS,
+    UNNORMALIZED_MAPS,
     causal_dims,
     causal_entries,
     causal_name,
@@ -72,6 +73,9 @@ def causal_arch(kind, m, layers, heads, r, d, feature_map="elu1", eps=1e-6, wind
 def _act(name: str, z: torch.Tensor) -> torch.Tensor:
     if name == "elu1":
         return F.elu(z) + 1.0
+    if name == "elu1sum":  # fla's norm_q / norm_k: each feature over their sum
+        f = F.elu(z) + 1.0
+        return f / (f.sum(-1, keepdim=True) + 1e-4)
     if name == "relu":
         return F.relu(z) + 1e-3
     if name == "softplus":
@@ -79,6 +83,11 @@ def _act(name: str, z: torch.Tensor) -> torch.Tensor:
 
         return softplus(z)
     return z
+
+
+def _normalized(kind: str, fmap: str) -> bool:
+    """Whether a sum-state kind's state keeps the normalizer ``z`` and divides by it."""
+    return kind == "based" or fmap not in UNNORMALIZED_MAPS
 
 
 def _taylor(x: torch.Tensor) -> torch.Tensor:
@@ -152,7 +161,7 @@ class CausalLayer(nn.Module):
         kind, fmap = self.kind, self.arch["feature_map"]
         if kind in ("linear", "based"):
             fq, fk = (_taylor(q), _taylor(k)) if kind == "based" else (_act(fmap, q), _act(fmap, k))
-            norm = kind == "based" or fmap != "signed"
+            norm = _normalized(kind, fmap)
             add = fk.unsqueeze(-1) * v.unsqueeze(-2)
             if norm:
                 add = torch.cat([add, fk.unsqueeze(-1)], -1)
@@ -204,7 +213,7 @@ class CausalLayer(nn.Module):
         else:
             fq, fk = _act(fmap, q), _act(fmap, k)
         term = fk.unsqueeze(-1) * v.unsqueeze(-2)
-        if self.kind == "based" or fmap != "signed":
+        if _normalized(self.kind, fmap):
             term = torch.cat([term, fk.unsqueeze(-1)], -1)
         return fq, a, term
 
@@ -213,7 +222,7 @@ class CausalLayer(nn.Module):
         (as :meth:`recur` reads them)."""
         d = self.d
         o = torch.einsum("bthk,bthkc->bthc", fq, S[..., :d])
-        if self.kind == "based" or self.arch["feature_map"] != "signed":
+        if _normalized(self.kind, self.arch["feature_map"]):
             den = torch.einsum("bthk,bthk->bth", fq, S[..., d]) + self.arch["eps"]
             o = o / den.unsqueeze(-1)
         return o
@@ -226,7 +235,7 @@ class CausalLayer(nn.Module):
         weight = fq.unsqueeze(-1) * a.unsqueeze(-2)  # [1 or B, H, D, d]
         rows = "hkc" if weight.shape[0] == 1 < S.shape[0] else "bhkc"
         num = torch.einsum(f"{rows},bhkc->bh", weight[0] if rows == "hkc" else weight, S[..., :d])
-        if self.kind == "based" or self.arch["feature_map"] != "signed":
+        if _normalized(self.kind, self.arch["feature_map"]):
             rows = rows[:-1]
             den = torch.einsum(f"{rows},bhk->bh", fq[0] if rows == "hk" else fq, S[..., d])
             num = num / (den + self.arch["eps"])
@@ -243,7 +252,7 @@ class CausalLayer(nn.Module):
         weight = fq.unsqueeze(-1) * a.unsqueeze(-2)  # [Nq, H, D, d]: o's numerator, read by a
         num = torch.einsum("qhkc,bhkc->bqh", weight, S0[..., :d])
         num = num + torch.einsum("qhkc,qhkc->qh", weight, prefix[..., :d])
-        if self.kind == "based" or self.arch["feature_map"] != "signed":
+        if _normalized(self.kind, self.arch["feature_map"]):
             den = torch.einsum("qhk,bhk->bqh", fq, S0[..., d])
             num = num / (den + torch.einsum("qhk,qhk->qh", fq, prefix[..., d]) + self.arch["eps"])
         return num.sum(-1)

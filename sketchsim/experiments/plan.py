@@ -303,6 +303,12 @@ def _check_capacity(plan: SuitePlan) -> None:
         raise SketchsimError("families is empty", param="family")
     for text in plan.archs:
         parse_arch(text)
+    if "elu1sum" in plan.feature_maps and "kernel" in plan.models:
+        raise SketchsimError(
+            "feature_map elu1sum is causal linear attention's (--arch linear); a kernel "
+            "head's map is elu1, relu, softplus or signed",
+            param="feature_map",
+        )
     from sketchsim.sketch.family_plugins import resolve_family
 
     for name in plan.families:  # found before anything trains
@@ -349,7 +355,7 @@ def _check_maps(names, suite: str) -> None:
 
     allowed = [name for name, cls in REGISTRY.items() if cls.nonnegative]
     if suite == "capacity":  # the maps the sketch engine computes
-        allowed = ["elu1", "relu", "softplus", "signed"]
+        allowed = ["elu1", "relu", "softplus", "signed", "elu1sum"]
     if not names:
         raise SketchsimError("feature_map is empty", param="feature_map")
     for name in names:

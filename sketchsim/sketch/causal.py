@@ -35,6 +35,8 @@ __all__ = [
     "KINDS",
     "FIXED_MAPS",
     "GATE_ARRAYS",
+    "LINEAR_MAPS",
+    "UNNORMALIZED_MAPS",
     "causal_entries",
     "causal_name",
     "causal_shapes",
@@ -46,7 +48,7 @@ __all__ = [
 
 #: The causal architectures the engine runs, in the order of their kernel codes.
 KINDS = ("linear", "based", "gla", "deltanet", "gated-deltanet", "mamba", "window")
-#: The feature map each kind uses (``linear``: one of ``elu1``, ``relu``, ``signed``).
+#: The feature map each kind uses (``linear``: one of :data:`LINEAR_MAPS`).
 FIXED_MAPS = {
     "based": "taylor",
     "gla": "identity",
@@ -55,7 +57,11 @@ FIXED_MAPS = {
     "mamba": "identity",
     "window": "softmax",
 }
-LINEAR_MAPS = ("elu1", "relu", "signed", "softplus")
+LINEAR_MAPS = ("elu1", "relu", "signed", "softplus", "elu1sum")
+#: Linear maps whose state keeps no normalizer ``z`` (``E = r d``): ``signed``, and
+#: ``elu1sum``, fla's ``LinearAttention(feature_map="elu", norm_q=True, norm_k=True)`` with
+#: its default ``do_feature_map_norm=False``: each elu1 feature over their sum (+ 10^-4).
+UNNORMALIZED_MAPS = ("signed", "elu1sum")
 #: Arrays beyond the common ones, per kind, and their shapes in terms of (r, d, m).
 GATE_ARRAYS = {
     "linear": {},
@@ -93,7 +99,7 @@ def causal_entries(arch: dict) -> int:
     """State entries ``E`` of one head (docs/theory.md 5.3)."""
     kind, r, d = arch["kind"], arch["rank"], arch["value_width"]
     if kind == "linear":
-        return r * d if arch["feature_map"] == "signed" else r * (d + 1)
+        return r * d if arch["feature_map"] in UNNORMALIZED_MAPS else r * (d + 1)
     if kind == "based":
         return taylor_width(r) * (d + 1)
     if kind == "window":
@@ -207,7 +213,7 @@ ROUNDINGS = ("every", "cut")
 def _dims(weights, ctx, bits: int, rounding: str = "every") -> np.ndarray:
     a = weights.arch
     fmap = a["feature_map"]
-    code = {"elu1": 0, "relu": 1, "signed": 2, "softplus": 3}.get(fmap, 0)
+    code = {"elu1": 0, "relu": 1, "signed": 2, "softplus": 3, "elu1sum": 4}.get(fmap, 0)
     return np.array(
         [
             a["layers"],

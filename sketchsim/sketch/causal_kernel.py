@@ -146,11 +146,18 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
             f[FQ + k] = f[RQ + k]
             f[FK + k] = f[RK + k]
     if kind == LINEAR or kind == BASED:
-        norm = kind == BASED or act != 2
+        norm = kind == BASED or (act != 2 and act != 4)
         if kind == LINEAR:
+            sq, sk = 1e-4, 1e-4
             for k in range(r):
                 f[FQ + k] = feature(f[FQ + k], act)
                 f[FK + k] = feature(f[FK + k], act)
+                sq += f[FQ + k]
+                sk += f[FK + k]
+            if act == 4:  # elu1sum: each feature over the sum (fla's norm_q, norm_k)
+                for k in range(r):
+                    f[FQ + k] = f[FQ + k] / sq
+                    f[FK + k] = f[FK + k] / sk
         W = d + 1 if norm else d
         den = eps
         for k in range(D):

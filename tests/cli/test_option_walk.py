@@ -296,6 +296,8 @@ IGNORED = [
     (["sweep", "--model", "softmax", "--feature-map", "mlp"],
      "--feature-map applies only to --model kernel"),
     (["sweep", "--model", "softmax", "--ranks", "4"], "--ranks applies only to kernel and signed"),
+    (["sweep", "--suite", "capacity", "--model", "kernel", "--feature-map", "elu1sum"],
+     "elu1sum is causal linear attention's"),
 ]  # fmt: skip
 
 #: Options whose "ignored" case is one of :data:`IGNORED` (the option is not in EFFECT).

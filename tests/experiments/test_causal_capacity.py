@@ -89,6 +89,7 @@ def test_the_file_runs_the_trained_model(tmp_path):
 
 
 SUM_MODELS = [("linear", "elu1", 1, 1), ("linear", "signed", 1, 2), ("linear", "relu", 2, 1),
+              ("linear", "elu1sum", 1, 2), ("linear", "elu1sum", 2, 1),
               ("based", "elu1", 1, 2), ("based", "elu1", 2, 2)]  # fmt: skip
 
 

@@ -57,6 +57,21 @@ def test_cut_rounding_matches_reference(tmp_path, kind, bits):
     assert res.transcripts.max() <= 2**bits - 1 and res.transcripts.min() >= 0
 
 
+@pytest.mark.parametrize("fmap", ["elu1sum", "signed", "relu", "softplus"])
+@pytest.mark.parametrize("bits", [1, 4, 32])
+@pytest.mark.parametrize("rounding", ["every", "cut"])
+def test_linear_feature_maps_match_reference(tmp_path, fmap, bits, rounding):
+    """Every map of causal linear attention, r = 3 (elu1sum divides by the sum of three
+    features), rounded every token and at the cut; the unnormalized maps keep r d entries."""
+    fam = make_family("hard", 3, 2)
+    w = random_causal_weights(tmp_path / "w.npz", fam, "linear", 2, 2, 3, 4, fmap, seed=bits)
+    res = _check(w, fam, fam.sample_answers(20), bits, rounding)
+    E = 3 * 4 if fmap in ("elu1sum", "signed") else 3 * 5
+    assert causal_entries(w.arch) == E and res.transcripts.shape[1] == 2 * 2 * E
+    if bits > 1:
+        assert len(np.unique(res.answers)) > 1
+
+
 @pytest.mark.parametrize("kind", ["linear", "deltanet", "window"])
 def test_cut_rounding_on_mqar_rounds_once(tmp_path, kind):
     """MQAR has several data tokens: rounding=cut rounds the state once, after the last

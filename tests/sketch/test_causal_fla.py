@@ -40,13 +40,23 @@ def _qkv(seed=1):
     return q, k, torch.randn(B, T, H, D, generator=gen, dtype=torch.float64), gen
 
 
-@pytest.mark.parametrize("fmap", ["elu1", "signed"])
+def _fla_features(fmap):
+    """fla's ``LinearAttention`` features: ``elu`` (then, for ``elu1sum``, its ``norm_q`` /
+    ``norm_k``: ``x / (x.sum(-1) + 1e-4)``), or ``identity`` for ``signed``."""
+    if fmap == "signed":
+        return lambda z: z
+    if fmap == "elu1":
+        return lambda z: F.elu(z) + 1
+    return lambda z: (F.elu(z) + 1) / ((F.elu(z) + 1).sum(-1, True) + 1e-4)
+
+
+@pytest.mark.parametrize("fmap", ["elu1", "signed", "elu1sum"])
 def test_linear_matches_naive_recurrent_linear_attn(fmap):
     from fla.ops.linear_attn.naive import naive_recurrent_linear_attn
 
     q, k, v, _ = _qkv()
     o, st, _ = _run("linear", q, k, v, {}, feature_map=fmap, eps=1e-10)
-    act = (lambda z: F.elu(z) + 1) if fmap == "elu1" else (lambda z: z)
+    act = _fla_features(fmap)
     ref, _ = naive_recurrent_linear_attn(
         act(q), act(k), v, scale=1.0, normalize=fmap == "elu1", output_final_state=True
     )
