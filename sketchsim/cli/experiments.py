@@ -187,31 +187,21 @@ class SweepCommand(CheckedCommand):
 @click.option(
     "--triples", type=int, default=None, help="witness: random training triples (default 4000)."
 )
-@click.option(
-    "--threads",
-    type=click.IntRange(1, 256),
-    default=1,
-    show_default=True,
-    help="Torch CPU threads (1 suits these tiny models).",
-)
-@click.option(
-    "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
-)
+@click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Torch CPU threads (1 suits these tiny models).")  # fmt: skip
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True)  # fmt: skip
 @json_option("Write every run here (rewritten after each run).")
 @click.option("--plot", "plot_path", type=PlotPath(), help="PNG of the metric vs r.")
 @resume_option("Skip runs already in --json.")
-@click.option(
-    "--allow-large",
-    is_flag=True,
-    help="Go past the size limits (capacity: and past the memory estimate).",
-)
-@click.option(
-    "--train-bits",
-    type=click.IntRange(1, 32),
-    default=None,
-    help="capacity: train with the state in K-bit registers in the forward pass "
-    "(straight-through gradients); default: train in float, round when measured.",
-)
+@click.option("--allow-large", is_flag=True,
+              help="Go past the size limits (capacity: and past the memory estimate).")  # fmt: skip
+@click.option("--train-bits", type=click.IntRange(1, 32), default=None,
+              help="capacity: train with the state in K-bit registers in the forward pass "
+              "(straight-through gradients); default: float, rounded when measured.")  # fmt: skip
+@click.option("--train-bits-from", "qat_from", type=click.Choice(["start", "fit"]), default=None,
+              help="capacity, with --train-bits: at K bits from the first step (default), or "
+              "in float until the stop rule holds, then at K bits.")  # fmt: skip
 @click.option("--schedule", type=click.Choice(["onecycle", "constant"]), default=None,
               help="capacity: learning-rate schedule (default onecycle: a warm-up over 30% of "
               "the steps, then annealed; constant: --lr throughout).")  # fmt: skip
@@ -236,7 +226,7 @@ class SweepCommand(CheckedCommand):
 def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, seeds, feature_map,
           models, archs, scales, accuracy, steps, lr, loss, stop_below, heads, eps, dtype,
           encoding, train_on, triples, threads, device, json_path, plot_path, resume,
-          allow_large, train_bits, schedule, train_inputs, batch, keep, train_rounding,
+          allow_large, train_bits, qat_from, schedule, train_inputs, batch, keep, train_rounding,
           weights_dir, cluster):  # fmt: skip
     """Train heads over feature ranks and seeds; compare with the certified bound.
 
@@ -296,6 +286,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
         train_inputs=train_inputs,
         keep=keep,
         train_rounding=train_rounding,
+        qat_from=qat_from,
         batch=batch,
     )
     _refuse_unread(plan, cluster)
@@ -356,6 +347,7 @@ _READ_BY = {
     "train_inputs": ("capacity",),
     "keep": ("capacity",),
     "train_rounding": ("capacity",),
+    "qat_from": ("capacity",),
     "batch": ("capacity",),
 }
 

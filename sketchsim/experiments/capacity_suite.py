@@ -98,6 +98,9 @@ class CapacitySpec:
     #: With ``train_bits``: a causal model's state rounded after ``every`` token in the
     #: forward pass, or only at the ``cut`` (as ``sketchsim capacity --rounding``).
     train_rounding: str = "every"
+    #: With ``train_bits``: round in the forward pass from the first step (``start``), or
+    #: train in float until the stop rule holds and only then at ``K`` bits (``fit``).
+    qat_from: str = "start"
 
     @property
     def label(self) -> str:
@@ -131,6 +134,8 @@ class CapacitySpec:
             del fields["keep"]
         if fields["train_rounding"] == "every":
             del fields["train_rounding"]
+        if fields["qat_from"] == "start":
+            del fields["qat_from"]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -209,7 +214,10 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     With ``spec.keep == "best"`` the model kept is the one, among the models each step
     evaluates (before its update), with the most training inputs whose outputs all
     round right, ties broken by the smaller training mse: a constant learning rate can
-    lose a fit it had reached (docs/capacity.md, "DeltaNet at s = 7").
+    lose a fit it had reached (docs/capacity.md, "DeltaNet at s = 7").  With
+    ``spec.qat_from == "fit"`` the run trains in float until the stop rule holds, then
+    goes on at ``spec.train_bits`` (same optimizer) until it holds there; the kept model
+    is then one of those evaluated at ``K`` bits.
 
     Returns
     -------
@@ -227,17 +235,23 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     if spec.train_bits and spec.model == "causal":
         from sketchsim.experiments.causal_models import causal_qat_quantizer
 
-        quantize = causal_qat_quantizer(model, spec.train_bits, spec.train_rounding == "cut")
+        at_k = causal_qat_quantizer(model, spec.train_bits, spec.train_rounding == "cut")
     else:
-        quantize = qat_quantizer(spec.train_bits) if spec.train_bits else None
+        at_k = qat_quantizer(spec.train_bits) if spec.train_bits else None
+    late = at_k is not None and spec.qat_from == "fit"
+    quantize, qat_step = (None, None) if late else (at_k, 0 if at_k is not None else None)
     opt = torch.optim.Adam(model.parameters(), spec.lr)
     sched = scheduler(opt, spec)
     start, step, err = time.perf_counter(), 0, math.inf
     best = None  # (inputs right, -mse, step, max error, weights) of the model kept
     for step in range(spec.steps + 1):  # noqa: B007 - step is reported
-        y = (model(X) if quantize is None else model(X, quantize=quantize))[:, : spec.q]
-        miss = (y.detach() - t).abs()
-        err = float(miss.max())
+        for _ in range(2):  # a second pass only where the float model fits: now at K bits
+            y = (model(X) if quantize is None else model(X, quantize=quantize))[:, : spec.q]
+            miss = (y.detach() - t).abs()
+            err = float(miss.max())
+            if not (late and quantize is None and err < spec.stop_below):
+                break
+            quantize, qat_step, best = at_k, step, None
         if spec.keep == "best" and math.isfinite(err):
             score = (int((miss < 0.5).all(1).sum()), -float((miss**2).mean()))
             if best is None or score > best[:2]:
@@ -255,13 +269,21 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     if best is not None and best[2] != step:
         model.load_state_dict(best[4])
         kept_step, err = best[2], best[3]
-    return finish_run(spec, fam, model, T, err, step, kept_step, seconds, device, save_to)
+    # a float phase that never fit leaves a model never trained at K bits
+    bits = spec.train_bits if qat_step is not None else 0
+    row = finish_run(spec, fam, model, T, err, step, kept_step, seconds, device, save_to, bits)
+    if spec.train_bits:
+        row["qat_step"] = qat_step
+    return row
 
 
 def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: int,
-               kept_step: int, seconds: float, device, save_to) -> dict:  # fmt: skip
+               kept_step: int, seconds: float, device, save_to,
+               trained_bits: int | None = None) -> dict:  # fmt: skip
     """The row of a trained model (the model kept, trained on ``T``): its accuracy on the
-    training set and on the evaluation inputs, and its weights file in ``save_to``."""
+    training set and on the evaluation inputs, and its weights file in ``save_to``
+    (``trained_bits``: the register width it was trained at, default the spec's)."""
+    bits = spec.train_bits if trained_bits is None else trained_bits
     model = model.cpu()
     train_acc = _accuracy(model, fam, T)
     exhaustive = fam.size <= EVAL_EXHAUSTIVE
@@ -283,8 +305,8 @@ def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: 
         "kept_step": kept_step,
         "seconds": seconds,
         "device": str(device),
-        "trained_at_bits": spec.train_bits or None,
-        "trained_rounding": spec.train_rounding if spec.train_bits else None,
+        "trained_at_bits": bits or None,
+        "trained_rounding": spec.train_rounding if bits else None,
         "schedule": spec.schedule,
         "keep": spec.keep,
         "train_inputs": int(T.shape[0]),
@@ -293,7 +315,7 @@ def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: 
     }
     if save_to is not None and _exportable(model):
         # the file's name within the --save-weights folder: no machine paths in results
-        saved, why = _save(spec, fam, model, T, Te, acc, save_to)
+        saved, why = _save(spec, fam, model, T, Te, acc, save_to, bits)
         row["weights"] = saved and saved.name
         row["weights_refused"] = why
     return row
@@ -333,7 +355,7 @@ def _exportable(model) -> bool:
     )
 
 
-def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
+def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder, bits: int):
     """``(path, None)`` of the weights file written, or ``(None, why)`` when it is refused.
 
     A file is written only when the model's outputs on the evaluated inputs ``Te``
@@ -349,8 +371,8 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     bad = int((~np.isfinite(y)).any(1).sum())
     if bad:
         return None, f"the model's outputs are not finite on {bad:,} of {len(Te):,} inputs"
-    if spec.train_bits:  # the registers it was trained against: its training inputs, quantized
-        calib, quantize = T, qat_quantizer(spec.train_bits)
+    if bits:  # the registers it was trained against: its training inputs, quantized
+        calib, quantize = T, qat_quantizer(bits)
     else:
         extra = family_answers(fam, CALIBRATION_EXTRA, spec.seed, 13)
         calib = np.concatenate([T, extra]) if fam.size > spec.train_inputs else T
@@ -380,7 +402,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
         "seed": spec.seed,
         "spec": asdict(spec),
         "accuracy": accuracy,
-        "trained_at_bits": spec.train_bits or None,
+        "trained_at_bits": bits or None,
         "calibration_inputs": int(calib.shape[0]),
         "versions": versions(),
     }
@@ -396,6 +418,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder):
     # every field a plan varies is in the name: runs of a learning-rate grid or of
     # several register widths never write over each other's files
     at = f"-K{spec.train_bits}" if spec.train_bits else ""
+    at += "-fit" if spec.train_bits and spec.qat_from == "fit" else ""
     if spec.model_plugin:  # two plug-ins of one NAME (or a plug-in named like a map) differ
         name += "-" + hashlib.sha256(spec.model_plugin.encode()).hexdigest()[:8]
     # a family spec's ':', '=' and ',' (mqar:pairs=8,keys=16) would not survive a protocol

@@ -116,6 +116,9 @@ class SuitePlan:
     keep : {"last", "best"}
         Capacity: keep the model after the last step, or the step's model with the most
         training inputs right (ties: the smaller training mse).
+    qat_from : {"start", "fit"}
+        Capacity, with ``train_bits``: train at ``K`` bits from the first step, or in
+        float until the stop rule holds and then at ``K`` bits.
     batch : bool
         Capacity: train the causal float runs that differ only in seed and learning
         rate as one batched model (:mod:`sketchsim.experiments.batched_training`).
@@ -157,6 +160,7 @@ class SuitePlan:
     keep: str = "last"
     train_rounding: str = "every"
     batch: bool = False
+    qat_from: str = "start"
 
     def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -215,6 +219,10 @@ class SuitePlan:
 
         if self.train_rounding not in ROUNDINGS:
             raise SketchsimError("train_rounding must be every or cut", param="train_rounding")
+        late = self.qat_from == "fit"
+        if self.qat_from not in ("start", "fit") or (late and not self.train_bits):
+            raise SketchsimError("qat_from is start or fit, and fit needs train_bits K (it "
+                                 "trains in float, then at K bits)", param="qat_from")  # fmt: skip
         causal = [a for a in self.archs if parse_arch(a)[0] != "softmax"]
         if self.train_rounding == "cut" and (
             not self.train_bits or max(self.layer_counts) > 1 or not causal
@@ -269,6 +277,7 @@ class SuitePlan:
             **({"keep": self.keep} if self.keep != "last" else {}),
             **({"train_rounding": "cut"} if self.train_rounding != "every" else {}),
             **({"batch": True} if self.batch else {}),
+            **({"qat_from": self.qat_from} if self.qat_from != "start" else {}),
         }
 
     def source(self, model: str) -> str:

@@ -200,6 +200,7 @@ def capacity_specs(plan: SuitePlan) -> list:
                                                 train_inputs=plan.train_inputs or TRAIN_INPUTS,
                                                 keep=plan.keep,
                                                 train_rounding=plan.train_rounding,
+                                                qat_from=plan.qat_from if bits else "start",
                                             ))  # fmt: skip
     return specs
 

@@ -404,6 +404,7 @@ CAPACITY_EFFECT = {
     "keep": ["--keep", "best"],
     "train_rounding": ["--arch", "deltanet", "--train-bits", "4", "--train-rounding", "cut"],
     "batch": ["--arch", "deltanet", "--batch"],
+    "qat_from": ["--arch", "deltanet", "--train-bits", "4", "--train-bits-from", "fit"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).

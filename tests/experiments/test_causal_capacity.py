@@ -1,6 +1,7 @@
 """Causal architectures through the capacity suite: trained in torch, exported, checked at
 save (the file's model and the engine at K = 32 against the trained model), measured."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -589,3 +590,20 @@ def test_training_at_the_cut_rounds_only_the_transcript(tmp_path):
     assert "train_rounding" not in json.loads(_spec("deltanet").key())
     refused = CliRunner().invoke(main, argv[:-6] + ["--train-rounding", "cut"])  # no bits
     assert refused.exit_code == 2 and "only their state has a cut" in refused.output
+
+
+def test_qat_from_fit_trains_in_float_until_the_stop_rule_then_at_k_bits(tmp_path):
+    """--train-bits-from fit: the float phase is the float run itself (it switches at the
+    step where the float run stops), and the model is then trained and kept at K bits."""
+    kw = dict(feature_map="elu1sum", rank=1, steps=400, lr=0.03, schedule="constant")
+    floated = train_capacity(_spec("linear", **kw))
+    assert floated["steps"] < 400  # it fits: the switch below has a step to happen at
+    row = train_capacity(_spec("linear", train_bits=3, qat_from="fit", **kw), save_to=tmp_path)
+    assert row["qat_step"] == floated["steps"]
+    assert row["trained_at_bits"] == 3 and row["kept_step"] >= row["qat_step"]
+    assert "-K3-fit-" in row["weights"]
+    assert load_weights(tmp_path / row["weights"]).header["trained_at_bits"] == 3
+    never = train_capacity(_spec("linear", train_bits=3, qat_from="fit", **{**kw, "steps": 2}))
+    assert never["qat_step"] is None and never["trained_at_bits"] is None
+    assert "qat_from" not in json.loads(_spec("linear", train_bits=3).key())
+    assert json.loads(_spec("linear", train_bits=3, qat_from="fit").key())["qat_from"] == "fit"
