@@ -294,6 +294,7 @@ def ablation(
     lr: float = ScreenMapsPlan.lr,
     json_path=None,
     progress: Callable[[dict], None] | None = None,
+    kernel_rank: int = ScreenStopPlan.kernel_rank,
 ):
     """The softmax ablation on the witness family, or one of its validation screens.
 
@@ -309,7 +310,8 @@ def ablation(
         ``M:POOL:TRIPLES``: compare the nonnegative feature maps at ``ranks``
         on that scale's validation split.
     screen_stop : sequence of float, optional
-        Stop margins to screen on the validation splits of ``scales``.
+        Stop margins to screen on the validation splits of ``scales``; the ``elu1``
+        head of rank ``kernel_rank`` is screened beside softmax (0: softmax alone).
     lr : float
         Learning rate of the screens.
     json_path : path-like, optional
@@ -330,7 +332,7 @@ def ablation(
     if screen_maps is not None:
         plan = ScreenMapsPlan(screen_maps, tuple(ranks), seeds, steps, lr)
     elif screen_stop is not None:
-        plan = ScreenStopPlan(tuple(screen_stop), scales, seeds, steps, lr)
+        plan = ScreenStopPlan(tuple(screen_stop), scales, seeds, steps, lr, kernel_rank)
     else:
         plan = AblationPlan(seeds, steps, triples)
     return run_plan(plan, json_path=json_path, progress=progress)

@@ -59,8 +59,8 @@ def _ablation(plan, json_path) -> None:
               help="With the screens.")  # fmt: skip
 @click.option("--triples", type=int, default=_D(AblationPlan, "triples"), show_default=True)
 @click.option("--screen-maps", metavar="M:POOL:TRIPLES", help="Compare feature maps on validation.")
-@click.option("--ranks", default=_D(ScreenMapsPlan, "ranks", joined=True), show_default=True,
-              help="With --screen-maps.")  # fmt: skip
+@click.option("--ranks", default=None, help="With --screen-maps (default 16,64), or "
+              "--screen-stop: the elu1 head's rank (default 16; 0: softmax alone).")  # fmt: skip
 @click.option("--screen-stop", metavar="MARGINS", help="Comma list of stop margins to screen.")
 @click.option(
     "--scales",
@@ -97,13 +97,13 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     used |= (
         {"screen_maps", "ranks", "lr"}
         if screen_maps
-        else ({"screen_stop", "scales", "lr"} if screen_stop else {"triples"})
+        else ({"screen_stop", "scales", "lr", "ranks"} if screen_stop else {"triples"})
     )
     refuse_unused(
         used,
         {
             "lr": "with --screen-maps or --screen-stop",
-            "ranks": "with --screen-maps",
+            "ranks": "with --screen-maps or --screen-stop",
             "scales": "with --screen-stop",
             "triples": "without a screen (the screens draw their own)",
         },
@@ -111,10 +111,14 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     check_budget(seeds, steps, lr, triples)
     require_torch()
     if screen_maps:
-        rank_list = tuple(parse_list(ranks, int, "--ranks", "integers"))
-        _screen_maps(ScreenMapsPlan(screen_maps, rank_list, seeds, steps, lr), json_path)
+        rank_list = tuple(parse_list(ranks, int, "--ranks", "integers")) if ranks else None
+        _screen_maps(ScreenMapsPlan(screen_maps, rank_list or ScreenMapsPlan.ranks, seeds,
+                                    steps, lr), json_path)  # fmt: skip
     elif screen_stop:
         margins = tuple(parse_list(screen_stop, float, "--screen-stop", "numbers"))
-        _screen_stop(ScreenStopPlan(margins, scales, seeds, steps, lr), json_path)
+        rank = parse_list(ranks, int, "--ranks", "integers") if ranks else [16]
+        if len(rank) != 1:
+            raise SketchsimError("--ranks with --screen-stop is one rank (0: softmax alone)")
+        _screen_stop(ScreenStopPlan(margins, scales, seeds, steps, lr, rank[0]), json_path)
     else:
         _ablation(AblationPlan(seeds, steps, triples), json_path)

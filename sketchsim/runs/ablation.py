@@ -118,6 +118,8 @@ class ScreenStopPlan:
     seeds: int = 2
     steps: int = 2000
     lr: float = 0.01
+    #: The ``elu1`` kernel head's rank, trained at the largest margin (0: softmax alone).
+    kernel_rank: int = 16
 
     command = "ablation --screen-stop"
 
@@ -129,6 +131,8 @@ class ScreenStopPlan:
             "seeds": self.seeds,
             "steps": self.steps,
             "lr": self.lr,
+            # files of the default (every file before the option) keep their parameters
+            **({"kernel_rank": self.kernel_rank} if self.kernel_rank != 16 else {}),
         }
 
     def validate(self, triples: int = 4000) -> None:
@@ -137,6 +141,8 @@ class ScreenStopPlan:
 
         if not self.margins or not all(0 < s <= 0.5 for s in self.margins):
             raise SketchsimError("stop margins must be in (0, 0.5]")
+        if self.kernel_rank < 0:
+            raise SketchsimError("--ranks with --screen-stop is one rank >= 0 (0: softmax alone)")
         check_budget(self.seeds, self.steps, self.lr, triples)
         parse_scales(self.scales)
 
@@ -292,9 +298,9 @@ def run(
         )
         result = ScreenMapsRun(plan, rows)
     elif isinstance(plan, ScreenStopPlan):
-        rows = ablation.screen_stops(
-            plan.scales, plan.margins, plan.seeds, steps=plan.steps, lr=plan.lr, progress=progress
-        )
+        kernel = ("elu1", plan.kernel_rank) if plan.kernel_rank else None
+        rows = ablation.screen_stops(plan.scales, plan.margins, plan.seeds, steps=plan.steps,
+                                     lr=plan.lr, kernel=kernel, progress=progress)  # fmt: skip
         result = ScreenStopRun(plan, rows, ablation.pick_margin(rows))
     elif isinstance(plan, AblationPlan):
         got = ablation.run_ablation(plan.seeds, plan.steps, plan.triples, on_start, on_variant)

@@ -278,7 +278,7 @@ IGNORED = [
     (["transcript", "--resume"], "--resume needs --json"),
     (["bound", "--m", "4", "--certificates"], "--certificates needs --export"),
     (["ablation", "--lr", "0.1"], "--lr applies only with --screen-maps or --screen-stop"),
-    (["ablation", "--ranks", "4"], "--ranks applies only with --screen-maps"),
+    (["ablation", "--ranks", "4"], "--ranks applies only with --screen-maps or --screen-stop"),
     (["ablation", "--scales", "8:64:100"], "--scales applies only with --screen-stop"),
     (["ablation", "--screen-maps", "8:64:100", "--triples", "5"], "--triples applies only"),
     (["ablation", "--screen-maps", "8:64:100", "--screen-stop", "0.1"], "give one"),

@@ -36,6 +36,11 @@ CASES = [
         ["--screen-stop", "0.3,0.5", "--scales", "8:64:50", "--steps", "2", "--seeds", "1"],
     ),
     (
+        {"screen_stop": (0.3,), "scales": "8:64:50", "steps": 2, "seeds": 2, "kernel_rank": 0},
+        ["--screen-stop", "0.3", "--scales", "8:64:50", "--steps", "2", "--seeds", "2"]
+        + ["--ranks", "0"],
+    ),
+    (
         {"screen_maps": "8:64:50", "ranks": (2,), "steps": 2, "seeds": 1, "lr": 0.05},
         ["--screen-maps", "8:64:50", "--ranks", "2", "--steps", "2", "--seeds", "1"]
         + ["--lr", "0.05"],
@@ -43,7 +48,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("kwargs, flags", CASES, ids=["ablation", "screen-stop", "screen-maps"])
+@pytest.mark.parametrize(
+    "kwargs, flags", CASES, ids=["ablation", "screen-stop", "softmax-alone", "screen-maps"]
+)
 def test_the_api_and_the_cli_write_the_same_file(tmp_path, kwargs, flags):
     from sketchsim import api
     from sketchsim.cli import main
@@ -58,6 +65,16 @@ def test_the_api_and_the_cli_write_the_same_file(tmp_path, kwargs, flags):
     assert _result(cli_file)["rows"] == [
         {k: v for k, v in row.items() if k != "seconds"} for row in got.rows
     ]
+    if kwargs.get("kernel_rank") == 0:  # softmax alone: one run per seed, no kernel head
+        assert [r["model"] for r in got.rows] == ["softmax", "softmax"]
+        assert _result(cli_file)["parameters"]["kernel_rank"] == 0
+
+
+def test_the_stop_screen_takes_one_kernel_rank():
+    from sketchsim.cli import main
+
+    res = CliRunner().invoke(main, ["ablation", "--screen-stop", "0.1", "--ranks", "4,8"])
+    assert res.exit_code == 2 and "--ranks with --screen-stop is one rank" in res.output
 
 
 def _row(scale, model, stop, seed, acc, steps):
@@ -92,6 +109,7 @@ def test_the_stop_screen_computes_its_table():
         (ScreenMapsPlan("8:64"), "is not m:pool:triples"),
         (ScreenStopPlan((0.7,)), r"stop margins must be in \(0, 0.5\]"),
         (ScreenStopPlan(()), r"stop margins must be in \(0, 0.5\]"),
+        (ScreenStopPlan((0.1,), kernel_rank=-1), "one rank >= 0"),
     ],
 )
 def test_plans_are_refused_before_any_training(plan, needle):
