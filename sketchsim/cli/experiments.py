@@ -202,6 +202,8 @@ class SweepCommand(CheckedCommand):
 @click.option("--train-bits-from", "qat_from", type=click.Choice(["start", "fit"]), default=None,
               help="capacity, with --train-bits: at K bits from the first step (default), or "
               "in float until the stop rule holds, then at K bits.")  # fmt: skip
+@click.option("--weight-l1", type=float, default=None, help="capacity: add this times the "
+              "L1 norm of every weight matrix to the loss (default 0).")  # fmt: skip
 @click.option("--schedule", type=click.Choice(["onecycle", "constant"]), default=None,
               help="capacity: learning-rate schedule (default onecycle: a warm-up over 30% of "
               "the steps, then annealed; constant: --lr throughout).")  # fmt: skip
@@ -226,8 +228,8 @@ class SweepCommand(CheckedCommand):
 def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, seeds, feature_map,
           models, archs, scales, accuracy, steps, lr, loss, stop_below, heads, eps, dtype,
           encoding, train_on, triples, threads, device, json_path, plot_path, resume,
-          allow_large, train_bits, qat_from, schedule, train_inputs, batch, keep, train_rounding,
-          weights_dir, cluster):  # fmt: skip
+          allow_large, train_bits, qat_from, weight_l1, schedule, train_inputs, batch, keep,
+          train_rounding, weights_dir, cluster):  # fmt: skip
     """Train heads over feature ranks and seeds; compare with the certified bound.
 
     With no flags a suite runs the plan ``reproduce`` runs
@@ -287,6 +289,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
         keep=keep,
         train_rounding=train_rounding,
         qat_from=qat_from,
+        weight_l1=weight_l1,
         batch=batch,
     )
     _refuse_unread(plan, cluster)
@@ -348,6 +351,7 @@ _READ_BY = {
     "keep": ("capacity",),
     "train_rounding": ("capacity",),
     "qat_from": ("capacity",),
+    "weight_l1": ("capacity",),
     "batch": ("capacity",),
 }
 

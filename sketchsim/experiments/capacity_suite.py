@@ -101,6 +101,9 @@ class CapacitySpec:
     #: With ``train_bits``: round in the forward pass from the first step (``start``), or
     #: train in float until the stop rule holds and only then at ``K`` bits (``fit``).
     qat_from: str = "start"
+    #: An L1 penalty ``weight_l1 * sum |w|`` on every weight matrix (not the biases) added
+    #: to the training loss: of the factorizations of a readout, it prefers the sparse ones.
+    weight_l1: float = 0.0
 
     @property
     def label(self) -> str:
@@ -136,6 +139,8 @@ class CapacitySpec:
             del fields["train_rounding"]
         if fields["qat_from"] == "start":
             del fields["qat_from"]
+        if not fields["weight_l1"]:
+            del fields["weight_l1"]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -146,7 +151,8 @@ def batch_key(spec: CapacitySpec) -> CapacitySpec:
 
 def batchable(spec: CapacitySpec) -> bool:
     """Whether a run may train in a batch: a causal model in float, no model plug-in."""
-    return spec.model == "causal" and not spec.train_bits and not spec.model_plugin
+    return (spec.model == "causal" and not spec.train_bits and not spec.model_plugin
+            and not spec.weight_l1)  # fmt: skip
 
 
 def family_answers(family, n: int, seed: int, stream: int) -> np.ndarray:
@@ -260,6 +266,10 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         if err < spec.stop_below or step == spec.steps or not math.isfinite(err):
             break
         loss = ((y - t) ** 2).mean()
+        if spec.weight_l1:
+            loss = loss + spec.weight_l1 * sum(
+                p.abs().sum() for p in model.parameters() if p.dim() > 1
+            )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -309,6 +319,7 @@ def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: 
         "trained_rounding": spec.train_rounding if bits else None,
         "schedule": spec.schedule,
         "keep": spec.keep,
+        "weight_l1": spec.weight_l1,
         "train_inputs": int(T.shape[0]),
         "weights": None,
         "weights_refused": None,

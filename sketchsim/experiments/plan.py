@@ -119,6 +119,8 @@ class SuitePlan:
     qat_from : {"start", "fit"}
         Capacity, with ``train_bits``: train at ``K`` bits from the first step, or in
         float until the stop rule holds and then at ``K`` bits.
+    weight_l1 : float
+        Capacity: an L1 penalty on every weight matrix added to the loss (0: none).
     batch : bool
         Capacity: train the causal float runs that differ only in seed and learning
         rate as one batched model (:mod:`sketchsim.experiments.batched_training`).
@@ -161,6 +163,7 @@ class SuitePlan:
     train_rounding: str = "every"
     batch: bool = False
     qat_from: str = "start"
+    weight_l1: float = 0.0
 
     def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -219,6 +222,9 @@ class SuitePlan:
 
         if self.train_rounding not in ROUNDINGS:
             raise SketchsimError("train_rounding must be every or cut", param="train_rounding")
+        if not (math.isfinite(self.weight_l1) and 0 <= self.weight_l1 <= 1e6):
+            raise SketchsimError("weight_l1 must be a finite number in [0, 1e6]",
+                                 param="weight_l1")  # fmt: skip
         late = self.qat_from == "fit"
         if self.qat_from not in ("start", "fit") or (late and not self.train_bits):
             raise SketchsimError("qat_from is start or fit, and fit needs train_bits K (it "
@@ -278,6 +284,7 @@ class SuitePlan:
             **({"train_rounding": "cut"} if self.train_rounding != "every" else {}),
             **({"batch": True} if self.batch else {}),
             **({"qat_from": self.qat_from} if self.qat_from != "start" else {}),
+            **({"weight_l1": self.weight_l1} if self.weight_l1 else {}),
         }
 
     def source(self, model: str) -> str:

@@ -201,6 +201,7 @@ def capacity_specs(plan: SuitePlan) -> list:
                                                 keep=plan.keep,
                                                 train_rounding=plan.train_rounding,
                                                 qat_from=plan.qat_from if bits else "start",
+                                                weight_l1=plan.weight_l1,
                                             ))  # fmt: skip
     return specs
 

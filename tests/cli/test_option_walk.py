@@ -405,6 +405,7 @@ CAPACITY_EFFECT = {
     "train_rounding": ["--arch", "deltanet", "--train-bits", "4", "--train-rounding", "cut"],
     "batch": ["--arch", "deltanet", "--batch"],
     "qat_from": ["--arch", "deltanet", "--train-bits", "4", "--train-bits-from", "fit"],
+    "weight_l1": ["--weight-l1", "0.001"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).

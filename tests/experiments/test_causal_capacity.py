@@ -607,3 +607,20 @@ def test_qat_from_fit_trains_in_float_until_the_stop_rule_then_at_k_bits(tmp_pat
     assert never["qat_step"] is None and never["trained_at_bits"] is None
     assert "qat_from" not in json.loads(_spec("linear", train_bits=3).key())
     assert json.loads(_spec("linear", train_bits=3, qat_from="fit").key())["qat_from"] == "fit"
+
+
+def test_weight_l1_adds_a_penalty_that_shrinks_the_weights(tmp_path):
+    """--weight-l1: the same seeded run with the penalty ends with a smaller L1 norm of its
+    weight matrices; the rows and the resume key record it (and only when set)."""
+    kw = dict(feature_map="elu1sum", rank=1, steps=60, lr=0.03, schedule="constant",
+              stop_below=0.01)  # fmt: skip
+    norms = []
+    for l1 in (0.0, 0.05):
+        row = train_capacity(_spec("linear", weight_l1=l1, **kw), save_to=tmp_path / str(l1))
+        assert row["weight_l1"] == l1 and row["steps"] == 60
+        arrays = load_weights(tmp_path / str(l1) / row["weights"]).arrays
+        norms.append(sum(np.abs(a).sum() for k, a in arrays.items()
+                         if k.rsplit(".", 1)[-1] in ("wq", "wk", "wv", "wa", "wu")))  # fmt: skip
+    assert norms[1] < 0.8 * norms[0]
+    assert "weight_l1" not in json.loads(_spec("linear").key())
+    assert json.loads(_spec("linear", weight_l1=0.05).key())["weight_l1"] == 0.05
