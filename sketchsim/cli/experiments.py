@@ -171,12 +171,8 @@ class SweepCommand(CheckedCommand):
 )
 @click.option("--eps", type=float, default=None, help="Kernel normalizer epsilon (default 1e-6).")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default=None)
-@click.option(
-    "--encoding",
-    type=click.Choice(["pm1", "01"]),
-    default=None,
-    help="Token encoding fed to the heads (2x-1 or x; default pm1).",
-)
+@click.option("--encoding", type=click.Choice(["pm1", "01"]), default=None,
+              help="Token encoding fed to the heads (2x-1 or x; default pm1).")  # fmt: skip
 @click.option(
     "--train-on",
     type=click.Choice(["auto", "family", "random"]),
@@ -202,6 +198,8 @@ class SweepCommand(CheckedCommand):
 @click.option("--train-bits-from", "qat_from", type=click.Choice(["start", "fit"]), default=None,
               help="capacity, with --train-bits: at K bits from the first step (default), or "
               "in float until the stop rule holds, then at K bits.")  # fmt: skip
+@click.option("--train-noise", type=click.IntRange(1, 32), default=None, help="capacity, "
+              "one-layer --arch: train with one K-bit step of noise on the cut state.")  # fmt: skip
 @click.option("--weight-l1", type=float, default=None, help="capacity: add this times the "
               "L1 norm of every weight matrix to the loss (default 0).")  # fmt: skip
 @click.option("--schedule", type=click.Choice(["onecycle", "constant"]), default=None,
@@ -228,8 +226,8 @@ class SweepCommand(CheckedCommand):
 def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, seeds, feature_map,
           models, archs, scales, accuracy, steps, lr, loss, stop_below, heads, eps, dtype,
           encoding, train_on, triples, threads, device, json_path, plot_path, resume,
-          allow_large, train_bits, qat_from, weight_l1, schedule, train_inputs, batch, keep,
-          train_rounding, weights_dir, cluster):  # fmt: skip
+          allow_large, train_bits, qat_from, train_noise, weight_l1, schedule, train_inputs,
+          batch, keep, train_rounding, weights_dir, cluster):  # fmt: skip
     """Train heads over feature ranks and seeds; compare with the certified bound.
 
     With no flags a suite runs the plan ``reproduce`` runs
@@ -290,6 +288,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
         train_rounding=train_rounding,
         qat_from=qat_from,
         weight_l1=weight_l1,
+        train_noise=train_noise,
         batch=batch,
     )
     _refuse_unread(plan, cluster)
@@ -352,6 +351,7 @@ _READ_BY = {
     "train_rounding": ("capacity",),
     "qat_from": ("capacity",),
     "weight_l1": ("capacity",),
+    "train_noise": ("capacity",),
     "batch": ("capacity",),
 }
 

@@ -104,6 +104,9 @@ class CapacitySpec:
     #: An L1 penalty ``weight_l1 * sum |w|`` on every weight matrix (not the biases) added
     #: to the training loss: of the factorizations of a readout, it prefers the sparse ones.
     weight_l1: float = 0.0
+    #: A causal one-layer model trained with one ``K``-bit register step of noise on
+    #: its state at the cut (:class:`~sketchsim.experiments.causal_models.CutNoise`).
+    train_noise: int = 0
 
     @property
     def label(self) -> str:
@@ -141,6 +144,8 @@ class CapacitySpec:
             del fields["qat_from"]
         if not fields["weight_l1"]:
             del fields["weight_l1"]
+        if not fields["train_noise"]:
+            del fields["train_noise"]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -152,7 +157,7 @@ def batch_key(spec: CapacitySpec) -> CapacitySpec:
 def batchable(spec: CapacitySpec) -> bool:
     """Whether a run may train in a batch: a causal model in float, no model plug-in."""
     return (spec.model == "causal" and not spec.train_bits and not spec.model_plugin
-            and not spec.weight_l1)  # fmt: skip
+            and not spec.weight_l1 and not spec.train_noise)  # fmt: skip
 
 
 def family_answers(family, n: int, seed: int, stream: int) -> np.ndarray:
@@ -246,6 +251,10 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         at_k = qat_quantizer(spec.train_bits) if spec.train_bits else None
     late = at_k is not None and spec.qat_from == "fit"
     quantize, qat_step = (None, None) if late else (at_k, 0 if at_k is not None else None)
+    if spec.train_noise:
+        from sketchsim.experiments.causal_models import CutNoise
+
+        model.cut_noise = CutNoise(spec.train_noise)
     opt = torch.optim.Adam(model.parameters(), spec.lr)
     sched = scheduler(opt, spec)
     start, step, err = time.perf_counter(), 0, math.inf
@@ -275,6 +284,7 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         opt.step()
         sched.step()
     seconds = time.perf_counter() - start
+    model.cut_noise = None  # training only: the model is measured without it
     kept_step = step
     if best is not None and best[2] != step:
         model.load_state_dict(best[4])
@@ -320,6 +330,7 @@ def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: 
         "schedule": spec.schedule,
         "keep": spec.keep,
         "weight_l1": spec.weight_l1,
+        "train_noise": spec.train_noise or None,
         "train_inputs": int(T.shape[0]),
         "weights": None,
         "weights_refused": None,

@@ -40,6 +40,7 @@ __all__ = [
     "state_range",
     "fixed_point_state",
     "causal_qat_quantizer",
+    "CutNoise",
     "export_causal",
     "causal_from_weights",
 ]
@@ -319,6 +320,9 @@ class CausalModel(nn.Module):
         super().__init__()
         self.arch, self.q = dict(arch), q
         self.plugin = None
+        #: Training only: a function of the state after the last data token (one layer,
+        #: ``[B, H, E]``) that the forward pass reads instead of it (:class:`CutNoise`).
+        self.cut_noise = None
         make = layer_type or CausalLayer
         if make is not CausalLayer:
             from sketchsim.experiments.model_plugins import plugin_label
@@ -389,6 +393,8 @@ class CausalModel(nn.Module):
             y = self.out(u).squeeze(-1).expand(B)
             for lay, layer in enumerate(self.layers):
                 dy, delta, st[lay] = self._step(layer, u, st[lay], t + 1, quantize, lay < last)
+                if self.cut_noise is not None and t == n_data - 1:
+                    st[lay] = self.cut_noise(st[lay])
                 if states is not None:
                     states.append((lay, t, st[lay].detach()))
                 y = y + dy
@@ -449,6 +455,8 @@ class CausalModel(nn.Module):
             dy, _, sb = layer.step(u, sb, n_data + t + 1, None, residual=False)
             yb.append(self.out(u).squeeze(-1) + dy)
         yb = torch.stack(yb, 1)  # [1 + H E, q]: the zero state's outputs, then each unit's
+        if self.cut_noise is not None:
+            st = self.cut_noise(st)
         y_q = yb[:1] + st.reshape(B, H * E) @ (yb[1:] - yb[:1])
         return torch.cat([torch.stack(ys, 1), y_q], 1)
 
@@ -510,10 +518,15 @@ class CausalModel(nn.Module):
                     states.widen(lay, *self._shared_extremes(layer, run, parts[1][2]))
                 o = layer.read_sum(parts[0][0], run)
                 y_data = y[:, :n_data] + (parts[0][1] * o).sum((-1, -2))
-                y_q = y[:, n_data:] + layer.read_shared(*parts[1], run[:, -1])
+                S0 = run[:, -1]
+                if self.cut_noise is not None:
+                    S0 = self.cut_noise(S0.reshape(B, layer.heads, -1)).view(S0.shape)
+                y_q = y[:, n_data:] + layer.read_shared(*parts[1], S0)
                 return torch.cat([y_data, y_q], 1)
             if u_q.shape[1]:
                 base = run[:, -1:] if n_data else torch.zeros_like(parts[1][2][:, :1])
+                if self.cut_noise is not None and n_data:
+                    base = self.cut_noise(base.reshape(B, layer.heads, -1)).view(base.shape)
                 run_q = base + torch.cumsum(parts[1][2].expand(B, *parts[1][2].shape[1:]), 1)
                 run = torch.cat([run, run_q], 1)  # [B, N, H, D, W]
             fq = torch.cat([parts[0][0], parts[1][0].expand(B, -1, -1, -1)], 1)
@@ -640,6 +653,24 @@ class causal_qat_quantizer:  # noqa: N801 - used as the function of the kernel m
         with torch.no_grad():
             q = self.rounding(layer, S)
         return S + (q - S).detach()
+
+
+class CutNoise:
+    """Register noise at the cut for training (``CausalModel.cut_noise``): each entry of
+    the state after the last data token gets uniform noise of one ``bits``-bit register
+    step, the step being the entry's range over the batch (with the registers'
+    :data:`HEADROOM`) over ``2^bits - 1``.  Unlike rounding with straight-through
+    gradients, the step keeps its gradient: a state that mixes several answers into one
+    entry widens that entry's range, and with it the noise every answer read from it
+    carries, so training prefers states whose entries each hold little of the answers
+    (docs/capacity.md, "Register noise").  Draws from torch's global generator."""
+
+    def __init__(self, bits: int):
+        self.top = float(2**bits - 1)
+
+    def __call__(self, S: torch.Tensor) -> torch.Tensor:
+        span = (S.amax(0) - S.amin(0)) * (1 + 2 * HEADROOM)
+        return S + span / self.top * (torch.rand_like(S) - 0.5)
 
 
 def export_causal(model: CausalModel, calibration: list[tuple]) -> dict:

@@ -121,6 +121,9 @@ class SuitePlan:
         float until the stop rule holds and then at ``K`` bits.
     weight_l1 : float
         Capacity: an L1 penalty on every weight matrix added to the loss (0: none).
+    train_noise : int
+        Capacity: train one-layer causal models with one ``K``-bit register step of
+        noise on their state at the cut (0: none; not with ``train_bits``).
     batch : bool
         Capacity: train the causal float runs that differ only in seed and learning
         rate as one batched model (:mod:`sketchsim.experiments.batched_training`).
@@ -164,6 +167,7 @@ class SuitePlan:
     batch: bool = False
     qat_from: str = "start"
     weight_l1: float = 0.0
+    train_noise: int = 0
 
     def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -230,6 +234,15 @@ class SuitePlan:
             raise SketchsimError("qat_from is start or fit, and fit needs train_bits K (it "
                                  "trains in float, then at K bits)", param="qat_from")  # fmt: skip
         causal = [a for a in self.archs if parse_arch(a)[0] != "softmax"]
+        if self.train_noise and (
+            not 1 <= self.train_noise <= 32
+            or self.train_bits
+            or max(self.layer_counts) > 1
+            or not causal
+        ):
+            raise SketchsimError("train_noise K in 1..32 trains one-layer causal architectures "
+                                 "(--arch, --layers 1), not with train_bits",
+                                 param="train_noise")  # fmt: skip
         if self.train_rounding == "cut" and (
             not self.train_bits or max(self.layer_counts) > 1 or not causal
         ):  # the kernel models' tokens send rounded symbols: nothing to round at a cut
@@ -285,6 +298,7 @@ class SuitePlan:
             **({"batch": True} if self.batch else {}),
             **({"qat_from": self.qat_from} if self.qat_from != "start" else {}),
             **({"weight_l1": self.weight_l1} if self.weight_l1 else {}),
+            **({"train_noise": self.train_noise} if self.train_noise else {}),
         }
 
     def source(self, model: str) -> str:

@@ -202,6 +202,8 @@ def capacity_specs(plan: SuitePlan) -> list:
                                                 train_rounding=plan.train_rounding,
                                                 qat_from=plan.qat_from if bits else "start",
                                                 weight_l1=plan.weight_l1,
+                                                train_noise=plan.train_noise
+                                                if model == "causal" else 0,
                                             ))  # fmt: skip
     return specs
 

@@ -624,3 +624,57 @@ def test_weight_l1_adds_a_penalty_that_shrinks_the_weights(tmp_path):
     assert norms[1] < 0.8 * norms[0]
     assert "weight_l1" not in json.loads(_spec("linear").key())
     assert json.loads(_spec("linear", weight_l1=0.05).key())["weight_l1"] == 0.05
+
+
+NOISE_MODELS = [("linear", "elu1sum", 1), ("linear", "elu1", 2), ("based", "elu1", 1)] + [
+    (kind, "elu1", heads) for kind in AFFINE_KINDS for heads in (1, 2)
+]
+
+
+@pytest.mark.parametrize("kind, fmap, heads", NOISE_MODELS)
+def test_cut_noise_is_the_same_on_every_path(kind, fmap, heads):
+    """--train-noise: the one-pass readouts (shared queries, the affine map) add the same
+    noise to the cut state as the token loop, drawn in the same order: same outputs and
+    gradients for the same seed; and the noise changes the outputs."""
+    from sketchsim.experiments.causal_models import CutNoise
+
+    for fam in _sum_families():
+        X = input_tensor(fam, fam.sample_answers(40), torch.float64)
+        torch.manual_seed(4)
+        model = CausalModel(causal_arch(kind, fam.m, 1, heads, 2, 3, fmap), fam.q).double()
+        exact = model(X).detach()
+        model.cut_noise = CutNoise(2)
+        got = []
+        for loop in (False, True):
+            torch.manual_seed(7)
+            if loop and kind not in ("linear", "based"):
+                got.append(_outputs_and_gradients(model, X, fam.q, lambda layer, S: S, False))
+            else:
+                got.append(_outputs_and_gradients(model, X, fam.q, None, loop))
+        np.testing.assert_allclose(got[0][0], got[1][0], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(got[0][1], got[1][1], rtol=1e-8, atol=1e-8)
+        assert not torch.allclose(got[0][0][:, : fam.q], exact[:, : fam.q])
+
+
+def test_cut_noise_is_one_register_step_with_its_gradient():
+    """Each entry moves by at most half a step of its batch range (with the headroom);
+    the step keeps its gradient, so the range itself is penalized."""
+    from sketchsim.experiments.causal_models import HEADROOM, CutNoise
+
+    leaf = torch.tensor([[0.0, 1.0], [2.0, 1.0], [1.0, 5.0]], requires_grad=True)
+    S = leaf.view(3, 1, 2)
+    torch.manual_seed(0)
+    out = CutNoise(3)(S)
+    step = torch.tensor([2.0, 4.0]) * (1 + 2 * HEADROOM) / 7
+    assert ((out - S).abs().view(3, 2) <= step / 2).all()
+    out.sum().backward()
+    assert not torch.allclose(leaf.grad, torch.ones_like(leaf))  # the range's gradient
+
+
+def test_train_noise_trains_and_saves_the_noiseless_model(tmp_path):
+    kw = dict(feature_map="elu1sum", rank=1, steps=200, lr=0.03, schedule="constant")
+    row = train_capacity(_spec("linear", train_noise=4, **kw), save_to=tmp_path)
+    assert row["train_noise"] == 4 and row["weights_refused"] is None
+    assert train_capacity(_spec("linear", **kw))["train_noise"] is None
+    assert json.loads(_spec("linear", train_noise=4).key())["train_noise"] == 4
+    assert "train_noise" not in json.loads(_spec("linear").key())
