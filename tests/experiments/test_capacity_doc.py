@@ -206,6 +206,26 @@ def test_the_s7_grid_table_is_the_committed_files(q):
         assert row in page, row
 
 
+ELU1SUM = DOCS / "capacity" / "frontier" / "s7" / "elu1sum"
+#: docs/capacity.md's elu1sum tables: (sweep, capacity at the cut) under :data:`ELU1SUM`.
+ELU1SUM_TABLES = [
+    *((f"float/sweep-q{q}.json", f"float/capacity-q{q}-cut.json") for q in (4, 8, 16)),
+    ("float/sweep-q64-20000.json", "float/capacity-q64-20000-cut.json"),
+    ("qat/sweep-q8-K4-fit.json", "qat/capacity-q8-K4-fit-cut.json"),
+    ("qat/sweep-q8-K4-fit-l1-0.0001.json", "qat/capacity-q8-K4-fit-l1-0.0001-cut.json"),
+    ("noise/sweep-q8.json", "noise/capacity-q8-cut.json"),
+]
+
+
+@pytest.mark.parametrize("sweep, capacity", ELU1SUM_TABLES)
+def test_the_elu1sum_tables_are_the_committed_files(sweep, capacity):
+    rows = grid_rows(json.loads((ELU1SUM / sweep).read_text()),
+                     json.loads((ELU1SUM / capacity).read_text()))  # fmt: skip
+    page = (DOCS / "capacity.md").read_text()
+    for row in rows:
+        assert row in page, row
+
+
 if __name__ == "__main__":
     s, c = json.loads(SWEEP.read_text()), json.loads(CAPACITY.read_text())
     print("\n".join(table_rows(s, c)))
