@@ -2177,7 +2177,7 @@ entry("docs/capacity.md", "F(16,7) took about {}, {}, {} and {} s of\ntraining p
 _E = "docs/capacity/frontier/s7/elu1sum"
 entry("docs/capacity.md", "(largest training error {} and\n{}; the runs", f"{_E}/float/sweep-q32.json",
       [("runs", 0, "max_abs_error"), ("runs", 1, "max_abs_error")], ["{:.2f}"] * 2)  # fmt: skip
-one("docs/capacity.md", "steps it is right on\n{} of 4,096 fresh inputs",
+one("docs/capacity.md", "it: it is right on\n{} of 4,096 fresh inputs",
     f"{_E}/float/sweep-q64-20000.json", ("runs", 0, "accuracy"), "{:.3f}")  # fmt: skip
 one("docs/capacity.md", "sampled inputs (95% upper bound on its error rate {};",
     f"{_E}/noise/capacity-q8-cut.json", ("rows", 0, "error_rate_upper95"), "{:.5f}")  # fmt: skip
