@@ -18,8 +18,8 @@ from sketchsim.runs.plots import plot_trained_frontier
 
 HERE = Path(__file__).resolve().parent
 #: The capacity files, relative to this folder: the #44 sweep (q <= 16, s = 1, 3,
-#: rounded every token), DeltaNet at s = 7 and the batched s = 7 grid (rounded at the
-#: cut), and F(64,7).
+#: rounded every token), DeltaNet at s = 7, the batched s = 7 grid and elu1sum in float,
+#: trained for the bits and with register noise (rounded at the cut), and F(64,7).
 SOURCES = (
     "causal/capacity.json",
     "frontier/s7/capacity-deltanet-q16-cut.json",
@@ -30,6 +30,10 @@ SOURCES = (
     "frontier/f64/capacity-elu1-d64.json",
     "frontier/s7/grid/capacity-q16-cut.json",
     "frontier/s7/grid/capacity-q32-cut.json",
+    *(f"frontier/s7/elu1sum/float/capacity-q{q}-cut.json" for q in (4, 8, 16)),
+    "frontier/s7/elu1sum/float/capacity-q64-20000-cut.json",
+    "frontier/s7/elu1sum/qat/capacity-q8-K4-fit-cut.json",
+    "frontier/s7/elu1sum/noise/capacity-q8-cut.json",
 )
 
 

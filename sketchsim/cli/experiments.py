@@ -145,7 +145,7 @@ class SweepCommand(CheckedCommand):
     type=int,
     default=None,
     help="Training steps cap of every model. Default: the suite's plan (ood: 1,000, softmax "
-    "2,000, each chosen on validation).",
+    "4,000, each chosen on validation).",
 )
 @click.option(
     "--lr",
