@@ -2201,6 +2201,41 @@ for _n in (2000, 4000, 8000):
            lambda d: str(_screen_stats(d)["capped"]),
            lambda d: str(_screen_stats(d)["below"])])  # fmt: skip
 
+_SM = "docs/ood/softmax_16_seeds_steps4000.json"
+
+
+def _worst(scale):
+    def low(d):
+        return f"{min(r['test_accuracy'] for r in d['runs'] if r['spec']['scale'] == scale):.4f}"
+
+    return low
+
+
+entry("docs/results.md",
+      "Worst test accuracy of the 16 seeds: {} at 8:64:2000, {} at 10:128:2000,\n{} at", _SM,
+      [(), (), ()], [_worst(x) for x in ("8:64:2000", "10:128:2000", "12:256:2000")])  # fmt: skip
+one("docs/results.md", "(the longest after {} steps)", _SM,
+    ("runs", lambda runs: max(r["steps"] for r in runs)), "{:,}")  # fmt: skip
+entry("docs/results.md", "seed 5 now reaches it after\n{} steps and scores {} on the test pool",
+      _SM, [("runs", 5, "steps"), ("runs", 5, "test_accuracy")], ["{:,}", "{:.4f}"])  # fmt: skip
+entry("docs/results.md", "seed 6\nafter {} steps, {} (0.978)", _SM,
+      [("runs", 6, "steps"), ("runs", 6, "test_accuracy")], ["{:,}", "{:.4f}"])  # fmt: skip
+
+
+def _seed_at_2000(seed):
+    def acc(runs):
+        (run,) = [r for r in runs if r["spec"]["model"] == "softmax"
+                  and r["spec"]["scale"] == "8:64:2000" and r["spec"]["seed"] == seed]  # fmt: skip
+        return run["test_accuracy"]
+
+    return acc
+
+
+entry("docs/results.md", "on the test pool ({} at 2,000), seed 6", O16,
+      [("runs", _seed_at_2000(5))], ["{:.3f}"])  # fmt: skip
+entry("docs/results.md", ", 0.9795 ({}). Fitted", O16, [("runs", _seed_at_2000(6))],
+      ["{:.3f}"])  # fmt: skip
+
 
 def _ids():
     return [f"{d}:{t[:50]}" for d, t, *_ in NUMBERS]
