@@ -2162,10 +2162,15 @@ entry("docs/capacity.md",
 
 # docs/capacity.md: the s = 7 grid (the table: tests/experiments/test_capacity_doc.py)
 _G = "docs/capacity/frontier/s7/grid"
-entry("docs/capacity.md", "it is wrong on {} of them", f"{_G}/transcript-q16-linear-K11-seed5.json",
-      [("protocols", 0, "wrong_inputs")], ["{}"])  # fmt: skip
-one("docs/capacity.md", "0.00015). It is not exact. Rerun on {} fresh inputs",
-    f"{_G}/transcript-q16-linear-K11-seed5.json", ("inputs",), "{:,}")  # fmt: skip
+entry("docs/capacity.md", "(wrong on {} of 100,000",
+      f"{_G}/transcript-q16-linear-K11-seed5.json", [("protocols", 0, "wrong_inputs")],
+      ["{}"])  # fmt: skip
+one("docs/capacity.md", "(wrong on 15 of {},", f"{_G}/transcript-q16-linear-K11-seed5.json",
+    ("inputs",), "{:,}")  # fmt: skip
+_G1M = f"{_G}/transcript-q16-linear-K11-1M.json"
+entry("docs/capacity.md", "Run on {} inputs of its family", _G1M, [("inputs",)], ["{:,}"])
+entry("docs/capacity.md", "it is wrong on {} of them\n([grid/transcript-q16-linear-K11-1M",
+      _G1M, [("protocols", 0, "wrong_inputs")], ["{}"])  # fmt: skip
 entry("docs/capacity.md", "the cut: {} bits, {} the floor (95% upper bound on its error rate\n{})",
       f"{_G}/capacity-q16-cut.json", [("rows", 9, "transcript_bits"), ("rows", 9, "ratio"),
       ("rows", 9, "error_rate_upper95")], ["{:.0f}", "{:.2f}x", "{:.5f}"])  # fmt: skip
@@ -2175,13 +2180,18 @@ entry("docs/capacity.md", "F(16,7) took about {}, {}, {} and {} s of\ntraining p
 
 # docs/capacity.md: elu1sum and register noise at s = 7 (the tables: test_capacity_doc.py)
 _E = "docs/capacity/frontier/s7/elu1sum"
-entry("docs/capacity.md", "(largest training error {} and\n{}; the runs",
-      f"{_E}/float/sweep-q32.json", [("runs", 0, "max_abs_error"), ("runs", 1, "max_abs_error")],
-      ["{:.2f}"] * 2)  # fmt: skip
+entry("docs/capacity.md", "(largest training error {},\n{} and {}; right on",
+      f"{_E}/float/sweep-q32.json", [("runs", i, "max_abs_error") for i in range(3)],
+      ["{:.2f}"] * 3)  # fmt: skip
 one("docs/capacity.md", "it: it is right on\n{} of 4,096 fresh inputs",
     f"{_E}/float/sweep-q64-20000.json", ("runs", 0, "accuracy"), "{:.3f}")  # fmt: skip
 one("docs/capacity.md", "sampled inputs (95% upper bound on its error rate {};",
     f"{_E}/noise/capacity-q8-cut.json", ("rows", 0, "error_rate_upper95"), "{:.5f}")  # fmt: skip
+entry("docs/capacity.md", "the two K = 4 models are wrong on\n{} (F(8,7)) and {} (F(16,7))",
+      f"{_E}/noise/transcript-q8-K4-1M.json", [(), ()],
+      [lambda d: str(d["protocols"][0]["wrong_inputs"]),
+       lambda d: str(load(f"{_E}/noise/transcript-q16-K4-1M.json")["protocols"][0]
+                     ["wrong_inputs"])])  # fmt: skip
 
 
 # docs/results.md: the softmax budget screened at 16 seeds (issue #45)

@@ -34,6 +34,8 @@ SOURCES = (
     "frontier/s7/elu1sum/float/capacity-q64-20000-cut.json",
     "frontier/s7/elu1sum/qat/capacity-q8-K4-fit-cut.json",
     "frontier/s7/elu1sum/noise/capacity-q8-cut.json",
+    "frontier/s7/elu1sum/noise/capacity-q16-20000-cut.json",
+    "frontier/s7/elu1sum/noise/capacity-q32-cut.json",
 )
 
 
