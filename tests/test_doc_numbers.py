@@ -2189,6 +2189,32 @@ one("docs/capacity.md", "sampled inputs (95% upper bound on its error rate {};",
     f"{_E}/noise/capacity-q8-cut.json", ("rows", 0, "error_rate_upper95"), "{:.5f}")  # fmt: skip
 one("docs/capacity.md", "the two K = 4 models are wrong on\n{} (F(8,7))",
     f"{_E}/noise/transcript-q8-K4-1M.json", ("protocols", 0, "wrong_inputs"), "{}")  # fmt: skip
+_N64 = f"{_E}/noise/capacity-q64-cut.json"
+
+
+def _curve(k, key):
+    return lambda d: d["rows"][0]["curve"][k - 1][key]
+
+
+entry("docs/capacity.md", "right on {} of 4,096\nfresh inputs and on {} of the 20,000-input sample",
+      _N64, [("rows", 0, "float_accuracy"), ("rows", 0, "correct_fraction")],
+      ["{:.4f}", "{:.5f}"])  # fmt: skip
+entry("docs/capacity.md", "({} bits, {}x; K = 7: {}, K = 6:\n{}), against", _N64,
+      [(), (), (), ()], [lambda d: str(_curve(8, "transcript_bits")(d)),
+                         lambda d: f"{_curve(8, 'transcript_bits')(d) / 192:.2f}",
+                         lambda d: f"{_curve(7, 'accuracy')(d):.3f}",
+                         lambda d: f"{_curve(6, 'accuracy')(d):.3f}"])  # fmt: skip
+entry(
+    "docs/capacity.md",
+    "model misses {} of its 20,000 sampled inputs",
+    _N64,
+    [()],
+    [lambda d: str(round((1 - d["rows"][0]["correct_fraction"]) * d["rows"][0]["inputs"]))],
+)
+entry("docs/capacity.md", "40,000 steps ({} min of\ntraining here)", f"{_E}/noise/sweep-q64.json",
+      [("runs", 0, "seconds")], [lambda v: f"{v / 60:.0f}"])  # fmt: skip
+one("docs/capacity.md", "Its model kept is from step {}:", f"{_E}/noise/sweep-q64.json",
+    ("runs", 0, "kept_step"), "{:,}")  # fmt: skip
 one("docs/capacity.md", "(F(8,7)) and {} (F(16,7))", f"{_E}/noise/transcript-q16-K4-1M.json",
     ("protocols", 0, "wrong_inputs"), "{}")  # fmt: skip
 

@@ -36,6 +36,7 @@ SOURCES = (
     "frontier/s7/elu1sum/noise/capacity-q8-cut.json",
     "frontier/s7/elu1sum/noise/capacity-q16-20000-cut.json",
     "frontier/s7/elu1sum/noise/capacity-q32-cut.json",
+    "frontier/s7/elu1sum/noise/capacity-q64-cut.json",
 )
 
 

@@ -222,6 +222,7 @@ ELU1SUM_TABLES = [
     ("noise/sweep-q16-10000.json", "noise/capacity-q16-10000-cut.json"),
     ("noise/sweep-q16-20000.json", "noise/capacity-q16-20000-cut.json"),
     ("noise/sweep-q32.json", "noise/capacity-q32-cut.json"),
+    ("noise/sweep-q64.json", "noise/capacity-q64-cut.json"),
 ]
 
 
@@ -240,7 +241,8 @@ S7 = DOCS / "capacity" / "frontier"
 S7_TABLE = [
     ("linear-elu1sum, register noise (K = 4)", "linear-elu1sum L1 H1",
      ["s7/elu1sum/noise/capacity-q8-cut.json", "s7/elu1sum/noise/capacity-q16-10000-cut.json",
-      "s7/elu1sum/noise/capacity-q16-20000-cut.json", "s7/elu1sum/noise/capacity-q32-cut.json"]),
+      "s7/elu1sum/noise/capacity-q16-20000-cut.json", "s7/elu1sum/noise/capacity-q32-cut.json",
+      "s7/elu1sum/noise/capacity-q64-cut.json"]),
     ("linear-elu1sum, float", "linear-elu1sum L1 H1",
      [*(f"s7/elu1sum/float/capacity-q{q}-cut.json" for q in (4, 8, 16, 32)),
       "s7/elu1sum/float/capacity-q64-20000-cut.json"]),
