@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sketchsim.errors import PluginError
+from sketchsim.errors import PluginError, SketchsimError
 from sketchsim.experiments.capacity_models import (
     CapacityModel,
     SoftmaxModel,
@@ -253,6 +253,9 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     quantize, qat_step = (None, None) if late else (at_k, 0 if at_k is not None else None)
     if spec.train_noise:
         from sketchsim.experiments.causal_models import CutNoise
+
+        if spec.model != "causal" or spec.layers != 1 or spec.train_bits:
+            raise SketchsimError("train_noise trains one-layer causal models in float")
 
         model.cut_noise = CutNoise(spec.train_noise)
     opt = torch.optim.Adam(model.parameters(), spec.lr)

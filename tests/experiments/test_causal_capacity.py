@@ -678,3 +678,7 @@ def test_train_noise_trains_and_saves_the_noiseless_model(tmp_path):
     assert train_capacity(_spec("linear", **kw))["train_noise"] is None
     assert json.loads(_spec("linear", train_noise=4).key())["train_noise"] == 4
     assert "train_noise" not in json.loads(_spec("linear").key())
+    from sketchsim.errors import SketchsimError
+
+    with pytest.raises(SketchsimError, match="one-layer causal models in float"):
+        train_capacity(_spec("linear", train_noise=4, layers=2, **kw))
