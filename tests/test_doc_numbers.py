@@ -2213,6 +2213,8 @@ entry(
 )
 entry("docs/capacity.md", "40,000 steps ({} min of\ntraining here)", f"{_E}/noise/sweep-q64.json",
       [("runs", 0, "seconds")], [lambda v: f"{v / 60:.0f}"])  # fmt: skip
+one("docs/capacity.md", "keeps the model of step {}, the same seeded run's",
+    f"{_E}/noise/sweep-q32-40000.json", ("runs", 0, "kept_step"), "{:,}")  # fmt: skip
 one("docs/capacity.md", "Its model kept is from step {}:", f"{_E}/noise/sweep-q64.json",
     ("runs", 0, "kept_step"), "{:,}")  # fmt: skip
 one("docs/capacity.md", "(F(8,7)) and {} (F(16,7))", f"{_E}/noise/transcript-q16-K4-1M.json",
