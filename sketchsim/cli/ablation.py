@@ -59,8 +59,9 @@ def _ablation(plan, json_path) -> None:
               help="With the screens.")  # fmt: skip
 @click.option("--triples", type=int, default=_D(AblationPlan, "triples"), show_default=True)
 @click.option("--screen-maps", metavar="M:POOL:TRIPLES", help="Compare feature maps on validation.")
-@click.option("--ranks", default=None, help="With --screen-maps (default 16,64), or "
-              "--screen-stop: the elu1 head's rank (default 16; 0: softmax alone).")  # fmt: skip
+@click.option("--ranks", default=_D(ScreenMapsPlan, "ranks", joined=True), show_default=True,
+              help="With --screen-maps; with --screen-stop, the elu1 head's one rank "
+              "(default there 16; 0: softmax alone).")  # fmt: skip
 @click.option("--screen-stop", metavar="MARGINS", help="Comma list of stop margins to screen.")
 @click.option(
     "--scales",
@@ -78,7 +79,7 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     ``--screen-stop`` the OOD stop margins, on validation splits drawn from the
     OOD train pools only (never the test pool).
     """
-    from sketchsim.cli.options import refuse_unused
+    from sketchsim.cli.options import given, refuse_unused
     from sketchsim.errors import SketchsimError
     from sketchsim.experiments import require_torch
     from sketchsim.runs.ablation import (
@@ -111,12 +112,11 @@ def ablation(seeds, steps, lr, triples, screen_maps, ranks, screen_stop, scales,
     check_budget(seeds, steps, lr, triples)
     require_torch()
     if screen_maps:
-        rank_list = tuple(parse_list(ranks, int, "--ranks", "integers")) if ranks else None
-        _screen_maps(ScreenMapsPlan(screen_maps, rank_list or ScreenMapsPlan.ranks, seeds,
-                                    steps, lr), json_path)  # fmt: skip
+        rank_list = tuple(parse_list(ranks, int, "--ranks", "integers"))
+        _screen_maps(ScreenMapsPlan(screen_maps, rank_list, seeds, steps, lr), json_path)
     elif screen_stop:
         margins = tuple(parse_list(screen_stop, float, "--screen-stop", "numbers"))
-        rank = parse_list(ranks, int, "--ranks", "integers") if ranks else [16]
+        rank = parse_list(ranks, int, "--ranks", "integers") if given("ranks") else [16]
         if len(rank) != 1:
             raise SketchsimError("--ranks with --screen-stop is one rank (0: softmax alone)")
         _screen_stop(ScreenStopPlan(margins, scales, seeds, steps, lr, rank[0]), json_path)
