@@ -2218,6 +2218,10 @@ one("docs/capacity.md", "keeps the model of step {}, the same seeded run's",
     f"{_E}/noise/sweep-q32-40000.json", ("runs", 0, "kept_step"), "{:,}")  # fmt: skip
 one("docs/capacity.md", "Its model kept is from step {}:", f"{_E}/noise/sweep-q64.json",
     ("runs", 0, "kept_step"), "{:,}")  # fmt: skip
+one("docs/capacity.md", "these two models are wrong on {} and",
+    f"{_E}/noise/transcript-q8-K4-1M.json", ("protocols", 0, "wrong_inputs"), "{}")  # fmt: skip
+one("docs/capacity.md", "two models are wrong on 146 and {}.",
+    f"{_E}/noise/transcript-q16-K4-1M.json", ("protocols", 0, "wrong_inputs"), "{}")  # fmt: skip
 one("docs/capacity.md", "(F(8,7)) and {} (F(16,7))", f"{_E}/noise/transcript-q16-K4-1M.json",
     ("protocols", 0, "wrong_inputs"), "{}")  # fmt: skip
 
