@@ -40,6 +40,14 @@ PROTOCOL = Protocol(
             "registers, or only the transcript at the cut",
             choices=("every", "cut"),
         ),
+        Param(
+            "other_family",
+            "str",
+            "refuse",
+            "a model trained on another family (name, seed or options) than the run's: "
+            "refuse it, or allow it (measured on inputs it never saw the like of)",
+            choices=("refuse", "allow"),
+        ),
     ),
     families=("hard", "mqar"),
 )

@@ -39,6 +39,7 @@ from sketchsim.sketch.weights_file import (
 __all__ = [
     "trained_plan",
     "trained_engine",
+    "family_difference",
     # the weights file's, re-exported: plug-ins and scripts import them from here
     "Weights",
     "load_weights",
@@ -408,6 +409,31 @@ def answer(pos, bits, ctx, state, aux):
     if not y == y:  # NaN
         return -1
     return int(min(max(math.floor(y + 0.5), -1.0), float(ctx[1] + 1)))
+
+
+def family_difference(weights: Weights, family) -> str:
+    """What differs between the family ``weights`` was trained on and ``family`` (its
+    name, seed or options), in words; ``""`` when nothing does.
+
+    The engine's :class:`~sketchsim.sketch.protocol.Context` holds only q, s and m, which
+    :func:`trained_plan` checks: a model trained on one seed's bit layout would run on
+    another's unnoticed, inputs it never saw the like of.  The header's fields are shown
+    through ``ascii`` (they are checked for type, not content).
+    """
+    import json
+
+    fam = weights.family
+    mine = json.loads(json.dumps(family.options(), default=str))
+    differ = [
+        f"{key} {ascii(have)[:60]} (this run: {ascii(want)[:60]})"
+        for key, have, want in (
+            ("name", fam["name"], family.name),
+            ("seed", fam["seed"], family.seed),
+            ("options", fam.get("options", {}), mine),
+        )
+        if have != want
+    ]
+    return "; ".join(differ)
 
 
 def trained_plan(ctx, weights: Weights, bits: int, rounding: str = "every") -> Plan:

@@ -202,3 +202,34 @@ def test_the_token_layout_docs_theory_states(q, s, seed):
             want[b, q, perm[i][: t[i]]] = 1
     assert fam.m == m
     assert np.array_equal(unpack_bits(fam.tokens(T.astype(np.uint8)), m), want)
+
+
+def test_a_model_of_another_seed_is_refused_unless_allowed(tmp_path):
+    # same q, s and m, another bit layout: the plan's size check cannot see it
+    path = tmp_path / "w.npz"
+    random_weights(path, HardFamily(2, 1, seed=3), 1, 1, 1, 2, "elu1")
+    argv = ["transcript", "--q", "2", "--s", "1", "--quiet", "--protocol"]
+    spec = f"trained:weights={path},bits=6"
+    res = CliRunner().invoke(main, [*argv, spec])
+    assert_error_line(res, "trained on another family: seed 3 (this run: 0)", only_line=False)
+    assert "other_family=allow" in res.output
+    for extra, more in (("", ["--seed", "3"]), (",other_family=allow", [])):
+        res = CliRunner().invoke(main, [*argv, spec + extra, *more])
+        assert res.exit_code == 0, res.output
+
+
+def test_family_difference_names_each_field_and_escapes_the_header(tmp_path):
+    import copy
+
+    from sketchsim.sketch.trained import Weights, family_difference, load_weights
+
+    fam = HardFamily(2, 1, seed=1)
+    path = tmp_path / "w.npz"
+    random_weights(path, fam, 1, 1, 1, 2, "elu1")
+    w = load_weights(path)
+    assert family_difference(w, fam) == ""
+    w = Weights(copy.deepcopy(w.header), w.arrays)  # not the loader's cached one
+    w.header["family"].update(name="hard\x1b[2J", options={"x": 1})
+    text = family_difference(w, HardFamily(2, 1, seed=4))
+    assert text.startswith("name 'hard\\x1b[2J' (this run: 'hard'); seed 1 (this run: 4)")
+    assert "options {'x': 1}" in text and "\x1b" not in text
