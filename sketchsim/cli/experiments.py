@@ -200,6 +200,8 @@ class SweepCommand(CheckedCommand):
               "in float until the stop rule holds, then at K bits.")  # fmt: skip
 @click.option("--train-noise", type=click.IntRange(1, 32), default=None, help="capacity, "
               "one-layer --arch: train with one K-bit step of noise on the cut state.")  # fmt: skip
+@click.option("--rebase-at", type=click.IntRange(1), default=None, help="capacity, one-layer "
+              "--arch: change the model to its readout basis at this step.")  # fmt: skip
 @click.option("--weight-l1", type=float, default=None, help="capacity: add this times the "
               "L1 norm of every weight matrix to the loss (default 0).")  # fmt: skip
 @click.option("--schedule", type=click.Choice(["onecycle", "constant"]), default=None,
@@ -226,8 +228,8 @@ class SweepCommand(CheckedCommand):
 def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, seeds, feature_map,
           models, archs, scales, accuracy, steps, lr, loss, stop_below, heads, eps, dtype,
           encoding, train_on, triples, threads, device, json_path, plot_path, resume,
-          allow_large, train_bits, qat_from, train_noise, weight_l1, schedule, train_inputs,
-          batch, keep, train_rounding, weights_dir, cluster):  # fmt: skip
+          allow_large, train_bits, qat_from, train_noise, rebase_at, weight_l1, schedule,
+          train_inputs, batch, keep, train_rounding, weights_dir, cluster):  # fmt: skip
     """Train heads over feature ranks and seeds; compare with the certified bound.
 
     With no flags a suite runs the plan ``reproduce`` runs
@@ -289,6 +291,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
         qat_from=qat_from,
         weight_l1=weight_l1,
         train_noise=train_noise,
+        rebase_at=rebase_at,
         batch=batch,
     )
     _refuse_unread(plan, cluster)
@@ -352,6 +355,7 @@ _READ_BY = {
     "qat_from": ("capacity",),
     "weight_l1": ("capacity",),
     "train_noise": ("capacity",),
+    "rebase_at": ("capacity",),
     "batch": ("capacity",),
 }
 

@@ -107,6 +107,10 @@ class CapacitySpec:
     #: A causal one-layer model trained with one ``K``-bit register step of noise on
     #: its state at the cut (:class:`~sketchsim.experiments.causal_models.CutNoise`).
     train_noise: int = 0
+    #: A one-layer causal model changed to its readout basis
+    #: (:func:`~sketchsim.experiments.state_basis.readout_basis`) at this step (0: never),
+    #: or at the end when training stops before it; see :func:`train_capacity`.
+    rebase_at: int = 0
 
     @property
     def label(self) -> str:
@@ -144,8 +148,9 @@ class CapacitySpec:
             del fields["qat_from"]
         if not fields["weight_l1"]:
             del fields["weight_l1"]
-        if not fields["train_noise"]:
-            del fields["train_noise"]
+        for name in ("train_noise", "rebase_at"):
+            if not fields[name]:
+                del fields[name]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -157,7 +162,8 @@ def batch_key(spec: CapacitySpec) -> CapacitySpec:
 def batchable(spec: CapacitySpec) -> bool:
     """Whether a run may train in a batch: a causal model in float, no model plug-in."""
     return (spec.model == "causal" and not spec.train_bits and not spec.model_plugin
-            and not spec.weight_l1 and not spec.train_noise)  # fmt: skip
+            and not spec.weight_l1 and not spec.train_noise
+            and not spec.rebase_at)  # fmt: skip
 
 
 def family_answers(family, n: int, seed: int, stream: int) -> np.ndarray:
@@ -228,7 +234,10 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     lose a fit it had reached (docs/capacity.md, "DeltaNet at s = 7").  With
     ``spec.qat_from == "fit"`` the run trains in float until the stop rule holds, then
     goes on at ``spec.train_bits`` (same optimizer) until it holds there; the kept model
-    is then one of those evaluated at ``K`` bits.
+    is then one of those evaluated at ``K`` bits.  With ``spec.rebase_at = P`` the model
+    kept so far is changed to its readout basis at step ``P`` (the same outputs, one query
+    per register), the optimizer's moments restart and training goes on; the model kept
+    is then one of those after ``P``.  A run that stops before ``P`` is changed at the end.
 
     Returns
     -------
@@ -260,9 +269,11 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
         model.cut_noise = CutNoise(spec.train_noise)
     opt = torch.optim.Adam(model.parameters(), spec.lr)
     sched = scheduler(opt, spec)
-    start, step, err = time.perf_counter(), 0, math.inf
+    start, step, err, rebased = time.perf_counter(), 0, math.inf, None
     best = None  # (inputs right, -mse, step, max error, weights) of the model kept
     for step in range(spec.steps + 1):  # noqa: B007 - step is reported
+        if spec.rebase_at and step == spec.rebase_at:
+            best, rebased = _rebase(model, X, spec.q, best, opt), step
         for _ in range(2):  # a second pass only where the float model fits: now at K bits
             y = (model(X) if quantize is None else model(X, quantize=quantize))[:, : spec.q]
             miss = (y.detach() - t).abs()
@@ -292,12 +303,29 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     if best is not None and best[2] != step:
         model.load_state_dict(best[4])
         kept_step, err = best[2], best[3]
+    if spec.rebase_at and rebased is None:  # stopped before the step: the model kept
+        _rebase(model, X, spec.q, None, opt)
+        rebased = kept_step
     # a float phase that never fit leaves a model never trained at K bits
     bits = spec.train_bits if qat_step is not None else 0
     row = finish_run(spec, fam, model, T, err, step, kept_step, seconds, device, save_to, bits)
     if spec.train_bits:
         row["qat_step"] = qat_step
+    if spec.rebase_at:
+        row["rebased_step"] = rebased
     return row
+
+
+def _rebase(model, X: torch.Tensor, q: int, best, opt) -> None:
+    """The model kept so far (``best``'s, else the current one) in its readout basis; the
+    optimizer's moments restart (they belong to the old basis).  Returns None: the models
+    kept from now on are those after the change."""
+    from sketchsim.experiments.state_basis import readout_basis
+
+    if best is not None:
+        model.load_state_dict(best[4])
+    readout_basis(model, X[0, :q])
+    opt.state.clear()
 
 
 def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: int,
@@ -428,6 +456,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder, bits: 
         "spec": asdict(spec),
         "accuracy": accuracy,
         "trained_at_bits": bits or None,
+        **({"state_basis": "readout"} if spec.rebase_at else {}),
         "calibration_inputs": int(calib.shape[0]),
         "versions": versions(),
     }

@@ -124,6 +124,9 @@ class SuitePlan:
     train_noise : int
         Capacity: train one-layer causal models with one ``K``-bit register step of
         noise on their state at the cut (0: none; not with ``train_bits``).
+    rebase_at : int
+        Capacity: change one-layer causal models to their readout basis at this step
+        (0: never; :func:`~sketchsim.experiments.capacity_suite.train_capacity`).
     batch : bool
         Capacity: train the causal float runs that differ only in seed and learning
         rate as one batched model (:mod:`sketchsim.experiments.batched_training`).
@@ -168,6 +171,7 @@ class SuitePlan:
     qat_from: str = "start"
     weight_l1: float = 0.0
     train_noise: int = 0
+    rebase_at: int = 0
 
     def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -243,6 +247,8 @@ class SuitePlan:
             raise SketchsimError("train_noise K in 1..32 trains one-layer causal architectures "
                                  "(--arch, --layers 1), not with train_bits",
                                  param="train_noise")  # fmt: skip
+        if self.rebase_at:
+            self._check_rebase(causal)
         if self.train_rounding == "cut" and (
             not self.train_bits or max(self.layer_counts) > 1 or not causal
         ):  # the kernel models' tokens send rounded symbols: nothing to round at a cut
@@ -299,7 +305,20 @@ class SuitePlan:
             **({"qat_from": self.qat_from} if self.qat_from != "start" else {}),
             **({"weight_l1": self.weight_l1} if self.weight_l1 else {}),
             **({"train_noise": self.train_noise} if self.train_noise else {}),
+            **({"rebase_at": self.rebase_at} if self.rebase_at else {}),
         }
+
+    def _check_rebase(self, causal: list[str]) -> None:
+        from sketchsim.experiments.state_basis import REBASE_KINDS
+
+        kinds = {parse_arch(a)[0] for a in causal}
+        if (not 1 <= self.rebase_at <= self.steps or max(self.layer_counts) > 1 or not causal
+                or not kinds <= set(REBASE_KINDS) or self.model_plugins
+                or min(self.value_widths) < max(self.qs)):  # fmt: skip
+            raise SketchsimError(
+                "rebase_at STEP in 1..steps changes one-layer causal models (--arch "
+                f"{','.join(REBASE_KINDS)}; --layers 1, no --model-plugin) whose value width "
+                "is at least q to their readout basis", param="rebase_at")
 
     def source(self, model: str) -> str:
         """Where ``model`` trains: ``family``, ``random`` or ``pool``."""

@@ -204,6 +204,8 @@ def capacity_specs(plan: SuitePlan) -> list:
                                                 weight_l1=plan.weight_l1,
                                                 train_noise=plan.train_noise
                                                 if model == "causal" else 0,
+                                                rebase_at=plan.rebase_at
+                                                if model == "causal" else 0,
                                             ))  # fmt: skip
     return specs
 

@@ -195,6 +195,7 @@ def measure_weights(
         "window": a.get("window") or None,
         "float_accuracy": w.header.get("accuracy"),
         "trained_at_bits": w.header.get("trained_at_bits"),
+        "state_basis": w.header.get("state_basis", "trained"),
         "state_elements": elements,
         "float_state_bits": elements * 32,
         "bits_per_coordinate": best,

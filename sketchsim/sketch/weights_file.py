@@ -197,6 +197,8 @@ def _check_claims(header: dict, path) -> None:
     seed = header.get("seed")
     if seed is not None and (not _is_int(seed) or seed < 0):
         _fail(path, f"seed must be an integer >= 0, got {seed!r}")
+    if header.get("state_basis", "readout") != "readout":
+        _fail(path, "state_basis must be readout or absent")
     k = header.get("trained_at_bits")
     if k is not None and (not _is_int(k) or not 1 <= k <= MAX_BITS):
         _fail(path, f"trained_at_bits must be an integer in 1..{MAX_BITS} or null, got {k!r}")

@@ -407,6 +407,7 @@ CAPACITY_EFFECT = {
     "qat_from": ["--arch", "deltanet", "--train-bits", "4", "--train-bits-from", "fit"],
     "weight_l1": ["--weight-l1", "0.001"],
     "train_noise": ["--arch", "deltanet", "--train-noise", "4"],
+    "rebase_at": ["--arch", "deltanet", "--rebase-at", "1"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).
