@@ -152,12 +152,8 @@ class SweepCommand(CheckedCommand):
     default=None,
     help="Learning rate, or a comma list (a grid). Default: 0.03 (witness), 0.01 (ood).",
 )
-@click.option(
-    "--loss",
-    type=click.Choice(["mse", "minimax"]),
-    default=None,
-    help="minimax: smooth max of the squared errors (default mse).",
-)
+@click.option("--loss", type=click.Choice(["mse", "minimax"]), default=None,
+              help="minimax: smooth max of the squared errors (default mse).")  # fmt: skip
 @click.option(
     "--stop-below",
     type=float,
@@ -180,9 +176,8 @@ class SweepCommand(CheckedCommand):
     help="witness: train on the family, or on random triples of its width and evaluate on "
     "the family; auto (default): softmax on random triples, kernels on the family.",
 )
-@click.option(
-    "--triples", type=int, default=None, help="witness: random training triples (default 4000)."
-)
+@click.option("--triples", type=int, default=None,
+              help="witness: random training triples (default 4000).")  # fmt: skip
 @click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Torch CPU threads (1 suits these tiny models).")  # fmt: skip
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
@@ -202,6 +197,8 @@ class SweepCommand(CheckedCommand):
               "one-layer --arch: train with one K-bit step of noise on the cut state.")  # fmt: skip
 @click.option("--rebase-at", type=click.IntRange(1), default=None, help="capacity, one-layer "
               "--arch: change the model to its readout basis at this step.")  # fmt: skip
+@click.option("--rebase-lr", type=float, default=None, help="capacity, with --rebase-at and "
+              "--schedule constant: the rate after the change (default --lr).")  # fmt: skip
 @click.option("--weight-l1", type=float, default=None, help="capacity: add this times the "
               "L1 norm of every weight matrix to the loss (default 0).")  # fmt: skip
 @click.option("--schedule", type=click.Choice(["onecycle", "constant"]), default=None,
@@ -228,7 +225,7 @@ class SweepCommand(CheckedCommand):
 def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, seeds, feature_map,
           models, archs, scales, accuracy, steps, lr, loss, stop_below, heads, eps, dtype,
           encoding, train_on, triples, threads, device, json_path, plot_path, resume,
-          allow_large, train_bits, qat_from, train_noise, rebase_at, weight_l1, schedule,
+          allow_large, train_bits, qat_from, train_noise, rebase_at, rebase_lr, weight_l1, schedule,
           train_inputs, batch, keep, train_rounding, weights_dir, cluster):  # fmt: skip
     """Train heads over feature ranks and seeds; compare with the certified bound.
 
@@ -292,6 +289,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
         weight_l1=weight_l1,
         train_noise=train_noise,
         rebase_at=rebase_at,
+        rebase_lr=rebase_lr,
         batch=batch,
     )
     _refuse_unread(plan, cluster)
@@ -356,6 +354,7 @@ _READ_BY = {
     "weight_l1": ("capacity",),
     "train_noise": ("capacity",),
     "rebase_at": ("capacity",),
+    "rebase_lr": ("capacity",),
     "batch": ("capacity",),
 }
 

@@ -111,6 +111,8 @@ class CapacitySpec:
     #: (:func:`~sketchsim.experiments.state_basis.readout_basis`) at this step (0: never),
     #: or at the end when training stops before it; see :func:`train_capacity`.
     rebase_at: int = 0
+    #: With ``rebase_at`` and the constant schedule: the learning rate after it (0: ``lr``).
+    rebase_lr: float = 0.0
 
     @property
     def label(self) -> str:
@@ -148,7 +150,7 @@ class CapacitySpec:
             del fields["qat_from"]
         if not fields["weight_l1"]:
             del fields["weight_l1"]
-        for name in ("train_noise", "rebase_at"):
+        for name in ("train_noise", "rebase_at", "rebase_lr"):
             if not fields[name]:
                 del fields[name]
         return json.dumps(fields, sort_keys=True)
@@ -163,7 +165,7 @@ def batchable(spec: CapacitySpec) -> bool:
     """Whether a run may train in a batch: a causal model in float, no model plug-in."""
     return (spec.model == "causal" and not spec.train_bits and not spec.model_plugin
             and not spec.weight_l1 and not spec.train_noise
-            and not spec.rebase_at)  # fmt: skip
+            and not spec.rebase_at and not spec.rebase_lr)  # fmt: skip
 
 
 def family_answers(family, n: int, seed: int, stream: int) -> np.ndarray:
@@ -236,7 +238,8 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     goes on at ``spec.train_bits`` (same optimizer) until it holds there; the kept model
     is then one of those evaluated at ``K`` bits.  With ``spec.rebase_at = P`` the model
     kept so far is changed to its readout basis at step ``P`` (the same outputs, one query
-    per register), the optimizer's moments restart and training goes on; the model kept
+    per register), the optimizer's moments restart and training goes on (at
+    ``spec.rebase_lr`` where given, constant schedule); the model kept
     is then one of those after ``P``.  A run that stops before ``P`` is changed at the end.
 
     Returns
@@ -274,6 +277,10 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     for step in range(spec.steps + 1):  # noqa: B007 - step is reported
         if spec.rebase_at and step == spec.rebase_at:
             best, rebased = _rebase(model, X, spec.q, best, opt), step
+            if spec.rebase_lr:  # the constant schedule's rate from now on
+                sched.base_lrs = [spec.rebase_lr for _ in sched.base_lrs]
+                for group in opt.param_groups:
+                    group["lr"] = spec.rebase_lr
         for _ in range(2):  # a second pass only where the float model fits: now at K bits
             y = (model(X) if quantize is None else model(X, quantize=quantize))[:, : spec.q]
             miss = (y.detach() - t).abs()

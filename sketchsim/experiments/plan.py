@@ -127,6 +127,9 @@ class SuitePlan:
     rebase_at : int
         Capacity: change one-layer causal models to their readout basis at this step
         (0: never; :func:`~sketchsim.experiments.capacity_suite.train_capacity`).
+    rebase_lr : float
+        Capacity, with ``rebase_at`` and the constant schedule: the learning rate after
+        the change (0: ``lr``).
     batch : bool
         Capacity: train the causal float runs that differ only in seed and learning
         rate as one batched model (:mod:`sketchsim.experiments.batched_training`).
@@ -172,6 +175,7 @@ class SuitePlan:
     weight_l1: float = 0.0
     train_noise: int = 0
     rebase_at: int = 0
+    rebase_lr: float = 0.0
 
     def with_(self, **overrides) -> SuitePlan:
         """This plan with the given fields replaced; ``None`` values keep the default."""
@@ -247,7 +251,7 @@ class SuitePlan:
             raise SketchsimError("train_noise K in 1..32 trains one-layer causal architectures "
                                  "(--arch, --layers 1), not with train_bits",
                                  param="train_noise")  # fmt: skip
-        if self.rebase_at:
+        if self.rebase_at or self.rebase_lr:
             self._check_rebase(causal)
         if self.train_rounding == "cut" and (
             not self.train_bits or max(self.layer_counts) > 1 or not causal
@@ -306,6 +310,7 @@ class SuitePlan:
             **({"weight_l1": self.weight_l1} if self.weight_l1 else {}),
             **({"train_noise": self.train_noise} if self.train_noise else {}),
             **({"rebase_at": self.rebase_at} if self.rebase_at else {}),
+            **({"rebase_lr": self.rebase_lr} if self.rebase_lr else {}),
         }
 
     def _check_rebase(self, causal: list[str]) -> None:
@@ -318,7 +323,12 @@ class SuitePlan:
             raise SketchsimError(
                 "rebase_at STEP in 1..steps changes one-layer causal models (--arch "
                 f"{','.join(REBASE_KINDS)}; --layers 1, no --model-plugin) whose value width "
-                "is at least q to their readout basis", param="rebase_at")
+                "is at least q to their readout basis",
+                param="rebase_at",
+            )
+        if self.rebase_lr and not (0 < self.rebase_lr <= 10 and self.schedule == "constant"):
+            raise SketchsimError("rebase_lr in (0, 10] sets the constant schedule's rate after "
+                                 "rebase_at", param="rebase_lr")  # fmt: skip
 
     def source(self, model: str) -> str:
         """Where ``model`` trains: ``family``, ``random`` or ``pool``."""

@@ -206,6 +206,8 @@ def capacity_specs(plan: SuitePlan) -> list:
                                                 if model == "causal" else 0,
                                                 rebase_at=plan.rebase_at
                                                 if model == "causal" else 0,
+                                                rebase_lr=plan.rebase_lr
+                                                if model == "causal" else 0.0,
                                             ))  # fmt: skip
     return specs
 

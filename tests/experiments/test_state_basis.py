@@ -128,12 +128,26 @@ def test_rebasing_changes_the_registers_not_the_model(tmp_path):
         dict(layer_counts=(2,)),
         dict(value_widths=(2,)),
         dict(rebase_at=11),
+        dict(rebase_lr=0.001),  # the onecycle schedule sets its own rates
+        dict(rebase_lr=-1.0, schedule="constant"),
     ],
 )
 def test_the_plan_refuses_rebase_at_where_no_readout_basis_exists(overrides):
     base = default_plan("capacity").with_(steps=10, qs=(3,), ss=(1,), archs=("linear",),
-                                          value_widths=(3,), layer_counts=(1,), rebase_at=5)  # fmt: skip
+                                          value_widths=(3,), layer_counts=(1,),
+                                          rebase_at=5)  # fmt: skip
     assert base.header()["rebase_at"] == 5
     assert "rebase_at" not in default_plan("capacity").header()
     with pytest.raises(SketchsimError, match="rebase_at"):
         base.with_(**overrides)
+
+
+def test_rebase_lr_is_the_rate_after_the_change():
+    # at a rate of 1e-12 the 20 steps after the change leave the rebased model as it was
+    kw = dict(keep="last", rebase_at=20)
+    still = train_capacity(_spec(steps=40, rebase_lr=1e-12, **kw))
+    at_20 = train_capacity(_spec(steps=20, **kw))
+    moved = train_capacity(_spec(steps=40, **kw))
+    assert still["max_abs_error"] == pytest.approx(at_20["max_abs_error"], abs=1e-6)
+    assert moved["max_abs_error"] != pytest.approx(at_20["max_abs_error"], abs=1e-6)
+    assert json.loads(_spec(rebase_lr=0.5).key())["rebase_lr"] == 0.5
