@@ -127,7 +127,8 @@ def measure_weights(
         ``state_elements`` and ``float_state_bits`` (zoology's count: elements x 32),
         ``kind`` (``kernel``: bidirectional; else the causal architecture), ``window``,
         ``cut_bits`` (a causal model's transcript: its registers at the cut),
-        ``rounding`` (None for a kernel model) and ``curve`` (accuracy per K on up to
+        ``rounding`` (None for a kernel model), ``state_basis`` (``trained``, or
+        ``readout``: a file of ``--rebase-at``) and ``curve`` (accuracy per K on up to
         :data:`CURVE_INPUTS` inputs).
     """
     from sketchsim.sketch.measure import choose_answers, measure
@@ -289,8 +290,8 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
     layers, heads: ``elu1 L1 H1``), so the state sizes (``r``, ``d``), ``K``,
     seeds and learning rates the folder holds are searched over; every run stays
     in ``rows``.  Each entry names the best model (file, ``r``, ``d``, ``K``,
-    seed, ``trained_at_bits``), its ``ratio`` to the bound and its error bound,
-    and counts the models of that kind (``models``) and those decoded.
+    seed, ``trained_at_bits``, ``state_basis``), its ``ratio`` to the bound and its
+    error bound, and counts the models of that kind (``models``) and those decoded.
     """
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
@@ -326,6 +327,7 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
                         "inputs",
                         "error_rate_upper95",
                         "trained_at_bits",
+                        "state_basis",
                     )
                 },  # fmt: skip
             }

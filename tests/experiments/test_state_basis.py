@@ -151,3 +151,17 @@ def test_rebase_lr_is_the_rate_after_the_change():
     assert still["max_abs_error"] == pytest.approx(at_20["max_abs_error"], abs=1e-6)
     assert moved["max_abs_error"] != pytest.approx(at_20["max_abs_error"], abs=1e-6)
     assert json.loads(_spec(rebase_lr=0.5).key())["rebase_lr"] == 0.5
+
+
+def test_a_header_naming_another_basis_is_refused(tmp_path):
+    from sketchsim.errors import PluginError
+
+    row = train_capacity(_spec(steps=2, rebase_at=1), save_to=tmp_path)
+    with np.load(tmp_path / row["weights"]) as z:
+        data = {k: z[k] for k in z.files}
+    header = json.loads(data["header"].tobytes())
+    header["state_basis"] = "\x1b[2Jrotated"
+    data["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    np.savez(tmp_path / "bad.npz", **data)
+    with pytest.raises(PluginError, match="state_basis must be readout or absent"):
+        load_weights(tmp_path / "bad.npz")
