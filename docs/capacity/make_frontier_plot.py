@@ -19,7 +19,8 @@ from sketchsim.runs.plots import plot_trained_frontier
 HERE = Path(__file__).resolve().parent
 #: The capacity files, relative to this folder: the #44 sweep (q <= 16, s = 1, 3,
 #: rounded every token), DeltaNet at s = 7, the batched s = 7 grid and elu1sum in float,
-#: trained for the bits and with register noise (rounded at the cut), and F(64,7).
+#: trained for the bits, with register noise and in the readout basis (rounded at the
+#: cut), and F(64,7).
 SOURCES = (
     "causal/capacity.json",
     "frontier/s7/capacity-deltanet-q16-cut.json",
@@ -37,6 +38,7 @@ SOURCES = (
     "frontier/s7/elu1sum/noise/capacity-q16-20000-cut.json",
     "frontier/s7/elu1sum/noise/capacity-q32-cut.json",
     "frontier/s7/elu1sum/noise/capacity-q64-cut.json",
+    *(f"frontier/s7/elu1sum/rebase/capacity-q{q}-cut.json" for q in (4, 8, 16, 32, 64)),
 )
 
 

@@ -314,25 +314,18 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
                 if best is None
                 else {
                     k: best.get(k)
-                    for k in (
-                        "weights",
-                        "architecture",
-                        "rank",
-                        "value_width",
-                        "seed",
-                        "bits_per_coordinate",
-                        "transcript_bits",
-                        "ratio",
-                        "mode",
-                        "inputs",
-                        "error_rate_upper95",
-                        "trained_at_bits",
-                        "state_basis",
-                    )
-                },  # fmt: skip
+                    # (rows before state_basis existed: their entries have no such key)
+                    for k in (*_BEST_KEYS, *(("state_basis",) if "state_basis" in best else ()))
+                },
             }
         )
     return out
+
+
+#: What a frontier entry says of its best model.
+_BEST_KEYS = ("weights", "architecture", "rank", "value_width", "seed", "bits_per_coordinate",
+              "transcript_bits", "ratio", "mode", "inputs", "error_rate_upper95",
+              "trained_at_bits")  # fmt: skip
 
 
 def summarize_rows(rows: list[dict]) -> list[dict]:

@@ -408,8 +408,8 @@ CAPACITY_EFFECT = {
     "weight_l1": ["--weight-l1", "0.001"],
     "train_noise": ["--arch", "deltanet", "--train-noise", "4"],
     "rebase_at": ["--arch", "deltanet", "--rebase-at", "1"],
-    "rebase_lr": ["--arch", "deltanet", "--rebase-at", "1", "--schedule", "constant",
-                  "--rebase-lr", "0.001"],  # fmt: skip
+    "rebase_lr": ["--arch", "deltanet", "--rebase-at", "1", "--schedule", "constant"]
+    + ["--rebase-lr", "0.001"],
 }
 
 #: Options the capacity suite does not read: refused in one line (the issue's list first).

@@ -158,13 +158,15 @@ def test_the_frontier_plot_draws_from_the_committed_files(tmp_path):
     rows = script.merged_rows()
     assert {r["s"] for r in rows} == {1, 3, 7} and max(r["q"] for r in rows) == 64
     decoded = [f for f in frontier_rows(rows) if f["best"]]
-    # at s = 7 the grid's linear attention at q = 16 and elu1sum up to q = 16 decode
-    # (docs/capacity.md); elu1sum's best at q = 8 and 16 is 1.33x, trained with noise
+    # at s = 7 the grid's linear attention at q = 16 and elu1sum at every q decode
+    # (docs/capacity.md); elu1sum's best is 1.33x but at q = 32 (2.00x), at q = 4 and 64
+    # in the readout basis
     s7 = {(f["q"], f["kind"]): f for f in decoded if f["s"] == 7}
     assert set(s7) == {(16, "linear-elu1 L1 H1"),
-                       *((q, "linear-elu1sum L1 H1") for q in (4, 8, 16))}  # fmt: skip
-    assert [round(s7[(q, "linear-elu1sum L1 H1")]["best"]["ratio"], 2) for q in (8, 16)] == [
-        1.33, 1.33]  # fmt: skip
+                       *((q, "linear-elu1sum L1 H1") for q in (4, 8, 16, 32, 64))}  # fmt: skip
+    best = {q: s7[(q, "linear-elu1sum L1 H1")]["best"] for q in (4, 8, 16, 32, 64)}
+    assert [round(best[q]["ratio"], 2) for q in best] == [1.33, 1.33, 1.33, 2.0, 1.33]
+    assert best[64]["state_basis"] == best[4]["state_basis"] == "readout"
     opens = {(p["q"], p["kind"]): p for p in screen_points(rows) if p["s"] == 7}
     # the kept F(32,7) DeltaNet at the cut: 0.999 at K = 6, as at K = 32 (docs/capacity.md)
     assert opens[(32, "deltanet L1 H1")]["bits_per_coordinate"] == 6
@@ -223,6 +225,7 @@ ELU1SUM_TABLES = [
     ("noise/sweep-q16-20000.json", "noise/capacity-q16-20000-cut.json"),
     ("noise/sweep-q32.json", "noise/capacity-q32-cut.json"),
     ("noise/sweep-q64.json", "noise/capacity-q64-cut.json"),
+    *((f"rebase/sweep-q{q}.json", f"rebase/capacity-q{q}-cut.json") for q in (4, 8, 16, 32, 64)),
 ]
 
 
@@ -239,6 +242,8 @@ S7 = DOCS / "capacity" / "frontier"
 #: docs/capacity.md's s = 7 frontier: (row label, architecture kind, capacity files under
 #: :data:`S7`); every cell is :func:`~sketchsim.runs.capacity.frontier_rows` of those files.
 S7_TABLE = [
+    ("linear-elu1sum, register noise, readout basis", "linear-elu1sum L1 H1",
+     [f"s7/elu1sum/rebase/capacity-q{q}-cut.json" for q in (4, 8, 16, 32, 64)]),
     ("linear-elu1sum, register noise (K = 4)", "linear-elu1sum L1 H1",
      ["s7/elu1sum/noise/capacity-q8-cut.json", "s7/elu1sum/noise/capacity-q16-10000-cut.json",
       "s7/elu1sum/noise/capacity-q16-20000-cut.json", "s7/elu1sum/noise/capacity-q32-cut.json",
