@@ -201,28 +201,38 @@ def _bound(out, cfg, log):
     ]
 
 
-#: The committed weights the capacity row measures (docs/capacity.md, "DeltaNet at s = 7").
-CAPACITY_WEIGHTS = Path(__file__).resolve().parents[2] / "docs/capacity/frontier/s7/keep-best"
+#: The committed weights the capacity row measures: the best trained F(64,7) model
+#: (docs/capacity.md, "The readout basis").
+CAPACITY_WEIGHTS = (Path(__file__).resolve().parents[2] / "docs/capacity/frontier/s7/elu1sum/"
+                    "rebase/hard-q64-s7-linear-elu1sum-L1-H1-r1-d64-lr0.001-seed0.npz")  # fmt: skip
 
 
 def _capacity(out, cfg, log):
-    """The kept F(32,7) DeltaNet's smallest K right on the sample, rounded at the cut."""
-    from sketchsim.runs.capacity import CURVE_INPUTS, capacity_dir
+    """The committed F(64,7) model's smallest K right on the sample, rounded at the cut."""
+    from sketchsim.results import result_payload, write_json_atomic
+    from sketchsim.runs.capacity import (
+        CURVE_INPUTS,
+        frontier_rows,
+        measure_weights,
+        summarize_rows,
+    )
 
     claim = "a trained model's transcript against the bound"
     paper = "any sketch decoding F(q, s): >= q log2(s+1) bits"
-    if not any(CAPACITY_WEIGHTS.glob("*.npz")):
-        return [Row(claim, paper, f"not measured: no weights in {CAPACITY_WEIGHTS} "
-                    "(a source checkout has them)", "-")]  # fmt: skip
-    log("a trained DeltaNet's transcript (sketchsim capacity --rounding cut)")
-    res = capacity_dir(CAPACITY_WEIGHTS, cfg.samples, references=False,
-                       json_path=out / "capacity.json", rounding="cut")  # fmt: skip
-    (row,) = res["rows"]
+    if not CAPACITY_WEIGHTS.is_file():
+        return [Row(claim, paper, f"not measured: no weights file {CAPACITY_WEIGHTS.name} "
+                    "(a source checkout has it)", "-")]  # fmt: skip
+    log("the trained F(64,7) model's transcript (sketchsim capacity --rounding cut)")
+    row = measure_weights(CAPACITY_WEIGHTS, cfg.samples, rounding="cut")
+    result = {"rows": [row], "summary": summarize_rows([row]), "frontier": frontier_rows([row]),
+              "references": [], "unreadable": []}  # fmt: skip
+    params = {"weights": CAPACITY_WEIGHTS.name, "samples": cfg.samples, "rounding": "cut"}
+    write_json_atomic(out / "capacity.json", result_payload("capacity", params, result))
     at = [c for c in row["curve"] if c["accuracy"] == row["curve"][-1]["accuracy"]][0]
     screen = min(CURVE_INPUTS, row["inputs"])
     measured = (
-        f"{row['architecture']} at F({row['q']},{row['s']}), rounded at the cut: from K = "
-        f"{at['bits']} ({at['transcript_bits']} bits, "
+        f"{row['architecture']} ({row['state_basis']} basis) at F({row['q']},{row['s']}), "
+        f"rounded at the cut: from K = {at['bits']} ({at['transcript_bits']} bits, "
         f"{at['transcript_bits'] / row['bound_bits']:.2f}x the {row['bound_bits']:.0f}-bit "
         f"bound) right on {at['accuracy']:.4f} of {screen:,} screened inputs, as at K = 32; "
         + (f"decoded on all {row['inputs']:,} sampled inputs at K = {row['bits_per_coordinate']}"
