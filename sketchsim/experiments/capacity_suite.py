@@ -276,7 +276,8 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     best = None  # (inputs right, -mse, step, max error, weights) of the model kept
     for step in range(spec.steps + 1):  # noqa: B007 - step is reported
         if spec.rebase_at and step == spec.rebase_at:
-            best, rebased = _rebase(model, X, spec.q, best, opt), step
+            _rebase(model, X, spec.q, best, opt)
+            best, rebased = None, step  # the models kept from now on: those after the change
             if spec.rebase_lr:  # the constant schedule's rate from now on
                 sched.base_lrs = [spec.rebase_lr for _ in sched.base_lrs]
                 for group in opt.param_groups:
@@ -325,8 +326,7 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
 
 def _rebase(model, X: torch.Tensor, q: int, best, opt) -> None:
     """The model kept so far (``best``'s, else the current one) in its readout basis; the
-    optimizer's moments restart (they belong to the old basis).  Returns None: the models
-    kept from now on are those after the change."""
+    optimizer's moments restart (they belong to the old basis)."""
     from sketchsim.experiments.state_basis import readout_basis
 
     if best is not None:
