@@ -2253,12 +2253,27 @@ entry("docs/capacity.md", "right on {} of 4,096 fresh\ninputs in float, and at t
       [lambda d: f"{d['rows'][0]['float_accuracy']:.3f}",
        lambda d: f"{_curve(4, 'accuracy')(d):.3f}", lambda d: f"{_curve(5, 'accuracy')(d):.3f}",
        lambda d: f"{_curve(9, 'accuracy')(d):.3f}"])  # fmt: skip
-one("docs/capacity.md", "from step 22,327, was right on {}:", f"{_E}/noise/sweep-q64.json",
+one("docs/capacity.md", "from step 22,327, was right on {}. The two", f"{_E}/noise/sweep-q64.json",
     ("runs", 0, "accuracy"), "{:.4f}")  # fmt: skip
 one("docs/capacity.md",
     "seed 1 at 0.003 never left the\nplateau in its 20,000 steps (right on {} input",
     f"{_R}/sweep-q32-lr0.003-seeds2.json", ("runs", 1, "accuracy"),
     lambda v: "no" if v == 0 else f"{v}")  # fmt: skip
+
+_K = "docs/capacity/frontier/s7/rebase-kinds"
+_GD = f"{_K}/capacity-gated-deltanet-q16-cut.json"
+one("docs/capacity.md", "from K = 4, but at 32 bits it is right on {} of its sample", _GD,
+    ("rows", 0, "correct_fraction"), "{:.5f}")  # fmt: skip
+one("docs/capacity.md", "(its\nlargest training error, {}, is one input",
+    f"{_K}/sweep-gated-deltanet-q16.json", ("runs", 0, "max_abs_error"), "{:.2f}")  # fmt: skip
+
+
+def _misses(d):
+    return f"{(1 - d['rows'][0]['correct_fraction']) * d['rows'][0]['inputs']:.0f}"
+
+
+one("docs/capacity.md", "K = 4 but misses {} of its 20,000 sampled inputs even at 32 bits", _GD,
+    (), _misses)  # fmt: skip
 
 
 # docs/results.md: the softmax budget screened at 16 seeds (issue #45)

@@ -158,11 +158,12 @@ def test_the_frontier_plot_draws_from_the_committed_files(tmp_path):
     rows = script.merged_rows()
     assert {r["s"] for r in rows} == {1, 3, 7} and max(r["q"] for r in rows) == 64
     decoded = [f for f in frontier_rows(rows) if f["best"]]
-    # at s = 7 the grid's linear attention at q = 16 and elu1sum at every q decode
+    # at s = 7 the grid's linear attention and GLA (readout basis) at q = 16 and elu1sum
+    # at every q decode
     # (docs/capacity.md); elu1sum's best is 1.33x but at q = 32 (2.00x), at q = 4 and 64
     # in the readout basis
     s7 = {(f["q"], f["kind"]): f for f in decoded if f["s"] == 7}
-    assert set(s7) == {(16, "linear-elu1 L1 H1"),
+    assert set(s7) == {(16, "linear-elu1 L1 H1"), (16, "gla L1 H1"),
                        *((q, "linear-elu1sum L1 H1") for q in (4, 8, 16, 32, 64))}  # fmt: skip
     best = {q: s7[(q, "linear-elu1sum L1 H1")]["best"] for q in (4, 8, 16, 32, 64)}
     assert [round(best[q]["ratio"], 2) for q in best] == [1.33, 1.33, 1.33, 2.0, 1.33]
@@ -226,6 +227,10 @@ ELU1SUM_TABLES = [
     ("noise/sweep-q32.json", "noise/capacity-q32-cut.json"),
     ("noise/sweep-q64.json", "noise/capacity-q64-cut.json"),
     *((f"rebase/sweep-q{q}.json", f"rebase/capacity-q{q}-cut.json") for q in (4, 8, 16, 32, 64)),
+    *(
+        (f"../rebase-kinds/sweep-{k}-q16.json", f"../rebase-kinds/capacity-{k}-q16-cut.json")
+        for k in ("gla", "gated-deltanet")
+    ),
 ]
 
 
@@ -244,6 +249,8 @@ S7 = DOCS / "capacity" / "frontier"
 S7_TABLE = [
     ("linear-elu1sum, register noise, readout basis", "linear-elu1sum L1 H1",
      [f"s7/elu1sum/rebase/capacity-q{q}-cut.json" for q in (4, 8, 16, 32, 64)]),
+    *((f"{kind}, register noise, readout basis", f"{kind} L1 H1",
+       [f"s7/rebase-kinds/capacity-{kind}-q16-cut.json"]) for kind in ("gla", "gated-deltanet")),
     ("linear-elu1sum, register noise (K = 4)", "linear-elu1sum L1 H1",
      ["s7/elu1sum/noise/capacity-q8-cut.json", "s7/elu1sum/noise/capacity-q16-10000-cut.json",
       "s7/elu1sum/noise/capacity-q16-20000-cut.json", "s7/elu1sum/noise/capacity-q32-cut.json",
