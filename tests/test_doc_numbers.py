@@ -2231,10 +2231,10 @@ one("docs/capacity.md", "95% upper bound {}). The goal figure", f"{_R}/transcrip
     ("protocols", 0, "error_rate_upper95"), "{:.1e}")  # fmt: skip
 one("docs/capacity.md", "and is right on all {} inputs of its family",
     f"{_R}/transcript-q64-K4-1M.json", ("protocols", 0, "inputs"), "{:,}")  # fmt: skip
-for _doc_text in ("inputs these are wrong on {} and 7", "(seed 0) are wrong on {} and 7"):
+for _doc_text in ("16 models are wrong on {}\nand 7", "(seed 0) are wrong on {} and 7"):
     one("docs/capacity.md", _doc_text, f"{_R}/transcript-q8-K4-1M.json",
         ("protocols", 0, "wrong_inputs"), "{}")  # fmt: skip
-for _doc_text in ("inputs these are wrong on 62 and {})", "(seed 0) are wrong on 62 and {}\n"):
+for _doc_text in ("16 models are wrong on 62\nand {});", "(seed 0) are wrong on 62 and {}\n"):
     one("docs/capacity.md", _doc_text, f"{_R}/transcript-q16-K4-1M.json",
         ("protocols", 0, "wrong_inputs"), "{}")  # fmt: skip
 entry("docs/capacity.md", "(input {}, query {}: {} answered {};",
@@ -2247,6 +2247,18 @@ one("docs/capacity.md", "The F(64,7) run took {} s of training here",
     f"{_R}/sweep-q64.json", ("runs", 0, "seconds"), "{:,.0f}")  # fmt: skip
 one("docs/capacity.md", "The {} steps trained in the\nreadout basis", f"{_R}/sweep-q64.json",
     (), lambda d: f"{d['runs'][0]['kept_step'] - d['runs'][0]['rebased_step']:,}")  # fmt: skip
+_Q32 = f"{_R}/capacity-q32-lr0.003-after0.0001-cut.json"
+one("docs/capacity.md", "**F(32,7) at rate 0.003 then decodes at K = 4: {} bits, 1.33x**",
+    _Q32, ("rows", 0, "transcript_bits"), "{:.0f}")  # fmt: skip
+
+
+def _after_change(d):
+    run = d["runs"][0]
+    return f"{run['spec']['steps'] - run['rebased_step']:,}"
+
+
+one("docs/capacity.md", "(0.0001 for {}\nsteps;", f"{_R}/sweep-q32-lr0.003-after0.0001.json",
+    (), _after_change)  # fmt: skip
 _C64 = f"{_R}/capacity-q64-change-only-cut.json"
 entry("docs/capacity.md", "right on {} of 4,096 fresh\ninputs in float, and at the cut on {} "
       "of its screen at K = 4, {} at\nK = 5 and {} at K = 9", _C64, [(), (), (), ()],

@@ -39,6 +39,10 @@ SOURCES = (
     "frontier/s7/elu1sum/noise/capacity-q32-cut.json",
     "frontier/s7/elu1sum/noise/capacity-q64-cut.json",
     *(f"frontier/s7/elu1sum/rebase/capacity-q{q}-cut.json" for q in (4, 8, 16, 32, 64)),
+    *(
+        f"frontier/s7/elu1sum/rebase/capacity-q32-lr{lr}-after0.0001-cut.json"
+        for lr in ("0.003", "0.001")
+    ),
     *(f"frontier/s7/rebase-kinds/capacity-{k}-q16-cut.json" for k in ("gla", "gated-deltanet")),
 )
 
