@@ -311,7 +311,8 @@ def train_capacity(spec: CapacitySpec, device: str = "cpu", save_to=None) -> dic
     if best is not None and best[2] != step:
         model.load_state_dict(best[4])
         kept_step, err = best[2], best[3]
-    if spec.rebase_at and rebased is None:  # stopped before the step: the model kept
+    # stopped before the step: the model kept (a diverged one has no readout basis)
+    if spec.rebase_at and rebased is None and math.isfinite(err):
         _rebase(model, X, spec.q, None, opt)
         rebased = kept_step
     # a float phase that never fit leaves a model never trained at K bits

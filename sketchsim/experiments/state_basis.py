@@ -31,12 +31,14 @@ def readout_matrix(readouts: np.ndarray) -> np.ndarray:
     Raises
     ------
     SketchsimError
-        ``q > d``, or readouts that are not linearly independent (no basis holds one
-        query per register).
+        ``q > d``, readouts that are not finite, or not linearly independent (no basis
+        holds one query per register).
     """
     from scipy.linalg import null_space
 
     q, d = readouts.shape
+    if not np.isfinite(readouts).all():
+        raise SketchsimError("the queries' readout vectors are not finite: no readout basis")
     if q > d:
         raise SketchsimError(f"the readout basis needs value width >= q ({d} < {q})")
     if np.linalg.matrix_rank(readouts) < q:

@@ -45,6 +45,7 @@ __all__ = [
     "measure_weights",
     "reference_points",
     "capacity_dir",
+    "capacity_result",
     "measure_file",
     "summarize_rows",
     "frontier_rows",
@@ -413,18 +414,25 @@ def capacity_dir(
         seen = sorted({(r["family"], r["q"], r["s"]) for r in rows})
         for fam, q, s in seen:
             refs += reference_points(make_family(fam, q, s), samples)
+    params = {"folder": str(folder), "samples": samples, "rounding": rounding}
+    return capacity_result(rows, refs, unreadable, json_path, params)
+
+
+def capacity_result(rows: list[dict], references=(), unreadable=(), json_path=None,
+                    params: dict | None = None) -> dict:  # fmt: skip
+    """The result of measured ``rows`` (:func:`capacity_dir`'s keys, its summaries derived),
+    written to ``json_path`` with ``params`` as ``sketchsim capacity --json`` writes it."""
     result = {
         "rows": rows,
         "summary": summarize_rows(rows),
         "frontier": frontier_rows(rows),
-        "references": refs,
-        "unreadable": unreadable,
+        "references": list(references),
+        "unreadable": list(unreadable),
     }
     if json_path:
         from sketchsim.results import result_payload, write_json_atomic
 
-        params = {"folder": str(folder), "samples": samples, "rounding": rounding}
-        write_json_atomic(json_path, result_payload("capacity", params, result))
+        write_json_atomic(json_path, result_payload("capacity", params or {}, result))
     return result
 
 

@@ -209,13 +209,7 @@ CAPACITY_WEIGHTS = (Path(__file__).resolve().parents[2] / "docs/capacity/frontie
 
 def _capacity(out, cfg, log):
     """The committed F(64,7) model's smallest K right on the sample, rounded at the cut."""
-    from sketchsim.results import result_payload, write_json_atomic
-    from sketchsim.runs.capacity import (
-        CURVE_INPUTS,
-        frontier_rows,
-        measure_weights,
-        summarize_rows,
-    )
+    from sketchsim.runs.capacity import CURVE_INPUTS, capacity_result, measure_weights
 
     claim = "a trained model's transcript against the bound"
     paper = "any sketch decoding F(q, s): >= q log2(s+1) bits"
@@ -224,10 +218,8 @@ def _capacity(out, cfg, log):
                     "(a source checkout has it)", "-")]  # fmt: skip
     log("the trained F(64,7) model's transcript (sketchsim capacity --rounding cut)")
     row = measure_weights(CAPACITY_WEIGHTS, cfg.samples, rounding="cut")
-    result = {"rows": [row], "summary": summarize_rows([row]), "frontier": frontier_rows([row]),
-              "references": [], "unreadable": []}  # fmt: skip
     params = {"weights": CAPACITY_WEIGHTS.name, "samples": cfg.samples, "rounding": "cut"}
-    write_json_atomic(out / "capacity.json", result_payload("capacity", params, result))
+    capacity_result([row], json_path=out / "capacity.json", params=params)
     at = [c for c in row["curve"] if c["accuracy"] == row["curve"][-1]["accuracy"]][0]
     screen = min(CURVE_INPUTS, row["inputs"])
     measured = (

@@ -70,6 +70,8 @@ def test_readout_matrix_completes_the_rows_and_refuses_what_has_no_such_basis():
     assert np.allclose(R[3:] @ A.T, 0) and np.allclose(R[3:] @ R[3:].T, np.eye(2))
     with pytest.raises(SketchsimError, match="value width >= q"):
         readout_matrix(rng.normal(size=(4, 3)))
+    with pytest.raises(SketchsimError, match="not finite"):
+        readout_matrix(np.where(np.eye(3, 5) > 0, np.nan, A))
     dependent = np.vstack([A[:2], A[0] + A[1]])
     with pytest.raises(SketchsimError, match="not linearly independent"):
         readout_matrix(dependent)
@@ -165,3 +167,9 @@ def test_a_header_naming_another_basis_is_refused(tmp_path):
     np.savez(tmp_path / "bad.npz", **data)
     with pytest.raises(PluginError, match="state_basis must be readout or absent"):
         load_weights(tmp_path / "bad.npz")
+
+
+def test_a_run_that_diverges_before_its_step_keeps_its_row_and_is_not_changed():
+    # an infinite rate: non-finite after one step; the row is written, nothing rebased
+    row = train_capacity(_spec(lr=float("inf"), keep="last", rebase_at=40, steps=40))
+    assert row["rebased_step"] is None
