@@ -25,6 +25,23 @@ def setup(ctx, params):
     )
 
 
+def preflight(params, family):
+    """Refuse a weights file trained on another family than the run's (name, seed or
+    options; q, s and m are the plan's check), unless ``other_family=allow``."""
+    if params.get("other_family") != "refuse":
+        return
+    from sketchsim.errors import PluginError
+    from sketchsim.sketch.trained import family_difference, load_weights
+
+    differ = family_difference(load_weights(params["weights"]), family)
+    if differ:
+        raise PluginError(
+            f"weights file {params['weights']} was trained on another family: {differ}; "
+            "run with the family it names, or pass other_family=allow to measure it here",
+            param="other_family",
+        )
+
+
 PROTOCOL = Protocol(
     "trained",
     "a saved kernel-attention model whose per-head state crosses K-bit sum registers",
@@ -50,4 +67,5 @@ PROTOCOL = Protocol(
         ),
     ),
     families=("hard", "mqar"),
+    preflight=preflight,
 )

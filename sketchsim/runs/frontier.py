@@ -317,7 +317,8 @@ def run(
     check_vary(vary, [r.protocol for _, r in resolved])
     grid = [(q, s) for q in plan.qs for s in plan.ss]
     families = {qs: build_family(plan.family, *qs, plan.samples, plan.seed)[0] for qs in grid}
-    check_support(resolved, families[grid[0]])
+    for family in families.values():
+        check_support(resolved, family)
     store = Checkpoint(
         resume if resume is not None else checkpoint,
         "frontier",

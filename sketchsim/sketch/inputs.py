@@ -54,28 +54,12 @@ def resolve_protocols(specs) -> list:
 
 
 def check_support(resolved, family) -> None:
-    """Refuse, before any work, a protocol that does not declare the family."""
+    """Refuse, before any work, a protocol that does not declare the family, or whose
+    ``preflight`` refuses the run (a weights file trained on another family)."""
     from sketchsim.sketch.measure import check_family
 
     for item in resolved:
         proto = item[1]
         proto = getattr(proto, "protocol", proto)  # plugins.resolve returns a record
         check_family(proto, family)
-        params = getattr(item[1], "params", {})
-        if proto.name == "trained" and params.get("other_family") == "refuse":
-            _check_trained_family(params, family)
-
-
-def _check_trained_family(params: dict, family) -> None:
-    """Refuse a weights file trained on another family than ``family`` (name, seed or
-    options; q, s and m are the plan's check)."""
-    from sketchsim.errors import PluginError
-    from sketchsim.sketch.trained import family_difference, load_weights
-
-    differ = family_difference(load_weights(params["weights"]), family)
-    if differ:
-        raise PluginError(
-            f"weights file {params['weights']} was trained on another family: {differ}; "
-            "run with the family it names, or pass other_family=allow to measure it here",
-            param="other_family",
-        )
+        proto.check_run(getattr(item[1], "params", {}), family)

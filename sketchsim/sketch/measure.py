@@ -124,6 +124,7 @@ def measure(
         are exact, not estimates.  Default: ``B == family.size``.
     """
     check_family(protocol, family)
+    protocol.check_run(params, family)
     ctx = family.context()
     plan = protocol.plan(ctx, params)
     engine = Engine(plan, ctx, protocol.name, python=python)

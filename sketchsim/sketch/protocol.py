@@ -257,10 +257,20 @@ class Protocol:
     #: Set by :mod:`sketchsim.sketch.plugins` on the protocols shipped with sketchsim (tested by
     #: its suite): their jitted functions skip the bounds-checked first pass.
     builtin: bool = field(default=False, compare=False, repr=False)
+    #: Optional ``preflight(params, family)``: called before any work with the resolved
+    #: parameters and the run's family; it raises :class:`~sketchsim.errors.PluginError`
+    #: to refuse the run in one line (``trained`` refuses a weights file trained on
+    #: another family).  Its return value is ignored.
+    preflight: Callable[[dict, Any], None] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.strip():
             raise PluginError(f"a protocol's name must be a non-empty string, got {self.name!r}")
+        if self.preflight is not None and not callable(self.preflight):
+            raise PluginError(
+                f"protocol {self.name}: preflight must be a function (params, family), "
+                f"got {self.preflight!r:.60}"
+            )
         for what, kinds, word in (
             ("params", Param, "Param objects"),
             ("families", str, "names"),
@@ -288,6 +298,27 @@ class Protocol:
     def resolve(self, given: dict[str, str]) -> dict:
         """Parse ``name=value`` strings against the declared parameters."""
         return resolve_params(self.params, given, f"protocol {self.name}", PluginError)
+
+    def check_run(self, params: dict, family) -> None:
+        """Run the protocol's ``preflight`` on ``params`` and ``family``, if it has one.
+
+        Raises
+        ------
+        PluginError
+            One line naming the protocol when ``preflight`` refuses the run or fails.
+        """
+        if self.preflight is None:
+            return
+        try:
+            self.preflight(params, family)
+        except PluginError as exc:
+            raise PluginError(_named(self.name, str(exc)), param=exc.param) from None
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a plug-in bug: one line naming it
+            raise PluginError(
+                f"protocol {self.name}: preflight failed: {type(exc).__name__}: {exc}"
+            ) from None
 
     def plan(self, ctx: Context, params: dict) -> Plan:
         """Run ``setup`` and check the plan it returns (types, sizes; see docs/protocols.md).

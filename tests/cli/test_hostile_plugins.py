@@ -38,6 +38,7 @@ def _protocol_args(tmp_path, args: str, header: str = "") -> Path:
         ),
         ('families="hard"', "families must be a tuple of names, got 'hard'"),  # was h, a, r, d
         ('monotone="r"', "monotone must be a tuple of names, got 'r'"),
+        ("preflight=5", "preflight must be a function (params, family), got 5"),
     ],
 )
 def test_malformed_protocol_declarations_are_one_line(tmp_path, args, needle):
@@ -72,3 +73,34 @@ def test_a_plan_with_millions_of_layers_is_refused_before_running(tmp_path):
     path = write_plugin(tmp_path)
     path.write_text(path.read_text().replace("return Plan([layer]", "return Plan([layer] * 10**7"))
     assert_error_line(transcript(path), "10,000,000 layers, above the limit", only_line=False)
+
+
+def _with_preflight(tmp_path, body: str) -> Path:
+    path = write_plugin(tmp_path, jit=False, name="pf")
+    text = path.read_text().replace(
+        '"a test plug-in", setup)', '"a test plug-in", setup, preflight=check)'
+    )
+    head = "def setup(ctx, params):\n"
+    path.write_text(text.replace(head, f"def check(params, family):\n    {body}\n\n\n{head}"))
+    return path
+
+
+def test_a_preflight_refusal_stops_the_run_before_any_work(tmp_path):
+    """A plug-in checks its own input (as ``trained`` checks its weights' family): its
+    PluginError is the run's one line, named by the protocol, and nothing is written."""
+    body = (
+        "from sketchsim.errors import PluginError\n"
+        "    if family.q == 2:\n"
+        "        raise PluginError(f'not for q = {family.q} ({family.name})')"
+    )
+    path = _with_preflight(tmp_path, body)
+    out = tmp_path / "out.json"
+    assert_error_line(transcript(path, "--json", str(out)), "protocol pf: not for q = 2 (hard)")
+    assert not out.exists()
+    argv = ["transcript", "--q", "3", "--s", "1", "--quiet", "--protocol", f"{path}:P"]
+    assert CliRunner().invoke(main, argv).exit_code == 0
+
+
+def test_a_failing_preflight_is_one_line(tmp_path):
+    path = _with_preflight(tmp_path, "raise KeyError('weights')")
+    assert_error_line(transcript(path), "protocol pf: preflight failed: KeyError: 'weights'")

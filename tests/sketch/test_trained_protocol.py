@@ -216,6 +216,15 @@ def test_a_model_of_another_seed_is_refused_unless_allowed(tmp_path):
     for extra, more in (("", ["--seed", "3"]), (",other_family=allow", [])):
         res = CliRunner().invoke(main, [*argv, spec + extra, *more])
         assert res.exit_code == 0, res.output
+    # the library's measure() runs the same preflight (the protocol's, not a name check)
+    from sketchsim.errors import PluginError
+    from sketchsim.sketch.inputs import resolve_protocols
+    from sketchsim.sketch.measure import measure
+
+    ((_, r),) = resolve_protocols([spec])
+    fam = HardFamily(2, 1, seed=0)
+    with pytest.raises(PluginError, match="^protocol trained: weights file .* seed 3"):
+        measure(fam, np.zeros((1, 2), dtype=np.int64), r.protocol, r.params)
 
 
 def test_family_difference_names_each_field_and_escapes_the_header(tmp_path):
