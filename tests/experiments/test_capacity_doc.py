@@ -215,6 +215,8 @@ def test_the_s7_grid_table_is_the_committed_files(q):
 
 
 ELU1SUM = DOCS / "capacity" / "frontier" / "s7" / "elu1sum"
+#: The kinds trained with the readout-basis recipe at F(16,7) (s7/rebase-kinds/).
+REBASE_KINDS = ("gla", "gated-deltanet", "deltanet", "based")
 #: docs/capacity.md's elu1sum tables: (sweep, capacity at the cut) under :data:`ELU1SUM`.
 ELU1SUM_TABLES = [
     *((f"float/sweep-q{q}.json", f"float/capacity-q{q}-cut.json") for q in (4, 8, 16)),
@@ -236,7 +238,7 @@ ELU1SUM_TABLES = [
     ),
     *(
         (f"../rebase-kinds/sweep-{k}-q16.json", f"../rebase-kinds/capacity-{k}-q16-cut.json")
-        for k in ("gla", "gated-deltanet")
+        for k in REBASE_KINDS
     ),
 ]
 
@@ -259,7 +261,7 @@ S7_TABLE = [
       *(f"s7/elu1sum/rebase/capacity-q32-lr{lr}-after0.0001-cut.json"
         for lr in ("0.003", "0.001"))]),
     *((f"{kind}, register noise, readout basis", f"{kind} L1 H1",
-       [f"s7/rebase-kinds/capacity-{kind}-q16-cut.json"]) for kind in ("gla", "gated-deltanet")),
+       [f"s7/rebase-kinds/capacity-{kind}-q16-cut.json"]) for kind in REBASE_KINDS),
     ("linear-elu1sum, register noise (K = 4)", "linear-elu1sum L1 H1",
      ["s7/elu1sum/noise/capacity-q8-cut.json", "s7/elu1sum/noise/capacity-q16-10000-cut.json",
       "s7/elu1sum/noise/capacity-q16-20000-cut.json", "s7/elu1sum/noise/capacity-q32-cut.json",
