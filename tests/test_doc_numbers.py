@@ -2286,6 +2286,24 @@ def _misses(d):
 
 one("docs/capacity.md", "K = 4 but misses {} of its 20,000 sampled inputs even at 32 bits", _GD,
     (), _misses)  # fmt: skip
+entry("docs/capacity.md", "DeltaNet (this session) is right on {} of 4,096 fresh inputs\n({} of",
+      f"{_K}/sweep-deltanet-q16.json", [("runs", 0, "accuracy"), ("runs", 0, "train_accuracy")],
+      ["{:.3f}", "{:.3f}"])  # fmt: skip
+entry("docs/capacity.md", "is right on only {} of fresh inputs ({} of its training inputs)\n"
+      "after {} s of training", f"{_K}/sweep-gla-q32.json",
+      [("runs", 0, "accuracy"), ("runs", 0, "train_accuracy"), ("runs", 0, "seconds")],
+      ["{:.3f}", "{:.3f}", "{:,.0f}"])  # fmt: skip
+entry("docs/capacity.md", "model came at step {} of {}, so it was still improving",
+      f"{_K}/sweep-gla-q32.json", [("runs", 0, "kept_step"), ("runs", 0, "steps")],
+      ["{:,}", "{:,}"])  # fmt: skip
+one("docs/capacity.md", "GLA's whole 23,000 steps ({} minutes)", f"{_K}/sweep-gla-q16.json",
+    ("runs", 0, "seconds"), lambda v: f"{v / 60:.1f}")  # fmt: skip
+entry("docs/capacity.md", "Based decodes at K = {}, **{} bits, {}x**",
+      f"{_K}/capacity-based-q16-cut.json",
+      [("rows", 0, "bits_per_coordinate"), ("rows", 0, "transcript_bits"), ("rows", 0, "ratio")],
+      ["{}", "{:.0f}", "{:.2f}"])  # fmt: skip
+one("docs/capacity.md", "so its cut holds `3d + 3 = {}`", f"{_K}/capacity-based-q16-cut.json",
+    ("rows", 0, "state_elements"), "{}")  # fmt: skip
 
 
 # docs/results.md: the softmax budget screened at 16 seeds (issue #45)

@@ -43,7 +43,11 @@ SOURCES = (
         f"frontier/s7/elu1sum/rebase/capacity-q32-lr{lr}-after0.0001-cut.json"
         for lr in ("0.003", "0.001")
     ),
-    *(f"frontier/s7/rebase-kinds/capacity-{k}-q16-cut.json" for k in ("gla", "gated-deltanet")),
+    *(
+        f"frontier/s7/rebase-kinds/capacity-{k}-q16-cut.json"
+        for k in ("gla", "gated-deltanet", "deltanet", "based")
+    ),
+    "frontier/s7/rebase-kinds/capacity-gla-q32-cut.json",
 )
 
 
