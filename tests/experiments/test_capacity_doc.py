@@ -158,12 +158,12 @@ def test_the_frontier_plot_draws_from_the_committed_files(tmp_path):
     rows = script.merged_rows()
     assert {r["s"] for r in rows} == {1, 3, 7} and max(r["q"] for r in rows) == 64
     decoded = [f for f in frontier_rows(rows) if f["best"]]
-    # at s = 7 the grid's linear attention and GLA (readout basis) at q = 16 and elu1sum
+    # at s = 7 the grid's linear attention, GLA and Based (readout basis) at q = 16 and elu1sum
     # at every q decode
     # (docs/capacity.md); elu1sum's best is 1.33x at every q, at q = 4, 32 and 64 in the
     # readout basis
     s7 = {(f["q"], f["kind"]): f for f in decoded if f["s"] == 7}
-    assert set(s7) == {(16, "linear-elu1 L1 H1"), (16, "gla L1 H1"),
+    assert set(s7) == {(16, "linear-elu1 L1 H1"), (16, "gla L1 H1"), (16, "based L1 H1"),
                        *((q, "linear-elu1sum L1 H1") for q in (4, 8, 16, 32, 64))}  # fmt: skip
     best = {q: s7[(q, "linear-elu1sum L1 H1")]["best"] for q in (4, 8, 16, 32, 64)}
     assert [round(best[q]["ratio"], 2) for q in best] == [1.33] * 5
@@ -215,8 +215,8 @@ def test_the_s7_grid_table_is_the_committed_files(q):
 
 
 ELU1SUM = DOCS / "capacity" / "frontier" / "s7" / "elu1sum"
-#: The kinds trained with the readout-basis recipe at F(16,7) (s7/rebase-kinds/).
-REBASE_KINDS = ("gla", "gated-deltanet", "deltanet", "based")
+#: The kinds trained with the readout-basis recipe (s7/rebase-kinds/) and their q at s = 7.
+REBASE_KINDS = {"gla": (16, 32), "gated-deltanet": (16,), "deltanet": (16,), "based": (16,)}
 #: docs/capacity.md's elu1sum tables: (sweep, capacity at the cut) under :data:`ELU1SUM`.
 ELU1SUM_TABLES = [
     *((f"float/sweep-q{q}.json", f"float/capacity-q{q}-cut.json") for q in (4, 8, 16)),
@@ -237,8 +237,9 @@ ELU1SUM_TABLES = [
         for lr in ("0.003", "0.001")
     ),
     *(
-        (f"../rebase-kinds/sweep-{k}-q16.json", f"../rebase-kinds/capacity-{k}-q16-cut.json")
-        for k in REBASE_KINDS
+        (f"../rebase-kinds/sweep-{k}-q{q}.json", f"../rebase-kinds/capacity-{k}-q{q}-cut.json")
+        for k, qs in REBASE_KINDS.items()
+        for q in qs
     ),
 ]
 
@@ -261,7 +262,8 @@ S7_TABLE = [
       *(f"s7/elu1sum/rebase/capacity-q32-lr{lr}-after0.0001-cut.json"
         for lr in ("0.003", "0.001"))]),
     *((f"{kind}, register noise, readout basis", f"{kind} L1 H1",
-       [f"s7/rebase-kinds/capacity-{kind}-q16-cut.json"]) for kind in REBASE_KINDS),
+       [f"s7/rebase-kinds/capacity-{kind}-q{q}-cut.json" for q in qs])
+      for kind, qs in REBASE_KINDS.items()),
     ("linear-elu1sum, register noise (K = 4)", "linear-elu1sum L1 H1",
      ["s7/elu1sum/noise/capacity-q8-cut.json", "s7/elu1sum/noise/capacity-q16-10000-cut.json",
       "s7/elu1sum/noise/capacity-q16-20000-cut.json", "s7/elu1sum/noise/capacity-q32-cut.json",
@@ -280,15 +282,20 @@ S7_TABLE = [
 ]  # fmt: skip
 
 
-def s7_rows() -> list[str]:
-    """The s = 7 frontier table's rows: per architecture and q in 4..64, the best decoded
-    model's ratio (cut bits, K; decoded of models run), ``none of N``, or ``-``."""
+def s7_rows(table=S7_TABLE, s: int = 7, family: str = "hard") -> list[str]:
+    """The s = 7 frontier table's rows (or MQAR's, :data:`MQAR_TABLE`): per architecture
+    and q in 4..64, the best decoded model's ratio (cut bits, K; decoded of models run),
+    ``none of N``, or ``-``."""
     from sketchsim.runs.capacity import frontier_rows
 
     out = []
-    for label, kind, files in S7_TABLE:
+    for label, kind, files in table:
         rows = [r for f in files for r in json.loads((S7 / f).read_text())["rows"]]
-        cells = {c["q"]: c for c in frontier_rows(rows) if c["kind"] == kind and c["s"] == 7}
+        cells = {
+            c["q"]: c
+            for c in frontier_rows(rows)
+            if c["kind"] == kind and c["s"] == s and c["family"] == family
+        }
         text = []
         for q in (4, 8, 16, 32, 64):
             c = cells.get(q)
@@ -310,8 +317,29 @@ def test_the_s7_frontier_table_is_the_committed_files():
         assert row in page, row
 
 
+#: docs/capacity.md's MQAR-to-q = 64 runs (s = 3, pairs = 2q) under :data:`S7`.
+MQAR_QS = (4, 8, 16, 32)
+MQAR_TABLE = [
+    ("linear-elu1, d = 1, r = q or 2q, register noise (K = 4)", "linear-elu1 L1 H1",
+     [f"mqar/capacity-q{q}-cut.json" for q in MQAR_QS]),
+]  # fmt: skip
+
+
+def test_the_mqar_tables_are_the_committed_files():
+    page = (DOCS / "capacity.md").read_text()
+    for q in MQAR_QS:
+        sweep = json.loads((S7 / f"mqar/sweep-q{q}.json").read_text())
+        capacity = json.loads((S7 / f"mqar/capacity-q{q}-cut.json").read_text())
+        assert {r["family"] for r in capacity["rows"]} == {"mqar"}
+        for row in grid_rows(sweep, capacity):
+            assert row in page, row
+    for row in s7_rows(MQAR_TABLE, s=3, family="mqar"):
+        assert row in page, row
+
+
 if __name__ == "__main__":
     print("\n".join(s7_rows()))
+    print("\n".join(s7_rows(MQAR_TABLE, s=3, family="mqar")))
     s, c = json.loads(SWEEP.read_text()), json.loads(CAPACITY.read_text())
     print("\n".join(table_rows(s, c)))
     print()
