@@ -2339,6 +2339,12 @@ one("docs/capacity.md", "and Based decodes at {}x, its three Taylor",
     f"{_K}/capacity-based-q16-cut.json", ("rows", 0, "ratio"), "{:.2f}")  # fmt: skip
 one("docs/capacity.md", "improving when its {} steps ended.", f"{_K}/sweep-gla-q32.json",
     ("runs", 0, "steps"), "{:,}")  # fmt: skip
+one("docs/capacity.md", "trained rank 2q at q = 16) is right on no input after {} steps, which\n"
+    "  took 3,308 s here", f"{_MQ}/sweep-q64.json", ("runs", 0, "steps"), "{:,}")  # fmt: skip
+one("docs/capacity.md", "which\n  took {} s here;", f"{_MQ}/sweep-q64.json",
+    ("runs", 0, "seconds"), "{:,.0f}")  # fmt: skip
+one("docs/capacity.md", "is right on {} input after 3,000 steps", f"{_MQ}/sweep-q64.json",
+    ("runs", 0, "accuracy"), lambda v: "no" if v == 0 else f"{v}")  # fmt: skip
 entry("docs/capacity.md", "and {}x at q = 32 (K = {}, {} bits, its\n  {}-input sample)",
       f"{_MQ}/capacity-q32-cut.json", [(), (), (), ()], _BEST_MQ)  # fmt: skip
 

@@ -318,7 +318,7 @@ def test_the_s7_frontier_table_is_the_committed_files():
 
 
 #: docs/capacity.md's MQAR-to-q = 64 runs (s = 3, pairs = 2q) under :data:`S7`.
-MQAR_QS = (4, 8, 16, 32)
+MQAR_QS = (4, 8, 16, 32, 64)
 MQAR_TABLE = [
     ("linear-elu1, d = 1, r = q or 2q, register noise (K = 4)", "linear-elu1 L1 H1",
      [f"mqar/capacity-q{q}-cut.json" for q in MQAR_QS]),
