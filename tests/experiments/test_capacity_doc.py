@@ -332,7 +332,7 @@ def test_the_mqar_tables_are_the_committed_files():
         capacity = json.loads((S7 / f"mqar/capacity-q{q}-cut.json").read_text())
         assert {r["family"] for r in capacity["rows"]} == {"mqar"}
         for row in grid_rows(sweep, capacity):
-            assert row in page, row
+            assert f"| {q} {row}" in page, row
     for row in s7_rows(MQAR_TABLE, s=3, family="mqar"):
         assert row in page, row
 
