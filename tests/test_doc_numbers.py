@@ -2331,7 +2331,7 @@ entry(
 )
 entry("docs/capacity.md", "(4.00x at q = 8 on every input, {}x at q = 32 on its",
       f"{_MQ}/capacity-q32-cut.json", [()], [lambda d: f"{_best(d)['ratio']:.2f}"])  # fmt: skip
-entry("docs/capacity.md", "the feature rank grows\nwith q ({}x at q = 8,",
+entry("docs/capacity.md", "the feature rank grows\nwith q ({}x at q = 8 on every",
       f"{_MQ}/capacity-q8-cut.json", [()], [lambda d: f"{_best(d)['ratio']:.2f}"])  # fmt: skip
 one("docs/capacity.md", "fits all but a tail ({}), and Based decodes",
     f"{_K}/sweep-deltanet-q16.json", ("runs", 0, "accuracy"), "{:.3f}")  # fmt: skip
