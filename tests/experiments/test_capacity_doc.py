@@ -217,6 +217,8 @@ def test_the_s7_grid_table_is_the_committed_files(q):
 ELU1SUM = DOCS / "capacity" / "frontier" / "s7" / "elu1sum"
 #: The kinds trained with the readout-basis recipe (s7/rebase-kinds/) and their q at s = 7.
 REBASE_KINDS = {"gla": (16, 32), "gated-deltanet": (16,), "deltanet": (16,), "based": (16,)}
+#: GLA at F(32,7) trained longer than its 26,000-step run: the steps of each file's suffix.
+GLA_Q32_STEPS = ("44000",)
 #: docs/capacity.md's elu1sum tables: (sweep, capacity at the cut) under :data:`ELU1SUM`.
 ELU1SUM_TABLES = [
     *((f"float/sweep-q{q}.json", f"float/capacity-q{q}-cut.json") for q in (4, 8, 16)),
@@ -241,6 +243,10 @@ ELU1SUM_TABLES = [
         for k, qs in REBASE_KINDS.items()
         for q in qs
     ),
+    *(
+        (f"../rebase-kinds/sweep-gla-q32-{n}.json", f"../rebase-kinds/capacity-gla-q32-{n}-cut.json")
+        for n in GLA_Q32_STEPS
+    ),
 ]
 
 
@@ -262,7 +268,9 @@ S7_TABLE = [
       *(f"s7/elu1sum/rebase/capacity-q32-lr{lr}-after0.0001-cut.json"
         for lr in ("0.003", "0.001"))]),
     *((f"{kind}, register noise, readout basis", f"{kind} L1 H1",
-       [f"s7/rebase-kinds/capacity-{kind}-q{q}-cut.json" for q in qs])
+       [*(f"s7/rebase-kinds/capacity-{kind}-q{q}-cut.json" for q in qs),
+        *(f"s7/rebase-kinds/capacity-gla-q32-{n}-cut.json" for n in GLA_Q32_STEPS
+          if kind == "gla")])
       for kind, qs in REBASE_KINDS.items()),
     ("linear-elu1sum, register noise (K = 4)", "linear-elu1sum L1 H1",
      ["s7/elu1sum/noise/capacity-q8-cut.json", "s7/elu1sum/noise/capacity-q16-10000-cut.json",
@@ -319,17 +327,22 @@ def test_the_s7_frontier_table_is_the_committed_files():
 
 #: docs/capacity.md's MQAR-to-q = 64 runs (s = 3, pairs = 2q) under :data:`S7`.
 MQAR_QS = (4, 8, 16, 32, 64)
+#: Each q's runs: the first grid (rates 0.03, 0.1; at q = 64 0.1 only) and the later rates.
+MQAR_RUNS = [
+    *((q, "") for q in MQAR_QS),
+    *((q, "-lr0.003-0.01") for q in (4, 8, 16)),
+]
 MQAR_TABLE = [
     ("linear-elu1, d = 1, r = q or 2q, register noise (K = 4)", "linear-elu1 L1 H1",
-     [f"mqar/capacity-q{q}-cut.json" for q in MQAR_QS]),
+     [f"mqar/capacity-q{q}{tag}-cut.json" for q, tag in MQAR_RUNS]),
 ]  # fmt: skip
 
 
 def test_the_mqar_tables_are_the_committed_files():
     page = (DOCS / "capacity.md").read_text()
-    for q in MQAR_QS:
-        sweep = json.loads((S7 / f"mqar/sweep-q{q}.json").read_text())
-        capacity = json.loads((S7 / f"mqar/capacity-q{q}-cut.json").read_text())
+    for q, tag in MQAR_RUNS:
+        sweep = json.loads((S7 / f"mqar/sweep-q{q}{tag}.json").read_text())
+        capacity = json.loads((S7 / f"mqar/capacity-q{q}{tag}-cut.json").read_text())
         assert {r["family"] for r in capacity["rows"]} == {"mqar"}
         for row in grid_rows(sweep, capacity):
             assert f"| {q} {row}" in page, row
