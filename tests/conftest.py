@@ -11,9 +11,19 @@ os.environ.setdefault("SKETCHSIM_CONNECT_TIMEOUT", "1")
 # no helper process compiling engine loops beside the tests' runs (tests/sketch/test_prewarm.py
 # turns it on where it is tested)
 os.environ.setdefault("SKETCHSIM_PREWARM", "0")
+# the torch tests' device: SKETCHSIM_TEST_DEVICE (cpu unless set; benchmarks/gpu_check.py sets
+# cuda), the device every run that asks for "auto" gets (sketchsim.experiments.train.pick_device)
+TEST_DEVICE = os.environ.get("SKETCHSIM_TEST_DEVICE", "") or "cpu"
+os.environ["SKETCHSIM_DEVICE"] = TEST_DEVICE
 # rich tables wrap at the terminal width; the tests read whole cells, so give them
 # the same wide console whether pytest runs in a terminal, in CI or in xdist workers
 os.environ["COLUMNS"] = "200"
+
+
+@pytest.fixture
+def test_device():
+    """The torch tests' device (``SKETCHSIM_TEST_DEVICE``, cpu unless set)."""
+    return TEST_DEVICE
 
 
 @pytest.fixture(params=["serial", "parallel"])

@@ -12,6 +12,7 @@ all parameters (:mod:`sketchsim.experiments.optim`).
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -47,13 +48,33 @@ class TrainResult:
     finite: bool = True
 
 
-def pick_device(name: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when present, else CPU."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        from sketchsim.errors import SketchsimError
+#: Environment variable naming the device that ``auto`` picks (``cpu`` or ``cuda``); the
+#: test suite sets it from ``SKETCHSIM_TEST_DEVICE`` (tests/conftest.py).
+DEVICE_ENV = "SKETCHSIM_DEVICE"
 
+
+def pick_device(name: str = "auto") -> torch.device:
+    """The torch device of a run.
+
+    Parameters
+    ----------
+    name : {"auto", "cpu", "cuda"}
+        ``auto`` picks ``$SKETCHSIM_DEVICE`` when it is set, else CUDA when present,
+        else the CPU.
+
+    Raises
+    ------
+    SketchsimError
+        CUDA was asked for and is not available, or ``$SKETCHSIM_DEVICE`` is neither
+        ``cpu`` nor ``cuda``.
+    """
+    from sketchsim.errors import SketchsimError
+
+    if name == "auto":
+        name = os.environ.get(DEVICE_ENV, "") or ("cuda" if torch.cuda.is_available() else "cpu")
+        if name not in ("cpu", "cuda"):
+            raise SketchsimError(f"{DEVICE_ENV}={name!r}: expected cpu or cuda")
+    if name == "cuda" and not torch.cuda.is_available():
         raise SketchsimError("CUDA is not available (device cuda was requested)")
     return torch.device(name)
 

@@ -244,7 +244,10 @@ ELU1SUM_TABLES = [
         for q in qs
     ),
     *(
-        (f"../rebase-kinds/sweep-gla-q32-{n}.json", f"../rebase-kinds/capacity-gla-q32-{n}-cut.json")
+        (
+            f"../rebase-kinds/sweep-gla-q32-{n}.json",
+            f"../rebase-kinds/capacity-gla-q32-{n}-cut.json",
+        )
         for n in GLA_Q32_STEPS
     ),
 ]

@@ -59,7 +59,7 @@ def test_qat_reads_the_fixed_point_forward_and_the_exact_gradient():
     assert torch.equal(c.grad, torch.ones_like(c))  # straight through: d(sum)/dc
 
 
-def test_a_model_trained_at_k_says_so_in_its_row_file_and_capacity_row(tmp_path):
+def test_a_model_trained_at_k_says_so_in_its_row_file_and_capacity_row(tmp_path, test_device):
     argv = ["sweep", "--suite", "capacity", "--q", "3", "--s", "1", "--seeds", "1",
             "--steps", "60", "--layers", "1", "--ranks", "1", "--value-widths", "2",
             "--model", "kernel", "--train-bits", "3", "--json", str(tmp_path / "s.json"),
@@ -69,7 +69,7 @@ def test_a_model_trained_at_k_says_so_in_its_row_file_and_capacity_row(tmp_path)
     data = json.loads((tmp_path / "s.json").read_text())
     (run,) = data["runs"]
     assert data["header"]["train_bits"] == 3 and run["spec"]["train_bits"] == 3
-    assert run["trained_at_bits"] == 3 and run["device"] == "cpu"
+    assert run["trained_at_bits"] == 3 and run["device"] == test_device
     path = tmp_path / "w" / run["weights"]
     assert load_weights(path).header["trained_at_bits"] == 3
     assert measure_weights(path, samples=64)["trained_at_bits"] == 3

@@ -305,3 +305,18 @@ def test_sweep_bad_input(args, needle):
         needle = "integers"
     res = CliRunner().invoke(main, ["sweep", "--steps", "5", "--seeds", "1", *args])
     assert_error_line(res, needle)
+
+
+def test_auto_takes_the_device_named_in_the_environment(monkeypatch, test_device):
+    from sketchsim.experiments.train import DEVICE_ENV, pick_device
+
+    # the suite hands SKETCHSIM_TEST_DEVICE to every run that asks for "auto" (tests/conftest.py)
+    assert str(pick_device("auto")) == test_device
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    assert str(pick_device("auto")) == "cpu"
+    assert str(pick_device("cpu")) == "cpu"
+    monkeypatch.setenv(DEVICE_ENV, "tpu")
+    with pytest.raises(SketchsimError, match="SKETCHSIM_DEVICE='tpu': expected cpu or cuda"):
+        pick_device("auto")
+    res = CliRunner().invoke(main, ["sweep", "--steps", "5", "--seeds", "1", "--ranks", "1"])
+    assert_error_line(res, "SKETCHSIM_DEVICE='tpu'")
