@@ -2321,32 +2321,55 @@ _BEST_MQ = [
     lambda d: f"{_best(d)['transcript_bits']:.0f}",
     lambda d: f"{_best(d)['inputs']:,}",
 ]
-entry(
-    "docs/capacity.md",
-    "model per q decodes, at {}x the floor at q = 8 (K = {}, {} bits, every\n"
-    "  one of the {} inputs)",
-    f"{_MQ}/capacity-q8-cut.json",
-    [(), (), (), ()],
-    _BEST_MQ,
-)
-entry("docs/capacity.md", "(4.00x at q = 8 on every input, {}x at q = 32 on its",
-      f"{_MQ}/capacity-q32-cut.json", [()], [lambda d: f"{_best(d)['ratio']:.2f}"])  # fmt: skip
-entry("docs/capacity.md", "the feature rank grows\nwith q ({}x at q = 8 on every",
-      f"{_MQ}/capacity-q8-cut.json", [()], [lambda d: f"{_best(d)['ratio']:.2f}"])  # fmt: skip
+
+
+def _BITS_MQ(d):
+    return f"{_best(d)['transcript_bits']:,.0f}"
+
+
+_RATIO_MQ, _K_MQ, _INPUTS_MQ = _BEST_MQ[0], _BEST_MQ[1], _BEST_MQ[3]
+# the best decoded model of each q, in the sentence that lists them all
+entry("docs/capacity.md", "per q decodes: {}x the floor at q = 4 and 8 (K = {};\n  {} and 64 bits, "
+      "on every one of the {} and", f"{_MQ}/capacity-q4-lr0.003-0.01-cut.json", [(), (), (), ()],
+      [_RATIO_MQ, _K_MQ, _BITS_MQ, _INPUTS_MQ])  # fmt: skip
+entry("docs/capacity.md", "32 and {} bits, on every one of the 256 and {} inputs), 12.00x at",
+      f"{_MQ}/capacity-q8-cut.json", [(), ()], [_BITS_MQ, _INPUTS_MQ])  # fmt: skip
+entry("docs/capacity.md", "inputs), {}x at\n  q = 16, and", f"{_MQ}/capacity-q16-cut.json",
+      [()], [_RATIO_MQ])  # fmt: skip
+entry("docs/capacity.md", "and {}x at q = 32 and 64 (K = {}; {} and",
+      f"{_MQ}/capacity-q32-cut.json", [(), (), ()], [_RATIO_MQ, _K_MQ, _BITS_MQ])  # fmt: skip
+entry("docs/capacity.md", "512 and {} bits, on their\n  {}-input samples)",
+      f"{_MQ}/capacity-q64-lr0.03-cut.json", [(), ()], [_BITS_MQ, _INPUTS_MQ])  # fmt: skip
+entry("docs/capacity.md", "(4.00x at q = 8 on every input, {}x at q = 32 and 64 on",
+      f"{_MQ}/capacity-q32-cut.json", [()], [_RATIO_MQ])  # fmt: skip
+entry("docs/capacity.md", "rank grows with q ({}x at q = 8 on every input",
+      f"{_MQ}/capacity-q8-cut.json", [()], [_RATIO_MQ])  # fmt: skip
+entry("docs/capacity.md", "q = 4 rate 0.01 gives the row's best (rank 4, K = {}, {} bits, {}x)",
+      f"{_MQ}/capacity-q4-lr0.003-0.01-cut.json", [(), (), ()],
+      [_K_MQ, _BITS_MQ, _RATIO_MQ])  # fmt: skip
+entry("docs/capacity.md", "eight runs decodes (the best is right on {} of fresh inputs)",
+      f"{_MQ}/sweep-q8-lr0.003-0.01.json", [()],
+      [lambda d: f"{max(r['accuracy'] for r in d['runs']):.3f}"])  # fmt: skip
+entry("docs/capacity.md", "  decodes its {}-input sample at K = {}: **{} bits, {}x** the\n"
+      "  {}-bit floor (error rate below {} at 95%)", f"{_MQ}/capacity-q64-lr0.03-cut.json",
+      [(), (), (), (), (), ()],
+      [_INPUTS_MQ, _K_MQ, _BITS_MQ, _RATIO_MQ,
+       lambda d: f"{d['rows'][0]['bound_bits']:.0f}",
+       lambda d: f"{d['rows'][0]['error_rate_upper95']:.1e}".replace("e-04", "e-4")])  # fmt: skip
+entry("docs/capacity.md", "from step {} ({} s), and", f"{_MQ}/sweep-q64-lr0.03.json",
+      [("runs", 0, "kept_step"), ("runs", 0, "seconds")], ["{:,}", "{:,.0f}"])  # fmt: skip
 one("docs/capacity.md", "fits all but a tail ({}), and Based decodes",
     f"{_K}/sweep-deltanet-q16.json", ("runs", 0, "accuracy"), "{:.3f}")  # fmt: skip
 one("docs/capacity.md", "and Based decodes at {}x, its three Taylor",
     f"{_K}/capacity-based-q16-cut.json", ("rows", 0, "ratio"), "{:.2f}")  # fmt: skip
 one("docs/capacity.md", "improving when its {} steps ended.", f"{_K}/sweep-gla-q32.json",
     ("runs", 0, "steps"), "{:,}")  # fmt: skip
-one("docs/capacity.md", "trained rank 2q at q = 16) is right on no input after {} steps, which\n"
+one("docs/capacity.md", "rank 2q at q = 16) is right on no input after {} steps, which\n"
     "  took 3,308 s here", f"{_MQ}/sweep-q64.json", ("runs", 0, "steps"), "{:,}")  # fmt: skip
-one("docs/capacity.md", "which\n  took {} s here;", f"{_MQ}/sweep-q64.json",
+one("docs/capacity.md", "which\n  took {} s here.", f"{_MQ}/sweep-q64.json",
     ("runs", 0, "seconds"), "{:,.0f}")  # fmt: skip
 one("docs/capacity.md", "is right on {} input after 3,000 steps", f"{_MQ}/sweep-q64.json",
     ("runs", 0, "accuracy"), lambda v: "no" if v == 0 else f"{v}")  # fmt: skip
-entry("docs/capacity.md", "and {}x at q = 32 (K = {}, {} bits, its\n  {}-input sample)",
-      f"{_MQ}/capacity-q32-cut.json", [(), (), (), ()], _BEST_MQ)  # fmt: skip
 
 
 # docs/results.md: the softmax budget screened at 16 seeds (issue #45)

@@ -334,6 +334,7 @@ MQAR_QS = (4, 8, 16, 32, 64)
 MQAR_RUNS = [
     *((q, "") for q in MQAR_QS),
     *((q, "-lr0.003-0.01") for q in (4, 8, 16)),
+    (64, "-lr0.03"),
 ]
 MQAR_TABLE = [
     ("linear-elu1, d = 1, r = q or 2q, register noise (K = 4)", "linear-elu1 L1 H1",
