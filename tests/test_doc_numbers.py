@@ -2347,7 +2347,7 @@ entry("docs/capacity.md", "rank grows with q ({}x at q = 8 on every input",
 entry("docs/capacity.md", "q = 4 rate 0.01 gives the row's best (rank 4, K = {}, {} bits, {}x)",
       f"{_MQ}/capacity-q4-lr0.003-0.01-cut.json", [(), (), ()],
       [_K_MQ, _BITS_MQ, _RATIO_MQ])  # fmt: skip
-entry("docs/capacity.md", "eight runs decodes (the best is right on {} of fresh inputs)",
+entry("docs/capacity.md", "their twelve runs decodes (the best is right on {} of fresh inputs",
       f"{_MQ}/sweep-q8-lr0.003-0.01.json", [()],
       [lambda d: f"{max(r['accuracy'] for r in d['runs']):.3f}"])  # fmt: skip
 entry("docs/capacity.md", "  decodes its {}-input sample at K = {}: **{} bits, {}x** the\n"

@@ -333,7 +333,7 @@ MQAR_QS = (4, 8, 16, 32, 64)
 #: Each q's runs: the first grid (rates 0.03, 0.1; at q = 64 0.1 only) and the later rates.
 MQAR_RUNS = [
     *((q, "") for q in MQAR_QS),
-    *((q, "-lr0.003-0.01") for q in (4, 8, 16)),
+    *((q, "-lr0.003-0.01") for q in (4, 8, 16, 32)),
     (64, "-lr0.03"),
 ]
 MQAR_TABLE = [
