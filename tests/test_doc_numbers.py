@@ -2296,6 +2296,21 @@ entry("docs/capacity.md", "is right on only {} of fresh inputs ({} of its traini
 entry("docs/capacity.md", "model came at step {} of {}, so it was still improving",
       f"{_K}/sweep-gla-q32.json", [("runs", 0, "kept_step"), ("runs", 0, "steps")],
       ["{:,}", "{:,}"])  # fmt: skip
+for _n, _text in (
+    ("44000", "it is right on {} of fresh inputs ({} of its\ntraining inputs) after {} s. Trained"),
+    ("70000", "it is right on {} again\n({} of its training inputs): with this rate"),
+):
+    _fields = [("runs", 0, "accuracy"), ("runs", 0, "train_accuracy"), ("runs", 0, "seconds")]
+    entry("docs/capacity.md", _text, f"{_K}/sweep-gla-q32-{_n}.json", _fields[: _text.count("{}")],
+          ["{:.3f}", "{:.3f}", "{:,.0f}"][: _text.count("{}")])  # fmt: skip
+entry("docs/capacity.md", "for {} steps (`--steps 44000 --rebase-at 32000`",
+      f"{_K}/sweep-gla-q32-44000.json", [("runs", 0, "steps")], ["{:,}"])  # fmt: skip
+entry("docs/capacity.md",
+      "Trained for {} steps (`--steps 70000\n--rebase-at 58000`, the last row, {} s)",
+      f"{_K}/sweep-gla-q32-70000.json", [("runs", 0, "steps"), ("runs", 0, "seconds")],
+      ["{:,}", "{:,.0f}"])  # fmt: skip
+entry("docs/capacity.md", "GLA at q = 32 levels off\nat {} of fresh inputs",
+      f"{_K}/sweep-gla-q32-70000.json", [("runs", 0, "accuracy")], ["{:.3f}"])  # fmt: skip
 one("docs/capacity.md", "GLA's whole 23,000 steps ({} minutes)", f"{_K}/sweep-gla-q16.json",
     ("runs", 0, "seconds"), lambda v: f"{v / 60:.1f}")  # fmt: skip
 entry("docs/capacity.md", "Based decodes at K = {}, **{} bits, {}x**",
@@ -2362,8 +2377,6 @@ one("docs/capacity.md", "fits all but a tail ({}), and Based decodes",
     f"{_K}/sweep-deltanet-q16.json", ("runs", 0, "accuracy"), "{:.3f}")  # fmt: skip
 one("docs/capacity.md", "and Based decodes at {}x, its three Taylor",
     f"{_K}/capacity-based-q16-cut.json", ("rows", 0, "ratio"), "{:.2f}")  # fmt: skip
-one("docs/capacity.md", "improving when its {} steps ended.", f"{_K}/sweep-gla-q32.json",
-    ("runs", 0, "steps"), "{:,}")  # fmt: skip
 one("docs/capacity.md", "rank 2q at q = 16) is right on no input after {} steps, which\n"
     "  took 3,308 s here", f"{_MQ}/sweep-q64.json", ("runs", 0, "steps"), "{:,}")  # fmt: skip
 one("docs/capacity.md", "which\n  took {} s here.", f"{_MQ}/sweep-q64.json",

@@ -47,7 +47,7 @@ SOURCES = (
         f"frontier/s7/rebase-kinds/capacity-{k}-q16-cut.json"
         for k in ("gla", "gated-deltanet", "deltanet", "based")
     ),
-    "frontier/s7/rebase-kinds/capacity-gla-q32-cut.json",
+    *(f"frontier/s7/rebase-kinds/capacity-gla-q32{n}-cut.json" for n in ("", "-44000", "-70000")),
 )
 
 

@@ -218,7 +218,7 @@ ELU1SUM = DOCS / "capacity" / "frontier" / "s7" / "elu1sum"
 #: The kinds trained with the readout-basis recipe (s7/rebase-kinds/) and their q at s = 7.
 REBASE_KINDS = {"gla": (16, 32), "gated-deltanet": (16,), "deltanet": (16,), "based": (16,)}
 #: GLA at F(32,7) trained longer than its 26,000-step run: the steps of each file's suffix.
-GLA_Q32_STEPS = ("44000",)
+GLA_Q32_STEPS = ("44000", "70000")
 #: docs/capacity.md's elu1sum tables: (sweep, capacity at the cut) under :data:`ELU1SUM`.
 ELU1SUM_TABLES = [
     *((f"float/sweep-q{q}.json", f"float/capacity-q{q}-cut.json") for q in (4, 8, 16)),
