@@ -2371,8 +2371,10 @@ entry("docs/capacity.md", "  decodes its {}-input sample at K = {}: **{} bits, {
       [_INPUTS_MQ, _K_MQ, _BITS_MQ, _RATIO_MQ,
        lambda d: f"{d['rows'][0]['bound_bits']:.0f}",
        lambda d: f"{d['rows'][0]['error_rate_upper95']:.1e}".replace("e-04", "e-4")])  # fmt: skip
-entry("docs/capacity.md", "from step {} ({} s), and", f"{_MQ}/sweep-q64-lr0.03.json",
-      [("runs", 0, "kept_step"), ("runs", 0, "seconds")], ["{:,}", "{:,.0f}"])  # fmt: skip
+entry("docs/capacity.md", "stops at step {} ({} s); its kept\n  model (step {}) is right",
+      f"{_MQ}/sweep-q64-lr0.03.json",
+      [("runs", 0, "steps"), ("runs", 0, "seconds"), ("runs", 0, "kept_step")],
+      ["{:,}", "{:,.0f}", "{:,}"])  # fmt: skip
 one("docs/capacity.md", "fits all but a tail ({}), and Based decodes",
     f"{_K}/sweep-deltanet-q16.json", ("runs", 0, "accuracy"), "{:.3f}")  # fmt: skip
 one("docs/capacity.md", "and Based decodes at {}x, its three Taylor",
