@@ -2296,13 +2296,13 @@ entry("docs/capacity.md", "is right on only {} of fresh inputs ({} of its traini
 entry("docs/capacity.md", "model came at step {} of {}, so it was still improving",
       f"{_K}/sweep-gla-q32.json", [("runs", 0, "kept_step"), ("runs", 0, "steps")],
       ["{:,}", "{:,}"])  # fmt: skip
-for _n, _text in (
-    ("44000", "it is right on {} of fresh inputs ({} of its\ntraining inputs) after {} s. Trained"),
-    ("70000", "it is right on {} again\n({} of its training inputs): with this rate"),
-):
-    _fields = [("runs", 0, "accuracy"), ("runs", 0, "train_accuracy"), ("runs", 0, "seconds")]
-    entry("docs/capacity.md", _text, f"{_K}/sweep-gla-q32-{_n}.json", _fields[: _text.count("{}")],
-          ["{:.3f}", "{:.3f}", "{:,.0f}"][: _text.count("{}")])  # fmt: skip
+_FIT = [("runs", 0, "accuracy"), ("runs", 0, "train_accuracy")]
+entry("docs/capacity.md",
+      "it is right on {} of fresh inputs ({} of its\ntraining inputs) after {} s. Trained",
+      f"{_K}/sweep-gla-q32-44000.json", [*_FIT, ("runs", 0, "seconds")],
+      ["{:.3f}", "{:.3f}", "{:,.0f}"])  # fmt: skip
+entry("docs/capacity.md", "it is right on {} again\n({} of its training inputs): with this rate",
+      f"{_K}/sweep-gla-q32-70000.json", _FIT, ["{:.3f}", "{:.3f}"])  # fmt: skip
 entry("docs/capacity.md", "for {} steps (`--steps 44000 --rebase-at 32000`",
       f"{_K}/sweep-gla-q32-44000.json", [("runs", 0, "steps")], ["{:,}"])  # fmt: skip
 entry("docs/capacity.md",
