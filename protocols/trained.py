@@ -20,9 +20,8 @@ MAX_BITS = 32
 def setup(ctx, params):
     from sketchsim.sketch.trained import load_weights, trained_plan
 
-    return trained_plan(
-        ctx, load_weights(params["weights"]), params["bits"], params.get("rounding", "every")
-    )
+    weights = load_weights(params["weights"], params.get("sha256") or None)
+    return trained_plan(ctx, weights, params["bits"], params.get("rounding", "every"))
 
 
 def preflight(params, family):
@@ -33,7 +32,8 @@ def preflight(params, family):
     from sketchsim.errors import PluginError
     from sketchsim.sketch.trained import family_difference, load_weights
 
-    differ = family_difference(load_weights(params["weights"]), family)
+    weights = load_weights(params["weights"], params.get("sha256") or None)
+    differ = family_difference(weights, family)
     if differ:
         raise PluginError(
             f"weights file {params['weights']} was trained on another family: {differ}; "
@@ -56,6 +56,13 @@ PROTOCOL = Protocol(
             "causal models: round every state update to the "
             "registers, or only the transcript at the cut",
             choices=("every", "cut"),
+        ),
+        Param(
+            "sha256",
+            "str",
+            "",
+            "the weights file's content (sha256): refuse the file unless its bytes hash to "
+            "it; capacity and frontier set it, so that every K of a run measures one file",
         ),
         Param(
             "other_family",

@@ -159,7 +159,7 @@ def train_capacity_batch(specs: list[CapacitySpec], device: str = "cpu", save_to
             kept_step, err, weights = best[i][2], best[i][3], best[i][4]
         _load(models[i], weights)
         row = finish_run(spec, fam, models[i], Ts[i], err, step, kept_step, seconds, device,
-                         save_to)  # fmt: skip
+                         save_to, batched=True)  # fmt: skip
         rows.append({**row, "batched": M})
     return rows
 

@@ -338,10 +338,11 @@ def _rebase(model, X: torch.Tensor, q: int, best, opt) -> None:
 
 def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: int,
                kept_step: int, seconds: float, device, save_to,
-               trained_bits: int | None = None) -> dict:  # fmt: skip
+               trained_bits: int | None = None, batched: bool = False) -> dict:  # fmt: skip
     """The row of a trained model (the model kept, trained on ``T``): its accuracy on the
     training set and on the evaluation inputs, and its weights file in ``save_to``
-    (``trained_bits``: the register width it was trained at, default the spec's)."""
+    (``trained_bits``: the register width it was trained at, default the spec's;
+    ``batched``: trained in a batch, whose file is another run's than a single one's)."""
     bits = spec.train_bits if trained_bits is None else trained_bits
     model = model.cpu()
     train_acc = _accuracy(model, fam, T)
@@ -372,12 +373,14 @@ def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: 
         "train_noise": spec.train_noise or None,
         "train_inputs": int(T.shape[0]),
         "weights": None,
+        "weights_sha256": None,
         "weights_refused": None,
     }
     if save_to is not None and _exportable(model):
         # the file's name within the --save-weights folder: no machine paths in results
-        saved, why = _save(spec, fam, model, T, Te, acc, save_to, bits)
+        saved, why = _save(spec, fam, model, T, Te, acc, save_to, bits, batched)
         row["weights"] = saved and saved.name
+        row["weights_sha256"] = saved and hashlib.sha256(saved.read_bytes()).hexdigest()
         row["weights_refused"] = why
     return row
 
@@ -416,7 +419,30 @@ def _exportable(model) -> bool:
     )
 
 
-def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder, bits: int):
+def run_id(spec: CapacitySpec, batched: bool = False) -> str:
+    """What names a run's weights file beside its readable fields: a digest of every setting
+    that changes the model (:meth:`CapacitySpec.key`: steps, schedule, keep, noise,
+    ``weight_l1``, ...; the model plug-in's content; batched or single training), so that
+    two runs that differ in any of them never write one file."""
+    ident = [spec.key(), plugin_identity(spec), *(["batched"] if batched else [])]
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:10]
+
+
+def weights_name(spec: CapacitySpec, batched: bool = False) -> str:
+    """The file name (in the ``--save-weights`` folder) of the run ``spec``'s weights."""
+    name = spec.label.replace(" ", "-")
+    # every field a plan varies is readable in the name, and the rest in its run id
+    at = f"-K{spec.train_bits}" if spec.train_bits else ""
+    at += "-fit" if spec.train_bits and spec.qat_from == "fit" else ""
+    # a family spec's ':', '=' and ',' (mqar:pairs=8,keys=16) would not survive a protocol
+    # spec (trained:weights=FILE,bits=K): the name keeps letters, digits, '.', '_' and '-'
+    family = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.family)
+    base = f"{family}-q{spec.q}-s{spec.s}-{name}-lr{spec.lr:g}{at}-seed{spec.seed}"
+    return f"{base}-{run_id(spec, batched)}.npz"
+
+
+def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder, bits: int,
+          batched: bool = False):  # fmt: skip
     """``(path, None)`` of the weights file written, or ``(None, why)`` when it is refused.
 
     A file is written only when the model's outputs on the evaluated inputs ``Te``
@@ -462,6 +488,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder, bits: 
         },
         "seed": spec.seed,
         "spec": asdict(spec),
+        "run_id": run_id(spec, batched),
         "accuracy": accuracy,
         "trained_at_bits": bits or None,
         **({"state_basis": "readout"} if spec.rebase_at else {}),
@@ -476,18 +503,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder, bits: 
     why = engine_disagreement(weights, fam, Te, y)
     if why:
         return None, why
-    name = spec.label.replace(" ", "-")
-    # every field a plan varies is in the name: runs of a learning-rate grid or of
-    # several register widths never write over each other's files
-    at = f"-K{spec.train_bits}" if spec.train_bits else ""
-    at += "-fit" if spec.train_bits and spec.qat_from == "fit" else ""
-    if spec.model_plugin:  # two plug-ins of one NAME (or a plug-in named like a map) differ
-        name += "-" + hashlib.sha256(spec.model_plugin.encode()).hexdigest()[:8]
-    # a family spec's ':', '=' and ',' (mqar:pairs=8,keys=16) would not survive a protocol
-    # spec (trained:weights=FILE,bits=K): the name keeps letters, digits, '.', '_' and '-'
-    family = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.family)
-    base = f"{family}-q{spec.q}-s{spec.s}-{name}-lr{spec.lr:g}{at}-seed{spec.seed}"
-    path = Path(folder) / f"{base}.npz"
+    path = Path(folder) / weights_name(spec, batched)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         return save_weights_file(path, header, arrays), None
@@ -642,6 +658,7 @@ def run_capacity(
     from sketchsim.checkpoint import Checkpoint
     from sketchsim.units import run_units
 
+    refuse_json_in_weights(path, weights_dir)
     batch = batch_trainer is not None
     header = header or {}
     store = Checkpoint(
@@ -668,7 +685,7 @@ def run_capacity(
             families[spec.family, spec.q, spec.s] = capacity_family_identity(spec)
     fam_ids = [families[spec.family, spec.q, spec.s] for spec in specs]
     rows = [
-        store.get(_run_key(spec, ident, fam, batch and batchable(spec)))
+        _kept(store.get(_run_key(spec, ident, fam, batch and batchable(spec))), weights_dir)
         for spec, ident, fam in zip(specs, identities, fam_ids, strict=True)
     ]
     # units: lists of spec indices, the runs still to train of one batch key, or one run
@@ -701,6 +718,43 @@ def run_capacity(
     )
     store.save(rows, True, suite="capacity", header=header)
     return rows
+
+
+def refuse_json_in_weights(json_path, weights_dir) -> None:
+    """Refuse a result file that ``sketchsim capacity WEIGHTS_DIR`` would read as a weights
+    file (a ``.npz`` in the folder: one the run writes, or one it would then measure).
+
+    Raises
+    ------
+    SketchsimError
+        Before any training.
+    """
+    if not json_path or weights_dir is None:
+        return
+    out = Path(json_path).resolve()
+    if out.suffix.lower() == ".npz" and out.parent == Path(weights_dir).resolve():
+        raise SketchsimError(
+            f"--json {out.name} is a .npz inside --save-weights {weights_dir}: it would replace "
+            "a weights file the run writes, or be read as one by capacity; choose another path",
+            param="json",
+        )
+
+
+def _kept(row, weights_dir):
+    """A resumed ``row``, or None (run again) when the weights file it names in
+    ``weights_dir`` is gone or holds other bytes than the run wrote (its ``weights_sha256``;
+    a row from before that field cannot be checked and is run again)."""
+    if row is None or weights_dir is None or not row.get("weights"):
+        return row
+    name = str(row["weights"])
+    if Path(name).name != name:  # a file name, never a path (the sweep file is input)
+        return None
+    try:
+        path = Path(weights_dir) / name
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+    return row if digest == row.get("weights_sha256") else None
 
 
 def train_unit(specs: list[CapacitySpec], device: str, save_to, batch_trainer=None) -> list:

@@ -328,7 +328,10 @@ class CausalModel(nn.Module):
             from sketchsim.experiments.model_plugins import plugin_label
 
             self.plugin = plugin_label(make)
-        built = [self._guarded(make, "__init__", self.arch, i) for i in range(arch["layers"])]
+        # each layer its own copy: a plug-in that edits it changes neither the model's
+        # recorded architecture nor another layer's (or run's)
+        built = [self._guarded(make, "__init__", dict(self.arch), i)
+                 for i in range(arch["layers"])]  # fmt: skip
         for layer in built:
             if not isinstance(layer, nn.Module):
                 self._refuse(f"its layer class built a {type(layer).__name__}, not a torch "

@@ -161,7 +161,12 @@ def resolve_model(spec: str) -> type:
     PluginError
         Unknown, broken or ambiguous models.
     """
+    from sketchsim.sketch.weights_file import check_plugin_name
+
     head, _, name = spec.partition(":")
+    why = check_plugin_name(spec.rsplit(":", 1)[-1])  # the NAME its rows are labelled with
+    if why:
+        raise PluginError(f"model {ascii(spec)[1:-1][:80]}: {why}", param="model_plugin")
     if head.endswith(".py"):
         module = specs.load_file(Path(head), "model", "sketchsim_model", PluginError)
     elif name:

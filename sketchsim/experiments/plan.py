@@ -133,6 +133,11 @@ class SuitePlan:
     batch : bool
         Capacity: train the causal float runs that differ only in seed and learning
         rate as one batched model (:mod:`sketchsim.experiments.batched_training`).
+
+    A capacity option that no run would apply is refused (``batch`` with no batchable run,
+    ``train_bits`` or several ``layer_counts`` with only the softmax reference, a model,
+    architecture or family listed twice); a softmax-only plan's layer grid, when not
+    given, is the one layer count it trains at.
     """
 
     suite: str
@@ -184,8 +189,29 @@ class SuitePlan:
         if unknown:
             raise SketchsimError(f"a plan has no field {sorted(unknown)[0]!r}")
         plan = replace(self, **{k: v for k, v in overrides.items() if v is not None})
+        if (plan.suite == "capacity" and overrides.get("layer_counts") is None
+                and len(plan.layer_counts) > 1 and not plan.stateful()):  # fmt: skip
+            # the softmax reference trains at the smallest depth only: a layer grid not
+            # given narrows to it, so that the plan records the runs it trains
+            plan = replace(plan, layer_counts=plan.layer_counts[:1])
         plan.validate()
         return plan
+
+    def stateful(self) -> bool:
+        """Whether a capacity run has a state (not every run is the softmax reference)."""
+        return bool(
+            [m for m in self.models if m != "softmax"]
+            or [a for a in self.archs if parse_arch(a)[0] != "softmax"]
+            or self.model_plugins
+        )
+
+    def batchable(self) -> bool:
+        """Whether ``batch`` has a run to batch: a causal ``--arch`` trained in float, with no
+        weight_l1, train_noise or rebase (as
+        :func:`~sketchsim.experiments.capacity_suite.batchable` decides per run)."""
+        tuned = self.train_bits or self.weight_l1 or self.train_noise
+        causal = [a for a in self.archs if parse_arch(a)[0] != "softmax"]
+        return bool(causal) and not (tuned or self.rebase_at or self.rebase_lr)
 
     def validate(self) -> None:
         """One-line errors naming the parameter, for every impossible value."""
@@ -225,6 +251,8 @@ class SuitePlan:
             _check_capacity(self)
         if not 0 <= self.train_bits <= 32:
             raise SketchsimError(f"train_bits must be in 0..32, got {self.train_bits}")
+        if self.suite == "capacity":
+            _check_applied(self)
         if self.schedule not in SCHEDULES:
             raise SketchsimError(f"schedule must be one of {', '.join(SCHEDULES)}",
                                  param="schedule")  # fmt: skip
@@ -377,6 +405,40 @@ def _check_capacity(plan: SuitePlan) -> None:
 
         for spec in plan.model_plugins:
             resolve_model(spec)
+
+
+def _check_applied(plan: SuitePlan) -> None:
+    """Capacity options that no run of ``plan`` would apply are refused (issue #60)."""
+    for name, values in (("model", plan.models), ("arch", plan.archs),
+                         ("family", plan.families), ("model_plugin", plan.model_plugins),
+                         ("feature_map", plan.feature_maps)):  # fmt: skip
+        twice = [v for i, v in enumerate(values) if v in values[:i]]
+        if twice:
+            raise SketchsimError(
+                f"{name} lists {twice[0]!r} twice; its runs would train twice", param=name
+            )
+    stateful = plan.stateful()
+    if plan.train_bits and not stateful:
+        raise SketchsimError(
+            "train_bits trains a model's state in K-bit registers, and the softmax reference "
+            "has no fixed-size state (it trains in float); give a model with one (--model "
+            "kernel or signed, a causal --arch, --model-plugin)",
+            param="train_bits",
+        )
+    if not stateful and len(plan.layer_counts) > 1:
+        raise SketchsimError(
+            "layers: the softmax reference trains at the smallest layer count only; give one "
+            "layer count, or a model with a state (--model kernel or signed, a causal --arch, "
+            "--model-plugin) to train at each",
+            param="layers",
+        )
+    if plan.batch and not plan.batchable():
+        raise SketchsimError(
+            "batch trains the causal --arch runs trained in float (no --train-bits, --weight-l1, "
+            "--train-noise or --rebase-at; no --model-plugin) that differ only in seed and --lr "
+            "as one batched model; no run of this plan is one, so it would batch nothing",
+            param="batch",
+        )
 
 
 def parse_arch(text: str) -> tuple[str, int]:

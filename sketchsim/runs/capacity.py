@@ -35,7 +35,7 @@ from sketchsim.config import BITS_TOLERANCE
 from sketchsim.errors import SketchsimError
 from sketchsim.experiments.stats import mean_interval
 from sketchsim.sketch.family_plugins import make_family
-from sketchsim.sketch.weights_file import weights_family
+from sketchsim.sketch.weights_file import builtin_label, label_name, weights_family
 
 __all__ = [
     "BITS",
@@ -132,11 +132,20 @@ def measure_weights(
         ``readout``: a file of ``--rebase-at``) and ``curve`` (accuracy per K on up to
         :data:`CURVE_INPUTS` inputs).
     """
+    from sketchsim.sketch.weights_file import load_weights, pinned
+
+    # the unit's one read: the bytes hashed are the bytes measured at every K
+    w = load_weights(path)
+    with pinned(w):
+        return _measure_loaded(w, path, samples, seed, protocol, progress, rounding)
+
+
+def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dict:
+    """:func:`measure_weights` of the loaded, pinned file ``w``."""
+    from sketchsim.sketch.family_plugins import family_label
     from sketchsim.sketch.measure import choose_answers, measure
     from sketchsim.sketch.plugins import resolve
-    from sketchsim.sketch.weights_file import load_weights
 
-    w = load_weights(path)
     family = weights_family(w)
     if protocol is None:
         protocol = resolve("trained").protocol
@@ -153,7 +162,7 @@ def measure_weights(
     extra = {"rounding": rounding} if w.causal else {}
 
     def params(K):
-        return {"weights": str(path), "bits": K, **extra}
+        return {"weights": str(path), "sha256": w.sha256, "bits": K, **extra}
 
     for K in BITS:
         ans = _engine_answers(protocol, params(K), family, curve_tokens, fixed)
@@ -181,10 +190,18 @@ def measure_weights(
     if report is None or report.params["bits"] != K:
         report = measure(family, T, protocol, params(K))
     bound = family.bound_bits
+    plugin = label_name(w.header["label"], a) if w.header.get("label") else ""
     row = {
         "weights": Path(path).name,
-        "architecture": w.header.get("label") or _label(a),
-        "family": family.name,
+        "weights_sha256": w.sha256,
+        # rendered from the validated architecture (a plug-in's checked NAME, never a
+        # built-in's): the label the header claims is not trusted to name the model
+        "architecture": _label(a, plugin),
+        "plugin": plugin or None,
+        "family": family_label(family),
+        "family_name": family.name,
+        "family_options": _plain(family.options()),
+        "family_seed": family.seed,
         "q": family.q,
         "s": family.s,
         "seed": w.header.get("seed"),
@@ -225,6 +242,12 @@ def measure_weights(
     return row
 
 
+def _plain(options: dict) -> dict:
+    import json
+
+    return json.loads(json.dumps(options or {}, sort_keys=True, default=str))
+
+
 def accuracy_check(recorded, engine: float, inputs: int) -> dict:
     """Whether the engine at K = 32 reproduces the accuracy recorded at training.
 
@@ -241,12 +264,11 @@ def accuracy_check(recorded, engine: float, inputs: int) -> dict:
     return out
 
 
-def _label(a: dict) -> str:
-    if "kind" in a:
-        from sketchsim.sketch.causal import causal_dims, causal_name
-
-        return f"{causal_name(a)} {causal_dims(a)}"
-    return f"{a['feature_map']} L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
+def _label(a: dict, plugin: str = "") -> str:
+    """The row's architecture: sketchsim's label of ``a``, or a plug-in's ``NAME`` and the
+    sizes (its NAME checked: no built-in kind's or map's)."""
+    label = builtin_label(a)
+    return f"{plugin} {label.split(' ', 1)[1]}" if plugin else label
 
 
 #: Hand-written protocols drawn beside the models, per family.
@@ -255,6 +277,7 @@ REFERENCES = {"hard": ("block-counts", "kernel:values=blocks,bits=7"), "mqar": (
 
 def reference_points(family, samples: int = 20_000) -> list[dict]:
     """The hand-written protocols of :data:`REFERENCES` measured on ``family``."""
+    from sketchsim.sketch.family_plugins import family_label
     from sketchsim.sketch.measure import choose_answers, measure
     from sketchsim.sketch.plugins import discover, resolve
 
@@ -266,7 +289,7 @@ def reference_points(family, samples: int = 20_000) -> list[dict]:
         out.append(
             {
                 "protocol": spec,
-                "family": family.name,
+                "family": family_label(family),
                 "q": family.q,
                 "s": family.s,
                 "transcript_bits": rep.declared_bits,
@@ -386,12 +409,15 @@ def capacity_dir(
     ``client`` each file is a Dask task (:func:`sketchsim.units.run_units`; the
     workers read the files, so ``folder`` must be one they share); the rows are
     the same.  ``json_path`` receives the result file (the one ``sketchsim
-    capacity --json`` writes).  ``rounding``: see :func:`measure_weights`.
+    capacity --json`` writes).  ``rounding``: see :func:`measure_weights`; ``cut`` applies
+    to causal files only: refused for a folder with none, and recorded as
+    ``rounding_applies_to`` ``"causal files"`` (with their count) in a mixed one.
 
     Raises
     ------
     SketchsimError
-        ``folder`` is not a folder or holds no weights file.
+        ``folder`` is not a folder or holds no weights file; ``rounding`` cut and no
+        causal file.
     """
     from sketchsim.units import run_units
 
@@ -405,16 +431,41 @@ def capacity_dir(
 
     if rounding not in ROUNDINGS:
         raise SketchsimError(f"rounding must be every or cut, got {rounding!r}", param="rounding")
+    applies = {}
+    if rounding == "cut":  # a kernel model's tokens send rounded symbols: it has no cut
+        from sketchsim.sketch.weights_file import load_weights
+
+        def causal(path) -> bool:
+            try:
+                return load_weights(path).causal
+            except SketchsimError:  # unreadable: listed as such by its unit
+                return False
+
+        n_causal = sum(causal(path) for path in files)
+        if not n_causal:
+            raise SketchsimError(
+                f"rounding cut rounds a causal model's state at the cut, and none of the "
+                f"{len(files)} weights files in {folder} holds a causal model (kernel models "
+                "send rounded symbols either way)",
+                param="rounding",
+            )
+        if n_causal < len(files):
+            applies = {"rounding_applies_to": "causal files", "causal_files": n_causal}
     units = run_units([(path, samples, rounding) for path in files], measure_file, client=client,
                       progress=progress)  # fmt: skip
     rows = [u["row"] for u in units if "row" in u]
     unreadable = [u["unreadable"] for u in units if "unreadable" in u]
     refs = []
-    if references:
-        seen = sorted({(r["family"], r["q"], r["s"]) for r in rows})
-        for fam, q, s in seen:
-            refs += reference_points(make_family(fam, q, s), samples)
-    params = {"folder": str(folder), "samples": samples, "rounding": rounding}
+    if references:  # measured on each row's own family: its options and seed included
+        seen = {}
+        for r in rows:
+            key = (r["family"], r["q"], r["s"])
+            if key not in seen:
+                name, seed = r.get("family_name", r["family"]), r.get("family_seed", 0)
+                seen[key] = make_family(name, r["q"], r["s"], seed, r.get("family_options"))
+        for key in sorted(seen):
+            refs += reference_points(seen[key], samples)
+    params = {"folder": str(folder), "samples": samples, "rounding": rounding, **applies}
     return capacity_result(rows, refs, unreadable, json_path, params)
 
 

@@ -16,7 +16,7 @@ import importlib
 import importlib.util
 from pathlib import Path
 
-from sketchsim.errors import FamilyError
+from sketchsim.errors import FamilyError, SketchsimError
 from sketchsim.sketch import specs
 from sketchsim.sketch.family import HARD, FamilyType
 from sketchsim.sketch.mqar import MQAR
@@ -28,6 +28,7 @@ __all__ = [
     "discover_families",
     "resolve_family",
     "family_identity",
+    "family_label",
     "supports",
 ]
 
@@ -130,6 +131,30 @@ def _builtin_identity() -> str:
 def supports(protocol, family_name: str) -> bool:
     """Whether ``protocol`` declares ``family_name`` (protocols default to ``hard``)."""
     return family_name in tuple(getattr(protocol, "families", ("hard",)))
+
+
+def family_label(family) -> str:
+    """A family as results name it: its name, the options that differ from its defaults at
+    its size (``mqar:pairs=6``; ``mqar`` with every option at its default) and a seed
+    other than 0 (``hard seed 3``).  Two families with one label build the same inputs;
+    summaries group rows by it."""
+    import json
+
+    def plain(options):
+        return json.loads(json.dumps(options or {}, sort_keys=True, default=str))
+
+    opts = plain(family.options())
+    try:
+        default = plain(make_family(family.name, family.q, family.s, family.seed).options())
+    except SketchsimError:
+        default = {}
+    differ = {k: v for k, v in sorted(opts.items()) if default.get(k, object()) != v}
+    text = family.name
+    if differ:
+        text += ":" + ",".join(
+            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in differ.items()
+        )
+    return text + (f" seed {family.seed}" if family.seed else "")
 
 
 def make_family(name: str, q: int, s: int, seed: int = 0, options: dict | None = None):

@@ -187,7 +187,38 @@ def resolve(spec: str, found: list[Found] | None = None) -> Resolved:
     if len(rest) > 1:
         raise PluginError(f"protocol spec {spec!r} has too many ':' parts")
     params = proto.resolve(parse_params(rest[0], proto.name) if rest else {})
-    return Resolved(proto, params, source, identity + read_files_identity(proto, params))
+    digests = _path_digests(proto, params)
+    pin_content(proto, params, digests)
+    files = "".join(f" + file {name} {digest}" for name, digest in digests)
+    return Resolved(proto, params, source, identity + files)
+
+
+def pin_content(proto: Protocol, params: dict, digests: list[tuple[str, str]]) -> None:
+    """Fill a protocol's ``sha256`` parameter (the ``trained`` protocol's) with the content
+    of its one file as :func:`resolve` read it, when not given: every later load of the
+    file in the run (each ``K`` of a frontier, each chunk) is those bytes or refused, so
+    one run measures one model even if the file is replaced while it runs (#60)."""
+    pin = next((p for p in proto.params if p.name == "sha256"), None)
+    if pin is None or pin.type != "str" or params.get("sha256") or len(digests) != 1:
+        return
+    digest = digests[0][1]
+    if digest.startswith("sha256:"):
+        params["sha256"] = digest[len("sha256:") :]
+
+
+def _path_digests(proto: Protocol, params: dict) -> list[tuple[str, str]]:
+    """``(parameter, "sha256:<hex>" or "missing")`` for every ``path`` parameter given."""
+    out = []
+    for p in proto.params:
+        value = params.get(p.name)
+        if p.type != "path" or not value:
+            continue
+        try:
+            digest = file_identity(Path(value)) if Path(value).is_file() else "missing"
+        except OSError:
+            digest = "missing"
+        out.append((p.name, digest))
+    return out
 
 
 def read_files_identity(proto: Protocol, params: dict) -> str:
@@ -197,17 +228,7 @@ def read_files_identity(proto: Protocol, params: dict) -> str:
     protocol reads (a weights file) changed under the same path.  A path that
     is not a readable file adds ``missing``: ``setup`` reports it.
     """
-    out = ""
-    for p in proto.params:
-        value = params.get(p.name)
-        if p.type != "path" or not value:
-            continue
-        try:
-            digest = file_identity(Path(value)) if Path(value).is_file() else "missing"
-        except OSError:
-            digest = "missing"
-        out += f" + file {p.name} {digest}"
-    return out
+    return "".join(f" + file {name} {digest}" for name, digest in _path_digests(proto, params))
 
 
 def module_identity(module) -> str:

@@ -32,10 +32,12 @@ The engine side (the model run as a ``trained`` protocol at ``K`` bits) is
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,8 +55,13 @@ __all__ = [
     "HEAD_ARRAYS",
     "Weights",
     "load_weights",
+    "pinned",
     "save_weights_file",
     "head_entries",
+    "builtin_label",
+    "label_name",
+    "reserved_names",
+    "check_plugin_name",
 ]
 
 FORMAT = "sketchsim-trained"
@@ -88,6 +95,9 @@ class Weights:
     header: dict
     arrays: dict
     path: str = ""
+    #: The sha256 of the bytes the header and arrays were read from ("" for a model built
+    #: in memory): the file's identity, whatever its name or label says.
+    sha256: str = ""
 
     @property
     def arch(self) -> dict:
@@ -117,6 +127,62 @@ def _fail(path, why: str):
 
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: A model plug-in's name as labels show it: no spaces, no punctuation that a label,
+#: a protocol spec or a file name would split on.
+PLUGIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.+-]{0,63}")
+
+
+def reserved_names() -> frozenset[str]:
+    """Names only sketchsim's own models may carry (lower case): every causal kind, every
+    feature map and ``linear-MAP`` name, and the suite's model names."""
+    from sketchsim.sketch.causal import FIXED_MAPS, KINDS, LINEAR_MAPS
+
+    names = {*KINDS, *FEATURE_MAPS, *LINEAR_MAPS, *FIXED_MAPS.values()}
+    names |= {f"linear-{f}" for f in LINEAR_MAPS} | {"softmax", "kernel", "causal", "linear"}
+    return frozenset(n.lower() for n in names)
+
+
+def check_plugin_name(name: str) -> str | None:
+    """Why ``name`` cannot name a model plug-in in labels, or None.
+
+    A plug-in's model is labelled ``NAME L.. H.. r.. d..``; a NAME that is a
+    built-in kind's or feature map's would make its rows read as that kind's
+    (docs/capacity.md, "Your own layer"), and one with spaces would not parse back.
+    """
+    if not isinstance(name, str) or not PLUGIN_NAME.fullmatch(name):
+        return (f"a model plug-in's name is a letter or '_' then letters, digits, '_', '.', "
+                f"'+' or '-' (at most 64), got {ascii(name)[:70]}")  # fmt: skip
+    if name.lower() in reserved_names():
+        return (f"a model plug-in may not be named {name!r}: it is a built-in kind's or "
+                "feature map's name, and its rows would read as that model's")  # fmt: skip
+    return None
+
+
+def builtin_label(arch: dict) -> str:
+    """The label sketchsim gives a model of ``arch``: its kind or feature map, then its sizes
+    (``elu1 L1 H1 r2 d4``, ``gla L1 H1 r2 d4``, ``window L1 H1 r4 d8 w5``)."""
+    if "kind" in arch:
+        from sketchsim.sketch.causal import causal_dims, causal_name
+
+        return f"{causal_name(arch)} {causal_dims(arch)}"
+    a = arch
+    return f"{a['feature_map']} L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
+
+
+def label_name(label: str, arch: dict) -> str | None:
+    """What a header's ``label`` says of the model of ``arch``: ``""`` when it is sketchsim's
+    own label (:func:`builtin_label`), a plug-in's NAME when it is exactly ``NAME`` and the
+    sizes, with NAME allowed (:func:`check_plugin_name`); None when it describes another
+    model (another kind, other sizes, other spacing)."""
+    want = builtin_label(arch)
+    if label == want:
+        return ""
+    name, space, dims = label.partition(" ")
+    if not space or dims != want.split(" ", 1)[1] or check_plugin_name(name) is not None:
+        return None
+    return name
 
 
 def _check_header(header, path) -> None:
@@ -162,30 +228,15 @@ def _check_claims(header: dict, path) -> None:
         not isinstance(label, str) or len(label) > MAX_LABEL or not label.isprintable()
     ):
         _fail(path, f"label must be printable text of at most {MAX_LABEL} characters")
-    if label is not None and "kind" in header["architecture"]:
-        from sketchsim.sketch.causal import KINDS, LINEAR_MAPS, causal_dims, causal_name
-
+    if label is not None:
         a = header["architecture"]
-        dims = causal_dims(a)
-        name, _, tail = label.partition(" L")
-        taken = {*KINDS, *(f"linear-{f}" for f in LINEAR_MAPS), *FEATURE_MAPS, "softmax"}
-        plugin = name.strip() and name not in taken  # a plug-in's label: NAME and the sizes
-        if "L" + tail != dims or not (name == causal_name(a) or plugin):
+        name, dims = builtin_label(a).split(" ", 1)
+        plugin = label_name(label, a)
+        if plugin is None:
             _fail(
                 path,
-                f"label {label!r} does not describe its architecture "
-                f"({causal_name(a)} {dims}; a plug-in's label is NAME {dims})",
-            )
-    elif label is not None:
-        a = header["architecture"]
-        dims = f"L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
-        name, _, tail = label.rpartition(" L")
-        named_map = name in FEATURE_MAPS or name == "softmax"
-        if "L" + tail != dims or not name.strip() or (named_map and name != a["feature_map"]):
-            _fail(
-                path,
-                f"label {label!r} does not describe its architecture "
-                f"({a['feature_map']} {dims}; a plug-in's label is NAME {dims})",
+                f"label {label!r} does not describe its architecture ({name} {dims}; a "
+                f"plug-in's label is NAME {dims}, NAME not a built-in kind's or map's name)",
             )
     acc = header.get("accuracy")
     if acc is not None and (
@@ -226,33 +277,74 @@ def _check_path(path) -> Path:
         raise PluginError(
             "trained needs weights=PATH (a file `sweep --save-weights` wrote)", param="weights"
         )
-    p = Path(str(path))
+    from sketchsim.errors import printable
+    from sketchsim.input_files import path_problem
+
+    p, shown = Path(str(path)), printable(path)  # a name's line breaks stay in one line
+    problem = path_problem(p)  # missing, a symlink loop, a dangling symlink
+    if problem:
+        _fail(shown, problem)
     try:
         if p.is_dir():
-            _fail(path, "is a folder, not a weights file")
-        if p.exists() and not p.is_file():
-            _fail(path, "is not a regular file (a FIFO or a device?)")
-        if not p.exists():
-            _fail(path, "no such file")
+            _fail(shown, "is a folder, not a weights file")
+        if not p.is_file():
+            _fail(shown, "is not a regular file (a FIFO or a device?)")
     except OSError as exc:
-        _fail(path, f"cannot be read ({exc.strerror or exc})")
+        _fail(shown, f"cannot be read ({exc.strerror or exc})")
     return p
 
 
-def load_weights(path) -> Weights:
+#: Files pinned by :func:`pinned` (sha256 -> Weights): a unit's model, never evicted
+#: while the unit runs, so that every read of it within the unit is the same bytes.
+_PINNED: dict[str, Weights] = {}
+
+
+@contextlib.contextmanager
+def pinned(weights: Weights):
+    """Keep ``weights`` loadable by its content key for the ``with`` block.
+
+    Inside it, ``load_weights(path, sha256=weights.sha256)`` returns these arrays
+    without reading the file again: a unit (one file of ``capacity``, one protocol of
+    ``frontier``) measures exactly the bytes it hashed, even if the file is replaced
+    while it runs.
+    """
+    key = weights.sha256
+    had = _PINNED.get(key)
+    _PINNED[key] = weights
+    try:
+        yield weights
+    finally:
+        if had is None:
+            _PINNED.pop(key, None)
+
+
+def load_weights(path, sha256: str | None = None) -> Weights:
     """Read and check a weights file; the same bytes are parsed once per process.
 
     The zip members are checked by name and size, and each array's ``.npy``
     header by shape and dtype, before anything but the (size-capped) JSON
     header is decompressed: a small file cannot expand into gigabytes.
 
+    Parameters
+    ----------
+    path : path-like
+    sha256 : str, optional
+        The content the caller measures: a file loaded (or :func:`pinned`) with this
+        sha256 is returned without reading ``path`` again; otherwise the file is read
+        and refused unless its bytes hash to it (it changed since it was read).
+
     Raises
     ------
     PluginError
         One line naming the file: missing, not a regular file, unreadable, not
         this format, a header field of the wrong type or range, unexpected or
-        oversized members, wrong shapes, non-finite numbers.
+        oversized members, wrong shapes, non-finite numbers, not the bytes ``sha256``
+        names.
     """
+    if sha256:
+        w = _PINNED.get(sha256) or _LOADED.get(sha256)
+        if w is not None:
+            return Weights(w.header, w.arrays, str(path), sha256)
     p = _check_path(path)
     try:
         size = p.stat().st_size
@@ -262,10 +354,14 @@ def load_weights(path) -> Weights:
     except OSError as exc:
         _fail(path, f"cannot be read ({exc.strerror or exc})")
     key = hashlib.sha256(data).hexdigest()
+    if sha256 and key != sha256:
+        _fail(path, f"is not the file this run read (its sha256 is {key[:16]}..., the run "
+                    f"measures {str(sha256)[:16]}...): it changed during the run")  # fmt: skip
     if key in _LOADED:
         w = _LOADED[key]
-        return Weights(w.header, w.arrays, str(path))
+        return Weights(w.header, w.arrays, str(path), key)
     w = _read_weights(io.BytesIO(data), path)
+    w.sha256 = key
     size = sum(a.nbytes for a in w.arrays.values())
     if size <= _LOADED_BYTES:
         while _LOADED and (
