@@ -233,6 +233,12 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
         "correct_fraction": report.correct_fraction,
         "decoded": report.decoded,
         "error_rate_upper95": report.error_rate_upper95,
+        # how it knows: every input of the family run, or a sample and, for the model at
+        # measured_at_bits, Fano's floor at its 95% error bound (docs/theory.md 5.4)
+        "evidence": "exhaustive" if mode == "exhaustive" else "sampled",
+        "floor_at_error": report.floor_at_error,
+        "ratio_at_error": (report.declared_bits / report.floor_at_error
+                           if best is not None and report.floor_at_error else None),  # fmt: skip
         "search": "scan",
         "rounding": rounding if w.causal else None,
         "curve": curve,

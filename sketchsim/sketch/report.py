@@ -12,6 +12,7 @@ from sketchsim import config
 from sketchsim.sketch.channels import declared_bits, log2_range
 from sketchsim.sketch.estimators import entry_bits
 from sketchsim.sketch.family import Family
+from sketchsim.sketch.fano import fano_floor
 from sketchsim.sketch.verdicts import (
     collision_power,
     decodability,
@@ -83,6 +84,10 @@ class ProtocolReport:
     decoded: bool | None = None
     decoded_reason: str = ""
     error_rate_upper95: float | None = None
+    #: Sampled: Fano's floor on the transcript entropy at ``error_rate_upper95``
+    #: (:func:`sketchsim.sketch.fano.fano_floor`, docs/theory.md 5.4), a 95% statement
+    #: where "right on every input" cannot be one; None when every input was run.
+    floor_at_error: float | None = None
     collision_check_power: float | None = None
 
     def to_dict(self) -> dict:
@@ -169,6 +174,10 @@ def protocol_report(
         decodable_reason=reason,
         decoded=False if n_correct < B else (True if exact else None),
         error_rate_upper95=None if exact else error_rate_upper(B - n_correct, B),
+        floor_at_error=None
+        if exact
+        else fano_floor(family.bound_bits, family.q * math.log2(family.s + 1),
+                        error_rate_upper(B - n_correct, B)),  # fmt: skip
         collision_check_power=None if exact else collision_power(B),
     )
     report.decoded_reason = report.verdict_text()
