@@ -48,7 +48,14 @@ PROTOCOL = Protocol(
     setup,
     params=(
         Param("weights", "path", "", "weights file (.npz) written by sweep --save-weights"),
-        Param("bits", "int", MAX_BITS, f"bits per state register (1..{MAX_BITS})", minimum=1),
+        Param(
+            "bits",
+            "int",
+            MAX_BITS,
+            f"bits per state register (1..{MAX_BITS})",
+            minimum=1,
+            maximum=MAX_BITS,
+        ),
         Param(
             "rounding",
             "str",

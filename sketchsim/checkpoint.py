@@ -109,6 +109,12 @@ class Checkpoint:
 
         path = self.path
         if not path.exists():
+            from sketchsim.errors import printable
+            from sketchsim.input_files import path_problem
+
+            problem = path_problem(path, missing="")  # a symlink loop is not a missing file
+            if problem:
+                raise SketchsimError(f"cannot resume from {printable(path)}: it {problem}")
             return {}
         try:
             old = read_json(path)

@@ -4,18 +4,20 @@ An argument names files directly (``certify w.npz``), inside a spec
 (``trained:weights=w.npz,bits=4``, ``my.py:NAME``, ``mqar:file=f.npz``) or as a
 folder whose weights files, families and plug-ins (``*.npz``, ``*.py``) a
 command reads (``capacity FOLDER``).  :func:`input_files` collects them all as
-real paths; :func:`refuse_overwrite` names the first output that is one of them.
+real paths; :func:`refuse_overwrite` names the first output that is one of them;
+:func:`path_problem` says in words why a path names no file (missing, a symlink loop).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable
 
 from sketchsim.errors import SketchsimError
 
-__all__ = ["input_files", "refuse_overwrite", "FOLDER_SUFFIXES"]
+__all__ = ["input_files", "refuse_overwrite", "path_problem", "file_problem", "FOLDER_SUFFIXES"]
 
 #: Files of a folder argument that count as read (weights, family files, plug-ins).
 FOLDER_SUFFIXES = (".npz", ".py")
@@ -95,3 +97,51 @@ def refuse_overwrite(outputs: dict[str, str], inputs: Iterable[tuple[str, object
                     f"{real[path]} would overwrite the input {path} ({name}); "
                     "choose another output path"
                 )
+
+
+def path_problem(path, missing: str = "no such file") -> str | None:
+    """Why ``path`` names nothing that can be opened, in words; ``None`` when it does.
+
+    ``missing`` for a path that does not exist (``""``: a missing path is no problem);
+    a symlink loop (``a -> a``), a dangling symlink and a path through a file are said
+    as such, not as missing.  A symlink's target is shown through
+    :func:`sketchsim.errors.printable`.
+    """
+    from sketchsim.errors import printable
+
+    try:
+        os.stat(path)
+    except ValueError:  # an embedded NUL
+        return "is not a valid path (it contains a NUL character)"
+    except FileNotFoundError:
+        try:
+            if os.path.islink(path):
+                return f"is a symlink to {printable(os.readlink(path))}, which does not exist"
+        except (OSError, ValueError):
+            pass
+        return missing or None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop, or goes through one: it cannot be resolved"
+        if exc.errno == errno.ENOTDIR:
+            return "cannot be reached: a folder on its path is a file"
+        return f"cannot be read ({exc.strerror or exc})"
+    return None
+
+
+def file_problem(path, missing: str = "no such file") -> str | None:
+    """Why ``path`` is not a regular file to read, in words (:func:`path_problem`, or a
+    folder, a FIFO, a device); ``None`` when it is one."""
+    problem = path_problem(path, missing)
+    if problem:
+        return problem
+    try:
+        if not os.path.exists(path):  # missing, and missing="" says that is no problem
+            return None
+        if os.path.isdir(path):
+            return "is a folder, not a file"
+        if not os.path.isfile(path):
+            return "is not a regular file (a FIFO or a device?)"
+    except (OSError, ValueError) as exc:
+        return f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    return None

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sketchsim.certify.witness import Family, check_array_sizes, load_family
-from sketchsim.errors import FamilyError
+from sketchsim.errors import FamilyError, printable
 from sketchsim.minip.token_ids import PACKED_MAX_M, packed_keys
 
 __all__ = [
@@ -195,7 +195,10 @@ def load_packed_family(path: str | Path) -> PackedFamily:
     """
     path = Path(path)
     if not path.is_file():
-        raise FamilyError(f"family file {path} does not exist")
+        from sketchsim.input_files import file_problem
+
+        why = file_problem(path, "does not exist") or "cannot be read"
+        raise FamilyError(f"family file {printable(path)} {why}")
     check_array_sizes(path)
     try:
         with np.load(path, allow_pickle=False) as data:

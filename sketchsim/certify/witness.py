@@ -21,7 +21,7 @@ import numpy as np
 
 import sketchsim
 from sketchsim.certify.chains import best_steps
-from sketchsim.errors import FamilyError
+from sketchsim.errors import FamilyError, printable
 from sketchsim.minip.kernel import minip_targets
 from sketchsim.results import atomic_path
 
@@ -250,10 +250,14 @@ def check_array_sizes(path: Path) -> None:
 def load_family(path: str | Path) -> Family:
     """Read and validate a family file; any defect is one :class:`FamilyError`."""
     path = Path(path)
-    if path.is_file() and not zipfile.is_zipfile(path):
+    if not path.is_file():  # missing, a symlink loop, a folder: said as such
+        from sketchsim.input_files import file_problem
+
+        why = file_problem(path, "does not exist") or "cannot be read"
+        raise FamilyError(f"family file {printable(path)} {why}")
+    if not zipfile.is_zipfile(path):
         raise FamilyError(f"{path} is not a family file (not an .npz archive)")
-    if path.is_file():
-        check_array_sizes(path)
+    check_array_sizes(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             missing = {"tokens", "position", "targets", "meta"} - set(data.files)
@@ -268,8 +272,8 @@ def load_family(path: str | Path) -> Family:
             position, meta_text = data["position"], str(data["meta"])
     except FamilyError:
         raise
-    except FileNotFoundError:
-        raise FamilyError(f"family file {path} does not exist") from None
+    except FileNotFoundError:  # removed since the check above
+        raise FamilyError(f"family file {printable(path)} does not exist") from None
     except Exception as exc:
         raise FamilyError(f"{path} is not a family file: {type(exc).__name__}: {exc}") from None
     if tokens.ndim != 3 or tokens.shape[1] != 3 or tokens.shape[2] < 1:

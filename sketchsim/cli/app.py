@@ -15,7 +15,7 @@ import sys
 import click
 
 import sketchsim
-from sketchsim.errors import SketchsimError
+from sketchsim.errors import SketchsimError, one_line, printable
 
 #: Command name -> module of ``sketchsim.cli`` that registers it on :data:`main`.
 COMMANDS = {
@@ -130,7 +130,7 @@ class SketchsimGroup(click.Group):
         except MemoryError:
             _fail("out of memory; choose smaller sizes (the size checks did not foresee this)")
         except OSError as exc:
-            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            where = f" ({printable(exc.filename)})" if getattr(exc, "filename", None) else ""
             _fail(f"{exc.strerror or exc}{where}")
         sys.exit(rv if isinstance(rv, int) else 0)
 
@@ -150,8 +150,8 @@ def flag_message(exc: SketchsimError) -> str:
 
 
 def _fail(message: str) -> None:
-    message = " ".join(str(message).split())
-    click.echo(f"error: {message}", err=True)
+    # one line: line breaks joined, control characters (a file name's ESC, NUL) escaped
+    click.echo(f"error: {one_line(message)}", err=True)
     sys.exit(2)
 
 

@@ -236,7 +236,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
     from sketchsim.experiments import require_torch
 
     require_torch()
-    from sketchsim.experiments.plan import default_plan
+    from sketchsim.experiments.plan import default_plan, once, refuse_without_bits
 
     check_resume(resume, json_path)
     if weights_dir and cluster is not None and suite != "capacity":
@@ -247,8 +247,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
     if heads and len(heads) > 1 and suite != "capacity":
         raise SketchsimError("--heads takes one number outside the capacity suite")
     capacity = suite == "capacity"
-    if capacity:
-        _refuse_without_bits(train_bits, train_rounding, qat_from)
+    refuse_without_bits(train_bits, train_rounding, qat_from) if capacity else None
     plan = default_plan(suite).with_(
         archs=_names(archs, "--arch") if archs is not None else None,
         qs=tuple(_ints(qs, "--q")) if qs is not None else None,
@@ -259,14 +258,14 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
         ),
         head_counts=tuple(heads) if heads and capacity else None,
         # each family, model and plug-in once, in the order given (as --arch)
-        families=_once(split_specs(family, "--family")) if family and capacity else None,
-        model_plugins=_once(model_plugins) or None,
+        families=once(split_specs(family, "--family")) if family and capacity else None,
+        model_plugins=once(model_plugins) or None,
         ranks=tuple(_ints(ranks, "--ranks")) if ranks is not None else None,
         seeds=seeds,
         softmax_seeds=seeds,
         feature_maps=_names(feature_map, "--feature-map"),
         # --arch alone: only its architectures (the plan's default models are not added)
-        models=_once(models) or (() if archs is not None and capacity else None),
+        models=once(models) or (() if archs is not None and capacity else None),
         scales=scales,
         accuracy=accuracy,
         steps=steps,
@@ -322,22 +321,6 @@ _SUITE_ONLY = {
     "archs": "capacity",
     "scales": "ood",
 }
-
-
-def _refuse_without_bits(train_bits, train_rounding, qat_from) -> None:
-    """--train-rounding and --train-bits-from say how a K-bit run trains: given without
-    --train-bits there is none (issue #60; the plan refuses --train-rounding cut itself)."""
-    if train_bits is not None:
-        return
-    for value, flag, what in (
-        (train_rounding, "--train-rounding", "where the K-bit state is rounded in training"),
-        (qat_from, "--train-bits-from", "when training at K bits starts"),
-    ):
-        if value is not None and value != "cut":
-            raise SketchsimError(
-                f"{flag} applies only with --train-bits K (it chooses {what}); this run trains "
-                "in float and would ignore it"
-            )
 
 
 def _refuse_foreign(suite: str, family, scales) -> None:
@@ -451,14 +434,9 @@ def _note(msg: str) -> None:
 
 
 def _names(text, flag: str):
-    if text is None:
-        return None
-    return _once(split_list(text, flag))
+    from sketchsim.experiments.plan import once
 
-
-def _once(items) -> tuple:
-    """``items`` without repeats, in the order first given."""
-    return tuple(dict.fromkeys(items))
+    return None if text is None else once(split_list(text, flag))
 
 
 def _render(result, json_path, plot_path):

@@ -659,6 +659,7 @@ def run_capacity(
     from sketchsim.units import run_units
 
     refuse_json_in_weights(path, weights_dir)
+    refuse_plugin_names(specs)
     batch = batch_trainer is not None
     header = header or {}
     store = Checkpoint(
@@ -738,6 +739,19 @@ def refuse_json_in_weights(json_path, weights_dir) -> None:
             "a weights file the run writes, or be read as one by capacity; choose another path",
             param="json",
         )
+
+
+def refuse_plugin_names(specs: list[CapacitySpec]) -> None:
+    """Refuse, before any run trains, a model plug-in whose NAME its rows could not carry
+    (a built-in kind's or feature map's, or not a plain name:
+    :func:`~sketchsim.sketch.weights_file.check_plugin_name`)."""
+    from sketchsim.sketch.weights_file import check_plugin_name
+
+    for spec in specs:
+        why = spec.model_plugin and check_plugin_name(spec.model_plugin.rsplit(":", 1)[-1])
+        if why:
+            raise PluginError(f"model {ascii(spec.model_plugin)[1:-1][:80]}: {why}",
+                              param="model_plugin")  # fmt: skip
 
 
 def _kept(row, weights_dir):

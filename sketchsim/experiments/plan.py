@@ -270,15 +270,8 @@ class SuitePlan:
             raise SketchsimError("qat_from is start or fit, and fit needs train_bits K (it "
                                  "trains in float, then at K bits)", param="qat_from")  # fmt: skip
         causal = [a for a in self.archs if parse_arch(a)[0] != "softmax"]
-        if self.train_noise and (
-            not 1 <= self.train_noise <= 32
-            or self.train_bits
-            or max(self.layer_counts) > 1
-            or not causal
-        ):
-            raise SketchsimError("train_noise K in 1..32 trains one-layer causal architectures "
-                                 "(--arch, --layers 1), not with train_bits",
-                                 param="train_noise")  # fmt: skip
+        if self.train_noise:
+            self._check_train_noise(causal)
         if self.rebase_at or self.rebase_lr:
             self._check_rebase(causal)
         if self.train_rounding == "cut" and (
@@ -292,6 +285,33 @@ class SuitePlan:
         if self.train_inputs:
             _bounded(self.train_inputs, "train_inputs", 1, config.SWEEP_MAX_TRAIN_INPUTS,
                      self.allow_large)  # fmt: skip
+
+    def _check_train_noise(self, causal: list) -> None:
+        """Refuse train_noise K with the one thing wrong (#60: it named train_bits when
+        none was given): another suite, K outside 1..32, train_bits, no one-layer causal
+        architecture."""
+        if self.suite != "capacity":
+            raise SketchsimError(
+                "train_noise applies only to the capacity suite's one-layer causal models "
+                f"(--suite capacity --arch ... --layers 1); suite {self.suite} would ignore it",
+                param="train_noise",
+            )
+        if not 1 <= self.train_noise <= 32:
+            raise SketchsimError(
+                f"train_noise must be in 1..32, got {self.train_noise}", param="train_noise"
+            )
+        if self.train_bits:
+            raise SketchsimError(
+                "train_noise K trains in float with one K-bit register step of noise on the "
+                "state at the cut; it does not combine with train_bits: give one of them",
+                param="train_noise",
+            )
+        if max(self.layer_counts) > 1 or not causal:
+            raise SketchsimError(
+                "train_noise trains one-layer causal architectures: give --arch (linear, "
+                "based, gla, ...) and --layers 1",
+                param="train_noise",
+            )
 
     def header(self) -> dict:
         """The plan as the sweep file's header (what a resumed file must match)."""
@@ -594,3 +614,26 @@ def check_sizes(plan: SuitePlan, sizes) -> None:
                             "past it",
                             param="ranks",
                         )
+
+
+def once(items) -> tuple:
+    """``items`` without repeats, in the order first given (``--family hard,hard`` trains
+    once, as ``--arch gla,gla``)."""
+    return tuple(dict.fromkeys(items))
+
+
+def refuse_without_bits(train_bits, train_rounding, qat_from) -> None:
+    """--train-rounding and --train-bits-from say how a K-bit run trains: given without
+    --train-bits there is none (issue #60; the plan refuses --train-rounding cut itself).
+    ``None``: the option was not given."""
+    if train_bits is not None:
+        return
+    for value, flag, what in (
+        (train_rounding, "--train-rounding", "where the K-bit state is rounded in training"),
+        (qat_from, "--train-bits-from", "when training at K bits starts"),
+    ):
+        if value is not None and value != "cut":
+            raise SketchsimError(
+                f"{flag} applies only with --train-bits K (it chooses {what}); this run trains "
+                "in float and would ignore it"
+            )

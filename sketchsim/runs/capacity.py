@@ -237,8 +237,7 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
         # measured_at_bits, Fano's floor at its 95% error bound (docs/theory.md 5.4)
         "evidence": "exhaustive" if mode == "exhaustive" else "sampled",
         "floor_at_error": report.floor_at_error,
-        "ratio_at_error": (report.declared_bits / report.floor_at_error
-                           if best is not None and report.floor_at_error else None),  # fmt: skip
+        "ratio_at_error": _ratio(report.declared_bits, report.floor_at_error, best),
         "search": "scan",
         "rounding": rounding if w.causal else None,
         "curve": curve,
@@ -246,6 +245,11 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
     row.update(accuracy_check(row["float_accuracy"], curve[-1]["accuracy"], n_curve))
     theorem_guard(row, str(path))
     return row
+
+
+def _ratio(bits: float, floor: float | None, best) -> float | None:
+    """Declared bits over the error-rate floor, for a model right on every sampled input."""
+    return bits / floor if best is not None and floor else None
 
 
 def _plain(options: dict) -> dict:
@@ -499,7 +503,9 @@ def measure_file(path, samples: int, rounding: str = "every") -> dict:
     try:
         return {"row": measure_weights(path, samples, rounding=rounding)}
     except SketchsimError as exc:
-        return {"unreadable": {"weights": Path(path).name, "reason": str(exc)}}
+        from sketchsim.errors import printable
+
+        return {"unreadable": {"weights": printable(Path(path).name), "reason": str(exc)}}
 
 
 def plot_capacity(result: dict, path) -> Path:

@@ -86,12 +86,14 @@ class FrontierRun:
 
         cells = self.cells
         sizes = sorted({c["inputs"] for c in cells if c["mode"] != "exhaustive"})
+        verdicts = self.verdicts()
         return FrontierNotes(
             proved=any(c["mode"] == "exhaustive" for c in cells),
             sampled=tuple((n, error_rate_upper(0, n), collision_power(n)) for n in sizes),
             missing=any(not c["found"] or not c.get("decodable_found", False) for c in cells),
-            not_monotone=any(CellVerdict.of(c).not_monotone for c in cells),
+            not_monotone=any(v.not_monotone for v in verdicts),
             fixed=any(c["search"] == "fixed" for c in cells),
+            kinds=frozenset((v.verdict, v.shows) for v in verdicts),
         )
 
 
@@ -106,21 +108,35 @@ class CellVerdict:
     cell : dict
         The JSON ``cells`` entry.
     verdict : {"none", "proved", "not refuted"}
-        ``"none"``: no value in the range is decoded or decodable; ``"proved"``:
-        every input of the family was run; ``"not refuted"``: a sample was.
+        How strong what the cell shows is: ``"none"``: no value in the range is
+        decoded or decodable; ``"proved"``: every input of the family was run;
+        ``"not refuted"``: a sample was.
     not_monotone : bool
         Scanned, and the verdicts are not monotone in the parameter.
+    shows : {"decoded", "decodable", "neither"}
+        What the cell shows (proved or not refuted, as ``verdict`` says):
+        ``"decoded"``: some value's own readout is right on every input run (its
+        transcripts are then decodable too); ``"decodable"``: only that some
+        value's transcripts separate the answers (some decoder exists, the
+        protocol's readout is wrong at every value); ``"neither"``.
     """
 
     name: str
     cell: dict
     verdict: str
     not_monotone: bool
+    shows: str = "decoded"
 
     @classmethod
     def of(cls, c: dict) -> CellVerdict:
         """The verdict of cell ``c``."""
-        if not c["found"] and not c.get("decodable_found", False):
+        if c["found"]:
+            shows = "decoded"
+        elif c.get("decodable_found", False):
+            shows = "decodable"
+        else:
+            shows = "neither"
+        if shows == "neither":
             verdict = "none"
         elif c["mode"] == "exhaustive":
             verdict = "proved"
@@ -131,6 +147,7 @@ class CellVerdict:
             cell=c,
             verdict=verdict,
             not_monotone=c["search"] == "scan" and c["monotone"] is False,
+            shows=shows,
         )
 
 
@@ -155,6 +172,9 @@ class FrontierNotes:
         Some scanned cell's verdicts are not monotone in the parameter.
     fixed : bool
         Some protocol has no such parameter (measured once).
+    kinds : frozenset of (str, str)
+        Every ``(verdict, shows)`` of the cells (:class:`CellVerdict`): the notes
+        say what each kind of cell proved (decoded, decodable only, neither).
     """
 
     proved: bool
@@ -162,6 +182,7 @@ class FrontierNotes:
     missing: bool
     not_monotone: bool
     fixed: bool
+    kinds: frozenset = frozenset()
 
 
 # What the table and the plot read from a resumed cell, with their JSON types.

@@ -12,7 +12,10 @@ non-decreasing in the parameter (``Protocol.monotone``, or the built-in kernel h
 was monotone.  A parameter the protocol does not have is refused
 (:func:`check_vary` names the protocols' parameters), unless the caller runs
 several protocols of which another has it: then this one is measured once
-("fixed").
+("fixed").  A range with a value the parameter does not allow (below its
+minimum, above its maximum, not among its choices) is refused, never clipped
+(:func:`check_range`): the range searched is the range the title and the
+result file name.
 
 Verdicts are three-valued as in :mod:`sketchsim.sketch.verdicts`: the search
 takes the smallest value *not refuted* (no wrong input, resp. no collision and
@@ -21,7 +24,6 @@ no entropy refutation, among the inputs run); only an exhaustive cell proves it.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -38,6 +40,7 @@ __all__ = [
     "Cell",
     "parse_vary",
     "check_vary",
+    "check_range",
     "is_monotone",
     "frontier_cell",
     "BUILTIN_MONOTONE",
@@ -82,7 +85,8 @@ def _params_text(protocol: Protocol) -> str:
 
 
 def check_vary(vary: Vary, protocols) -> None:
-    """Refuse a varied parameter that none of ``protocols`` has, naming theirs.
+    """Refuse a varied parameter that none of ``protocols`` has, naming theirs, and a range
+    with a value the parameter does not allow (:func:`check_range`).
 
     Raises
     ------
@@ -91,12 +95,50 @@ def check_vary(vary: Vary, protocols) -> None:
     """
     protocols = list(protocols)
     if any(vary.name in {p.name for p in proto.params} for proto in protocols):
+        for proto in protocols:
+            check_range(vary, proto)
         return
     have = "; ".join(_params_text(proto) for proto in protocols)
     raise SketchsimError(
         f"vary: no protocol has a parameter {vary.name!r} (parameters of {have})",
         param="vary",
     )
+
+
+def check_range(vary: Vary, protocol: Protocol) -> None:
+    """Refuse ``vary`` when ``protocol``'s parameter of that name is not an integer or does
+    not allow every value of the range (its minimum, maximum or choices): the range is
+    searched as given, never clipped.  A protocol without the parameter passes.
+
+    Raises
+    ------
+    PluginError
+        With ``param="vary"``, naming the parameter and the values it allows.
+    """
+    param = {p.name: p for p in protocol.params}.get(vary.name)
+    if param is None:
+        return
+    if param.type != "int":
+        raise PluginError(
+            f"protocol {protocol.name}: parameter {vary.name} is {param.type}, not int",
+            param="vary",
+        )
+    allowed = set(param.choices)
+    outside = [
+        v
+        for v in (vary.lo, vary.hi)
+        if (param.minimum is not None and v < param.minimum)
+        or (param.maximum is not None and v > param.maximum)
+    ]
+    if allowed and not outside:
+        outside = [next((v for v in range(vary.lo, vary.hi + 1) if v not in allowed), None)]
+        outside = [v for v in outside if v is not None]
+    if outside:
+        raise PluginError(
+            f"protocol {protocol.name}: {vary.name} must be {param.range_text()}; the range "
+            f"{vary} holds {outside[0]} (give LO..HI within it)",
+            param="vary",
+        )
 
 
 def is_monotone(protocol: Protocol, name: str, source: str = "") -> bool:
@@ -238,16 +280,8 @@ def frontier_cell(
         how, monotone, best, carried = "fixed", None, None, None
         found, carried_found = ok(None), decodable(None)
     else:
-        if param.type != "int":
-            raise PluginError(
-                f"protocol {protocol.name}: parameter {vary.name} is {param.type}, not int"
-            )
-        lo = vary.lo if param.minimum is None else max(vary.lo, math.ceil(param.minimum))
-        if lo > vary.hi:
-            raise PluginError(
-                f"protocol {protocol.name}: {vary.name} must be >= {param.minimum}, "
-                f"the range {vary} has no such value"
-            )
+        check_range(vary, protocol)  # the range as given, or refused: never clipped
+        lo = vary.lo
         declared = is_monotone(protocol, vary.name, source)
         how, monotone, best = _search(ok, lo, vary.hi, search, declared)
         carried = _search(decodable, lo, vary.hi, search, declared)[2]

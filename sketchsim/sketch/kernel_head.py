@@ -35,7 +35,7 @@ VALUES = ("identity", "blocks")
 
 KERNEL_PARAMS = (
     Param("r", "int", 1, "features per head", minimum=1),
-    Param("bits", "int", 8, "bits per sketch entry", minimum=1),
+    Param("bits", "int", 8, "bits per sketch entry", minimum=1, maximum=62),
     Param("values", "str", "identity", "value map", choices=VALUES),
 )
 

@@ -88,14 +88,20 @@ class MQARFamily(Family):
             raise FamilyError(f"q must be >= 1, got {self.q}")
         if self.s < 1:
             raise FamilyError(f"s must be >= 1, got {self.s}")
+        # each pair has its own key: pairs (q when not given) is bounded by the key limit
+        # too, and named as such, not as the keys it would default the vocabulary to
+        for name, value in (("q", self.q), ("pairs", self.pairs), ("keys", self.keys)):
+            if value > MQAR_MAX_KEYS:
+                raise FamilyError(
+                    f"mqar {name}={value} is too large: at most {MQAR_MAX_KEYS} "
+                    "(q <= pairs <= keys, each pair's key distinct)"
+                )
         self.pairs = self.pairs or self.q
         self.keys = self.keys or self.pairs
         if self.pairs < self.q:
             raise FamilyError(f"mqar needs pairs >= q, got pairs={self.pairs}, q={self.q}")
         if self.keys < self.pairs:
             raise FamilyError(f"mqar needs keys >= pairs, got keys={self.keys}, pairs={self.pairs}")
-        if self.keys > MQAR_MAX_KEYS:
-            raise FamilyError(f"mqar keys={self.keys} exceeds the limit {MQAR_MAX_KEYS}")
         if self.value_bits > 32:
             raise FamilyError(f"mqar values need s < 2^32, got s={self.s}")
         rng = np.random.default_rng([self.seed, 7])
@@ -202,13 +208,14 @@ MQAR = FamilyType(
     "multi-query associative recall (zoology): q fixed query keys, values in 0..s",
     _build,
     params=(
-        Param("keys", "int", 0, "key vocabulary size (0: pairs)", minimum=0),
+        Param("keys", "int", 0, "key vocabulary size (0: pairs)", minimum=0, maximum=MQAR_MAX_KEYS),
         Param(
             "pairs",
             "int",
             0,
             "key/value data tokens (0: q); extra pairs are distractors",
             minimum=0,
+            maximum=MQAR_MAX_KEYS,
         ),
         Param("shuffle", "bool", True, "seeded order of the pairs per input"),
     ),

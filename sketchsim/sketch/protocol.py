@@ -60,6 +60,8 @@ class Param:
         Allowed values (for ``str``).
     minimum : number, optional
         Smallest allowed value (for ``int`` and ``float``).
+    maximum : number, optional
+        Largest allowed value (for ``int`` and ``float``).
     """
 
     name: str
@@ -68,6 +70,7 @@ class Param:
     help: str = ""
     choices: tuple = ()
     minimum: float | None = None
+    maximum: float | None = None
 
     def __post_init__(self):
         if self.type not in _TYPES:
@@ -80,6 +83,21 @@ class Param:
             raise PluginError(
                 f"parameter {self.name}: default {self.default} is below its minimum {self.minimum}"
             )
+        if self.maximum is not None and self.default > self.maximum:
+            raise PluginError(
+                f"parameter {self.name}: default {self.default} is above its maximum {self.maximum}"
+            )
+
+    def range_text(self) -> str:
+        """The allowed values in words: ``"1..62"``, ``">= 1"``, ``"one of a, b"``, ``""``."""
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        lo, hi = (None if x is None else _bound_text(x) for x in (self.minimum, self.maximum))
+        if lo is not None and hi is not None:
+            return f"{lo}..{hi}"
+        if lo is not None:
+            return f">= {lo}"
+        return f"<= {hi}" if hi is not None else ""
 
     def describe(self) -> str:
         kind = "|".join(map(str, self.choices)) if self.choices else self.type
@@ -108,7 +126,7 @@ class Param:
         return value
 
     def check(self, value, owner: str, error: type[SketchsimError] = PluginError) -> None:
-        """Raise ``error`` when ``value`` is outside the declared choices or minimum."""
+        """Raise ``error`` when ``value`` is outside the declared choices, minimum or maximum."""
         if self.choices and value not in self.choices:
             raise error(
                 f"{owner}: {self.name} must be one of "
@@ -116,6 +134,13 @@ class Param:
             )
         if self.minimum is not None and value < self.minimum:
             raise error(f"{owner}: {self.name} must be >= {self.minimum}, got {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise error(f"{owner}: {self.name} must be <= {self.maximum}, got {value}")
+
+
+def _bound_text(x) -> str:
+    """A minimum or maximum as written: ``1``, ``65536``, ``0.5``."""
+    return str(int(x)) if _is_int(x) or float(x).is_integer() else str(x)
 
 
 def _has_type(value, kind: str) -> bool:

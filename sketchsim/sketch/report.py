@@ -176,8 +176,11 @@ def protocol_report(
         error_rate_upper95=None if exact else error_rate_upper(B - n_correct, B),
         floor_at_error=None
         if exact
-        else fano_floor(family.bound_bits, family.q * math.log2(family.s + 1),
-                        error_rate_upper(B - n_correct, B)),  # fmt: skip
+        else fano_floor(
+            family.bound_bits,
+            family.q * math.log2(family.s + 1),
+            error_rate_upper(B - n_correct, B),
+        ),  # fmt: skip
         collision_check_power=None if exact else collision_power(B),
     )
     report.decoded_reason = report.verdict_text()

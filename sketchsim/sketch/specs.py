@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from sketchsim.errors import SketchsimError
+from sketchsim.errors import SketchsimError, printable
 
 __all__ = [
     "parse_int",
@@ -62,7 +62,10 @@ def load_file(path: Path, kind: str, prefix: str, error: type[SketchsimError] = 
     included, becomes ``error``; only ``KeyboardInterrupt`` passes through.
     """
     if not path.is_file():
-        raise error(f"{kind} file {path} does not exist")
+        from sketchsim.input_files import file_problem
+
+        why = file_problem(path, "does not exist") or "cannot be read"
+        raise error(f"{kind} file {printable(path)} {why}")
     where = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
     what = hashlib.sha1(path.read_bytes()).hexdigest()[:10]
     name = f"{prefix}_{path.stem.replace('-', '_')}_{where}_{what}"

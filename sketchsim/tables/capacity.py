@@ -3,10 +3,9 @@ smallest decoding state per architecture, and the notes under them."""
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
 
-from sketchsim.tables.common import num
+from sketchsim.tables.common import num, plain
 
 __all__ = ["show_capacity"]
 
@@ -39,7 +38,7 @@ def show_capacity(console, result: dict) -> None:
     for r in result["rows"]:
         flag = " [red]![/red]" if r.get("accuracy_mismatch") else ""
         table.add_row(
-            escape(r["architecture"]) + flag,
+            plain(r["architecture"]) + flag,
             str(r["seed"]),
             str(r["q"]),
             str(r["s"]),
@@ -54,18 +53,18 @@ def show_capacity(console, result: dict) -> None:
             f"{r['correct_fraction']:.4f}",
         )
     for bad in result["unreadable"]:
-        table.add_row(escape(bad["weights"]), *["-"] * (len(cols) - 2), "[red]unreadable[/red]")
+        table.add_row(plain(bad["weights"]), *["-"] * (len(cols) - 2), "[red]unreadable[/red]")
     console.print(table)
     _show_frontier(console, result["frontier"])
     for r in result["rows"]:
         if r.get("accuracy_mismatch"):
             console.print(
-                f"[red]![/red] {escape(r['weights'])}: the engine at K = 32 is right on "
+                f"[red]![/red] {plain(r['weights'])}: the engine at K = 32 is right on "
                 f"{r['engine_accuracy_k32']:.3f} of the inputs where training recorded "
                 f"{r['float_accuracy']:.3f}: the file may not run the model that was trained"
             )
     for bad in result["unreadable"]:
-        console.print(f"unreadable: {escape(bad['weights'])}: {escape(bad['reason'])}")
+        console.print(f"unreadable: {plain(bad['weights'])}: {plain(bad['reason'])}")
     for ref in result["references"]:
         console.print(
             f"{ref['protocol']} on {ref['family']} q={ref['q']} s={ref['s']}: "
@@ -88,7 +87,7 @@ def _show_frontier(console, frontier: list[dict]) -> None:
             f["family"],
             str(f["q"]),
             str(f["s"]),
-            escape(f["kind"]),
+            plain(f["kind"]),
             str(f["models"]),
             str(f["decoded_models"]),
             f"r{b['rank']} d{b['value_width']} seed {b['seed']}" if b else "-",

@@ -6,16 +6,18 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
-from sketchsim.tables.common import num
+from sketchsim.tables.common import num, plain
 
 __all__ = ["show_frontier"]
 
 
-#: A few words per cell's verdict; :func:`_frontier_notes` explains them once.
+#: A few words per cell's (verdict, what it shows); :func:`_frontier_notes` explains them once.
 _VERDICT_CELLS = {
-    "none": "[red]none[/red]",
-    "proved": "[green]proved[/green]",
-    "not refuted": "[yellow]not refuted[/yellow]",
+    ("none", "neither"): "[red]none[/red]",
+    ("proved", "decoded"): "[green]proved[/green]",
+    ("not refuted", "decoded"): "[yellow]not refuted[/yellow]",
+    ("proved", "decodable"): "[green]proved[/green]: [yellow]decodable[/yellow]",
+    ("not refuted", "decodable"): "[yellow]not refuted: decodable[/yellow]",
 }
 
 
@@ -60,7 +62,7 @@ def show_frontier(console, result) -> None:
         table.add_row(
             str(c["q"]),
             str(c["s"]),
-            v.name,
+            plain(v.name),  # a spec's file name: one line, no markup
             num(c["bound_bits"]),
             _value(c["search"], c["found"], c["value"]),
             _bits(c["declared_bits"], c["declared_ratio"]),
@@ -68,7 +70,7 @@ def show_frontier(console, result) -> None:
             _bits(c.get("decodable_declared_bits"), c.get("decodable_declared_ratio")),
             f"{c['inputs']:,}",  # all of them when "proved", a sample when "not refuted"
             search,
-            _VERDICT_CELLS[v.verdict],
+            _VERDICT_CELLS[v.verdict, v.shows],
         )
     console.print(table)
     for line in _frontier_notes(result.notes()):
@@ -84,24 +86,44 @@ def _bits(bits, ratio) -> str:
 
 def _frontier_notes(notes) -> list[str]:
     """The long explanation of the table's verdicts (a
-    :class:`~sketchsim.runs.frontier.FrontierNotes`), once for all cells."""
+    :class:`~sketchsim.runs.frontier.FrontierNotes`), once for all cells: what each kind
+    of cell proved (decoded, decodable only, neither) and what it rests on."""
     lines = []
-    if notes.proved:
+    kinds = notes.kinds
+    if ("proved", "decoded") in kinds:
         lines.append(
-            "proved: every input of the family was run; the decoded value is correct on every "
-            "input and the decodable value's transcripts separate every two answer vectors"
+            "proved: every input of the family was run; decoded: at the decoded value the "
+            "protocol's own readout is right on every input, and the decodable value's "
+            "transcripts separate every two answer vectors"
+        )
+    if ("proved", "decodable") in kinds:
+        lines.append(
+            "proved: decodable: every input of the family was run; the decodable value's "
+            "transcripts separate every two answer vectors (some decoder exists), but no value "
+            "in the range is decoded: the protocol's own readout is wrong on some input"
         )
     for n, error_upper, power in notes.sampled:
         lines.append(
-            f"not refuted ({n:,} sampled inputs): the decoded value is correct on the "
-            f"{n:,} sampled inputs (error rate < {error_upper:.2g} at 95%) and the "
+            f"not refuted ({n:,} sampled inputs): a decoded value is correct on the "
+            f"{n:,} sampled inputs (error rate < {error_upper:.2g} at 95%) and a "
             f"decodable value shows no collision among them (collision check reach "
             f"{'-' if power is None else f'{power:.2g}'}); neither is proved for the other inputs"
         )
+    if ("not refuted", "decodable") in kinds:
+        lines.append(
+            "not refuted: decodable: the decodable value shows no collision among the "
+            "sampled inputs, but no value in the range is decoded: the protocol's own readout "
+            "is wrong on some sampled input"
+        )
     if notes.missing:
         lines.append(
-            "none: no value in the range is correct (decoded) or decodable; each such cell's "
-            "decodable_reason in the JSON says how the last value was refuted"
+            "none in a value column: no value in the range is decoded (resp. decodable)"
+            + (
+                "; verdict none: neither, and each such cell's decodable_reason in the JSON "
+                "says how the last value was refuted"
+                if ("none", "neither") in kinds
+                else ""
+            )
         )
     if notes.not_monotone:
         lines.append("scan*: the scanned verdicts are not monotone in the parameter")
