@@ -20,7 +20,7 @@ def test_cold_loops_group_the_main_jobs_protocols_by_engine_loop(tmp_path, monke
     monkeypatch.setenv("SKETCHSIM_CACHE_DIR", str(tmp_path))
     fam = HardFamily(4, 1)
     plug = write_plugin(tmp_path)
-    resolved = resolve_protocols([*DEFAULT_SPECS, f"{plug}:P", "kernel:bits=200"])
+    resolved = resolve_protocols([*DEFAULT_SPECS, f"{plug}:P", "kernel:r=5000000"])
     groups = cold_loops(fam, resolved)
     # raw; the two count protocols; the four kernel heads (one loop, shared); the
     # plug-in and a spec whose plan fails are left to the measuring process

@@ -168,7 +168,7 @@ def test_malformed_weights_are_one_line_exit_2(tmp_path, how, needle):
         ("trained:weights=MISSING", "no such file"),
         ("trained:weights=GARBAGE", "not a readable .npz"),
         ("trained", "needs weights=PATH"),
-        ("trained:weights=GOOD,bits=33", "bits must be in 1..32, got 33"),
+        ("trained:weights=GOOD,bits=33", "bits must be <= 32, got 33"),
         ("trained:weights=GOOD,bits=0", "bits must be >= 1"),
     ],
 )
