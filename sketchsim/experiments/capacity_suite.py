@@ -758,8 +758,12 @@ def _kept(row, weights_dir):
     """A resumed ``row``, or None (run again) when the weights file it names in
     ``weights_dir`` is gone or holds other bytes than the run wrote (its ``weights_sha256``;
     a row from before that field cannot be checked and is run again)."""
-    if row is None or weights_dir is None or not row.get("weights"):
+    if row is None or weights_dir is None:
         return row
+    if not row.get("weights"):  # a run kept without a file now asked for one: train it again
+        spec = row.get("spec") or {}
+        wanted = spec.get("model") != "softmax" and not row.get("weights_refused")
+        return None if wanted else row
     name = str(row["weights"])
     if Path(name).name != name:  # a file name, never a path (the sweep file is input)
         return None

@@ -470,7 +470,7 @@ def capacity_dir(
         seen = {}
         for r in rows:
             key = (r["family"], r["q"], r["s"])
-            if key not in seen:
+            if key not in seen and r.get("family_name", r["family"]) in REFERENCES:
                 name, seed = r.get("family_name", r["family"]), r.get("family_seed", 0)
                 seen[key] = make_family(name, r["q"], r["s"], seed, r.get("family_options"))
         for key in sorted(seen):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sketchsim.checkpoint import Checkpoint, unit_key
-from sketchsim.errors import SketchsimError
+from sketchsim.errors import SketchsimError, printable
 from sketchsim.runs.clusters import open_cluster
 from sketchsim.units import run_units
 
@@ -276,10 +276,14 @@ def _cell_key(c: dict, _file=None) -> str:
     return unit_key(c["q"], c["s"], c["spec"], c["identity"], c["family_identity"])
 
 
-def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str, built=None) -> dict:
+def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str, built=None,
+                 identity: str | None = None) -> dict:  # fmt: skip
     """One cell as a JSON entry, built from specs alone (so a Dask worker can run it).
 
-    ``built`` is ``(family, family identity)`` when the caller has them already.
+    ``built`` is ``(family, family identity)`` when the caller has them already;
+    ``identity`` the protocol's as the run resolved it (its files' content included):
+    a cell whose spec now resolves to another (a weights file replaced during the run)
+    is refused, never measured as another model under the run's key (#60).
     """
     from sketchsim.sketch.family_plugins import family_identity
     from sketchsim.sketch.frontier import frontier_cell, parse_vary
@@ -291,6 +295,11 @@ def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str, built=None) -> d
         built = family, family_identity(plan.family, family)
     family, fam_id = built
     ((_, r),) = resolve_protocols([spec])
+    if identity is not None and r.identity != identity:
+        raise SketchsimError(
+            f"{printable(spec)[:120]}: a file it reads changed during the run (its protocol "
+            "now resolves to other content); run again on files that stay put"
+        )
     check_support([(spec, r)], family)
     try:
         cell = frontier_cell(
@@ -365,11 +374,14 @@ def run(
         slots[i] = cell
         store.save([c for c in slots if c is not None], False)
 
+    identities = dict(resolved)
+
     def cell_args(i: int, client) -> tuple:
         q, s, spec = units[i]
+        ident = identities[spec].identity
         if client is None:  # this process has the family and its identity already
-            return plan, q, s, spec, (families[q, s], fam_ids[q, s])
-        return plan, q, s, spec
+            return plan, q, s, spec, (families[q, s], fam_ids[q, s]), ident
+        return plan, q, s, spec, None, ident
 
     with open_cluster(cluster, log=log) as (client, _spec):
         result.cells = run_units(

@@ -199,11 +199,22 @@ def pin_content(proto: Protocol, params: dict, digests: list[tuple[str, str]]) -
     file in the run (each ``K`` of a frontier, each chunk) is those bytes or refused, so
     one run measures one model even if the file is replaced while it runs (#60)."""
     pin = next((p for p in proto.params if p.name == "sha256"), None)
-    if pin is None or pin.type != "str" or params.get("sha256") or len(digests) != 1:
+    if pin is None or pin.type != "str" or len(digests) != 1:
         return
     digest = digests[0][1]
-    if digest.startswith("sha256:"):
-        params["sha256"] = digest[len("sha256:") :]
+    have = digest[len("sha256:") :] if digest.startswith("sha256:") else None
+    given = str(params.get("sha256") or "").strip().lower()
+    if given and (len(given) != 64 or any(c not in "0123456789abcdef" for c in given)):
+        raise PluginError(f"protocol {proto.name}: sha256 must be 64 hex digits, got "
+                          f"{ascii(params['sha256'])[:80]}", param="sha256")  # fmt: skip
+    if given and have is not None and given != have:
+        raise PluginError(
+            f"protocol {proto.name}: the spec names sha256 {given[:16]}..., and the file "
+            f"{digests[0][0]} holds {have[:16]}...: another file than the one named",
+            param="sha256",
+        )
+    if have is not None:
+        params["sha256"] = have
 
 
 def _path_digests(proto: Protocol, params: dict) -> list[tuple[str, str]]:

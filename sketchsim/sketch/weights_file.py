@@ -355,8 +355,9 @@ def load_weights(path, sha256: str | None = None) -> Weights:
         _fail(path, f"cannot be read ({exc.strerror or exc})")
     key = hashlib.sha256(data).hexdigest()
     if sha256 and key != sha256:
-        _fail(path, f"is not the file this run read (its sha256 is {key[:16]}..., the run "
-                    f"measures {str(sha256)[:16]}...): it changed during the run")  # fmt: skip
+        _fail(path, f"is not the content the run pinned (its sha256 is {key[:16]}..., the "
+                    f"run measures {str(sha256)[:16]}...): it changed during the run, or the "
+                    "pin names another file")  # fmt: skip
     if key in _LOADED:
         w = _LOADED[key]
         return Weights(w.header, w.arrays, str(path), key)

@@ -101,7 +101,7 @@ def test_case1_a_file_replaced_before_its_first_load_is_refused(two, tmp_path):
         load_weights(path, sha256=pinned[:-1] + ("0" if pinned[-1] != "0" else "1"))
     res = run("transcript", "--q", "3", "--s", "1", "--quiet", "--protocol",
               f"trained:weights={path},bits=4,sha256={pinned[:-1]}0")  # fmt: skip
-    assert res.exit_code == 2 and "changed during the run" in res.output
+    assert res.exit_code == 2 and "another file than the one named" in res.output
 
 
 # --------------------------------------------------------------- 2. labels and plug-ins
@@ -252,3 +252,40 @@ def test_case4b_runs_that_differ_in_steps_write_distinct_files_and_resume_rechec
     assert res.exit_code == 0, res.output
     again = json.loads(out.read_text())["runs"][0]
     assert sha(path) == again["weights_sha256"] != sha(w / rows[3]["weights"])
+
+
+def test_case1_a_given_sha256_must_be_the_files(two):
+    a, b = two
+    r = resolve(f"trained:weights={a},sha256={sha(a).upper()}")
+    assert r.params["sha256"] == sha(a)
+    for bad, why in ((sha(b), "another file than the one named"), ("abc", "64 hex digits")):
+        with pytest.raises(PluginError, match=why):
+            resolve(f"trained:weights={a},sha256={bad}")
+
+
+def test_case1_a_frontier_cell_refuses_a_spec_that_now_resolves_elsewhere(two, tmp_path):
+    from sketchsim.errors import SketchsimError
+    from sketchsim.runs.frontier import FrontierPlan, measure_cell
+
+    path = tmp_path / "m.npz"
+    shutil.copy(two[0], path)
+    spec = f"trained:weights={path}"
+    first = resolve(spec).identity
+    plan = FrontierPlan((spec,), "bits=1..2", (3,), (1,))
+    cell = measure_cell(plan, 3, 1, spec, identity=first)
+    assert cell["identity"] == first
+    shutil.copy(two[1], path)  # replaced between two cells of one run
+    with pytest.raises(SketchsimError, match="changed during the run"):
+        measure_cell(plan, 3, 1, spec, identity=first)
+
+
+def test_case4c_a_run_kept_without_a_file_is_trained_again_when_one_is_asked(tmp_path):
+    from sketchsim.experiments.capacity_suite import _kept
+
+    row = {"spec": {"model": "causal"}, "weights": None, "weights_refused": None}
+    assert _kept(row, None) is row  # no folder asked: kept
+    assert _kept(row, tmp_path) is None  # a folder asked: trained again, its file written
+    refused = {**row, "weights_refused": "not finite"}
+    assert _kept(refused, tmp_path) is refused
+    soft = {"spec": {"model": "softmax"}, "weights": None, "weights_refused": None}
+    assert _kept(soft, tmp_path) is soft
