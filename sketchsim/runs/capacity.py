@@ -142,7 +142,7 @@ def measure_weights(
 
 def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dict:
     """:func:`measure_weights` of the loaded, pinned file ``w``."""
-    from sketchsim.sketch.family_plugins import family_label
+    from sketchsim.sketch.family_plugins import family_label, plain_options
     from sketchsim.sketch.measure import choose_answers, measure
     from sketchsim.sketch.plugins import resolve
 
@@ -200,7 +200,7 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
         "plugin": plugin or None,
         "family": family_label(family),
         "family_name": family.name,
-        "family_options": _plain(family.options()),
+        "family_options": plain_options(family.options()),
         "family_seed": family.seed,
         "q": family.q,
         "s": family.s,
@@ -250,12 +250,6 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
 def _ratio(bits: float, floor: float | None, best) -> float | None:
     """Declared bits over the error-rate floor, for a model right on every sampled input."""
     return bits / floor if best is not None and floor else None
-
-
-def _plain(options: dict) -> dict:
-    import json
-
-    return json.loads(json.dumps(options or {}, sort_keys=True, default=str))
 
 
 def accuracy_check(recorded, engine: float, inputs: int) -> dict:

@@ -133,16 +133,19 @@ def supports(protocol, family_name: str) -> bool:
     return family_name in tuple(getattr(protocol, "families", ("hard",)))
 
 
+def plain_options(options: dict | None) -> dict:
+    """A family's options as JSON records them (keys sorted, values JSON types)."""
+    import json
+
+    return json.loads(json.dumps(options or {}, sort_keys=True, default=str))
+
+
 def family_label(family) -> str:
     """A family as results name it: its name, the options that differ from its defaults at
     its size (``mqar:pairs=6``; ``mqar`` with every option at its default) and a seed
     other than 0 (``hard seed 3``).  Two families with one label build the same inputs;
     summaries group rows by it."""
-    import json
-
-    def plain(options):
-        return json.loads(json.dumps(options or {}, sort_keys=True, default=str))
-
+    plain = plain_options
     opts = plain(family.options())
     try:
         default = plain(make_family(family.name, family.q, family.s, family.seed).options())
