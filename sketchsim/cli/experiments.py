@@ -247,7 +247,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
     if heads and len(heads) > 1 and suite != "capacity":
         raise SketchsimError("--heads takes one number outside the capacity suite")
     capacity = suite == "capacity"
-    refuse_without_bits(train_bits, train_rounding, qat_from) if capacity else None
+    refuse_without_bits(suite, train_bits, train_rounding, qat_from)
     plan = default_plan(suite).with_(
         archs=_names(archs, "--arch") if archs is not None else None,
         qs=tuple(_ints(qs, "--q")) if qs is not None else None,

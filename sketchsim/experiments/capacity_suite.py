@@ -163,9 +163,10 @@ def batch_key(spec: CapacitySpec) -> CapacitySpec:
 
 def batchable(spec: CapacitySpec) -> bool:
     """Whether a run may train in a batch: a causal model in float, no model plug-in."""
-    return (spec.model == "causal" and not spec.train_bits and not spec.model_plugin
-            and not spec.weight_l1 and not spec.train_noise
-            and not spec.rebase_at and not spec.rebase_lr)  # fmt: skip
+    from sketchsim.experiments.plan import trains_batched
+
+    return trains_batched(spec.model, spec.train_bits, spec.model_plugin, spec.weight_l1,
+                          spec.train_noise, spec.rebase_at, spec.rebase_lr)  # fmt: skip
 
 
 def family_answers(family, n: int, seed: int, stream: int) -> np.ndarray:

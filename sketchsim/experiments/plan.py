@@ -206,12 +206,11 @@ class SuitePlan:
         )
 
     def batchable(self) -> bool:
-        """Whether ``batch`` has a run to batch: a causal ``--arch`` trained in float, with no
-        weight_l1, train_noise or rebase (as
-        :func:`~sketchsim.experiments.capacity_suite.batchable` decides per run)."""
-        tuned = self.train_bits or self.weight_l1 or self.train_noise
+        """Whether ``batch`` has a run to batch: a causal ``--arch`` run (no plug-in) that
+        :func:`trains_batched` accepts with the plan's training options."""
         causal = [a for a in self.archs if parse_arch(a)[0] != "softmax"]
-        return bool(causal) and not (tuned or self.rebase_at or self.rebase_lr)
+        tuned = (self.train_bits, "", self.weight_l1, self.train_noise, self.rebase_at)
+        return bool(causal) and trains_batched("causal", *tuned, self.rebase_lr)
 
     def validate(self) -> None:
         """One-line errors naming the parameter, for every impossible value."""
@@ -622,11 +621,12 @@ def once(items) -> tuple:
     return tuple(dict.fromkeys(items))
 
 
-def refuse_without_bits(train_bits, train_rounding, qat_from) -> None:
-    """--train-rounding and --train-bits-from say how a K-bit run trains: given without
-    --train-bits there is none (issue #60; the plan refuses --train-rounding cut itself).
-    ``None``: the option was not given."""
-    if train_bits is not None:
+def refuse_without_bits(suite: str, train_bits, train_rounding, qat_from) -> None:
+    """--train-rounding and --train-bits-from say how a capacity run trains at K bits: given
+    without --train-bits there is none (issue #60; the plan refuses --train-rounding cut
+    itself; other suites refuse both as options they do not read).  ``None``: the option
+    was not given."""
+    if suite != "capacity" or train_bits is not None:
         return
     for value, flag, what in (
         (train_rounding, "--train-rounding", "where the K-bit state is rounded in training"),
@@ -637,3 +637,12 @@ def refuse_without_bits(train_bits, train_rounding, qat_from) -> None:
                 f"{flag} applies only with --train-bits K (it chooses {what}); this run trains "
                 "in float and would ignore it"
             )
+
+
+def trains_batched(model: str, train_bits: int, model_plugin: str, weight_l1: float,
+                   train_noise: int, rebase_at: int, rebase_lr: float) -> bool:  # fmt: skip
+    """Whether a run of these settings may train in a batch: a causal model in float, no
+    model plug-in, no weight L1, noise or basis change (the one rule: the plan's
+    ``batch`` check and :func:`~sketchsim.experiments.capacity_suite.batchable` call it)."""
+    return model == "causal" and not (train_bits or model_plugin or weight_l1 or train_noise
+                                      or rebase_at or rebase_lr)  # fmt: skip
