@@ -746,13 +746,11 @@ def refuse_plugin_names(specs: list[CapacitySpec]) -> None:
     """Refuse, before any run trains, a model plug-in whose NAME its rows could not carry
     (a built-in kind's or feature map's, or not a plain name:
     :func:`~sketchsim.sketch.weights_file.check_plugin_name`)."""
-    from sketchsim.sketch.weights_file import check_plugin_name
+    from sketchsim.experiments.model_plugins import check_spec_name
 
     for spec in specs:
-        why = spec.model_plugin and check_plugin_name(spec.model_plugin.rsplit(":", 1)[-1])
-        if why:
-            raise PluginError(f"model {ascii(spec.model_plugin)[1:-1][:80]}: {why}",
-                              param="model_plugin")  # fmt: skip
+        if spec.model_plugin:
+            check_spec_name(spec.model_plugin)
 
 
 def _kept(row, weights_dir):

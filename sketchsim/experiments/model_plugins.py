@@ -60,6 +60,7 @@ __all__ = [
     "plugin_label",
     "declared_map",
     "engine_refusal",
+    "check_spec_name",
 ]
 
 ENTRY_POINT_GROUP = "sketchsim.models"
@@ -153,6 +154,22 @@ def _remember(layer: type, spec: str) -> type:
     return layer
 
 
+def check_spec_name(spec: str) -> None:
+    """Refuse a model spec whose NAME (its last ``:`` part, what its rows and files are
+    labelled with) a label may not carry: :func:`~sketchsim.sketch.weights_file.
+    check_plugin_name`.
+
+    Raises
+    ------
+    PluginError
+    """
+    from sketchsim.sketch.weights_file import check_plugin_name
+
+    why = check_plugin_name(spec.rsplit(":", 1)[-1])
+    if why:
+        raise PluginError(f"model {ascii(spec)[1:-1][:80]}: {why}", param="model_plugin")
+
+
 def resolve_model(spec: str) -> type:
     """The layer class of ``NAME`` (an entry point), ``path/file.py:NAME`` or ``pkg.mod:NAME``.
 
@@ -161,12 +178,8 @@ def resolve_model(spec: str) -> type:
     PluginError
         Unknown, broken or ambiguous models.
     """
-    from sketchsim.sketch.weights_file import check_plugin_name
-
+    check_spec_name(spec)
     head, _, name = spec.partition(":")
-    why = check_plugin_name(spec.rsplit(":", 1)[-1])  # the NAME its rows are labelled with
-    if why:
-        raise PluginError(f"model {ascii(spec)[1:-1][:80]}: {why}", param="model_plugin")
     if head.endswith(".py"):
         module = specs.load_file(Path(head), "model", "sketchsim_model", PluginError)
     elif name:

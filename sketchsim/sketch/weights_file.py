@@ -167,8 +167,8 @@ def builtin_label(arch: dict) -> str:
         from sketchsim.sketch.causal import causal_dims, causal_name
 
         return f"{causal_name(arch)} {causal_dims(arch)}"
-    a = arch
-    return f"{a['feature_map']} L{a['layers']} H{a['heads']} r{a['rank']} d{a['value_width']}"
+    dims = f"L{arch['layers']} H{arch['heads']} r{arch['rank']} d{arch['value_width']}"
+    return f"{arch['feature_map']} {dims}"
 
 
 def label_name(label: str, arch: dict) -> str | None:
