@@ -39,6 +39,7 @@ from sketchsim.experiments.capacity_models import (
     export_arrays,
     qat_quantizer,
 )
+from sketchsim.experiments.recipe import recipe
 from sketchsim.experiments.stats import mean_interval
 from sketchsim.minip.bits import unpack_bits
 from sketchsim.sketch.family_plugins import make_family
@@ -373,6 +374,8 @@ def finish_run(spec: CapacitySpec, fam, model, T: np.ndarray, err: float, step: 
         "weight_l1": spec.weight_l1,
         "train_noise": spec.train_noise or None,
         "train_inputs": int(T.shape[0]),
+        # what training fixed by hand: the layout and training choices (#63)
+        "recipe": spec_recipe(spec, bits),
         "weights": None,
         "weights_sha256": None,
         "weights_refused": None,
@@ -418,6 +421,14 @@ def _exportable(model) -> bool:
         and getattr(layer, "feature_map", None) in FEATURE_MAPS
         for layer in model.layers
     )
+
+
+def spec_recipe(spec: CapacitySpec, bits: int) -> list[str]:
+    """What run ``spec`` fixed by hand (:func:`~sketchsim.experiments.recipe.recipe`);
+    ``bits``: the register width it was trained at (0 when its float phase never fit)."""
+    fields = asdict(spec)
+    basis = "readout" if spec.rebase_at else "trained"
+    return recipe(fields, spec.q, {**fields, "train_bits": bits}, basis)
 
 
 def run_id(spec: CapacitySpec, batched: bool = False) -> str:
@@ -490,6 +501,7 @@ def _save(spec: CapacitySpec, fam, model, T, Te, accuracy: float, folder, bits: 
         "seed": spec.seed,
         "spec": asdict(spec),
         "run_id": run_id(spec, batched),
+        "recipe": spec_recipe(spec, bits),
         "accuracy": accuracy,
         "trained_at_bits": bits or None,
         **({"state_basis": "readout"} if spec.rebase_at else {}),

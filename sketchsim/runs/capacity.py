@@ -215,6 +215,7 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
         "float_accuracy": w.header.get("accuracy"),
         "trained_at_bits": w.header.get("trained_at_bits"),
         "state_basis": w.header.get("state_basis", "trained"),
+        "recipe": _recipe(w, family.q),
         "state_elements": elements,
         "float_state_bits": elements * 32,
         "bits_per_coordinate": best,
@@ -245,6 +246,18 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
     row.update(accuracy_check(row["float_accuracy"], curve[-1]["accuracy"], n_curve))
     theorem_guard(row, str(path))
     return row
+
+
+def _recipe(w, q: int) -> list[str]:
+    """What training fixed by hand, from the validated architecture and the training fields
+    the header records (:func:`sketchsim.experiments.recipe.recipe`; a header's own
+    ``recipe`` words are not read: they are derived again)."""
+    from sketchsim.experiments.recipe import recipe
+
+    spec = w.header.get("spec")
+    training = {**(spec if isinstance(spec, dict) else {}),
+                "train_bits": w.header.get("trained_at_bits") or 0}  # fmt: skip
+    return recipe(w.arch, q, training, w.header.get("state_basis", "trained"))
 
 
 def _ratio(bits: float, floor: float | None, best) -> float | None:
@@ -342,8 +355,8 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
                 if best is None
                 else {
                     k: best.get(k)
-                    # (rows before state_basis existed: their entries have no such key)
-                    for k in (*_BEST_KEYS, *(("state_basis",) if "state_basis" in best else ()))
+                    # (rows from before a key existed: their entries have no such key)
+                    for k in (*_BEST_KEYS, *(k for k in _LATER_KEYS if k in best))
                 },
             }
         )
@@ -354,6 +367,8 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
 _BEST_KEYS = ("weights", "architecture", "rank", "value_width", "seed", "bits_per_coordinate",
               "transcript_bits", "ratio", "mode", "inputs", "error_rate_upper95",
               "trained_at_bits")  # fmt: skip
+#: Keys of the rows of later versions (state_basis; #61's floor, #63's recipe).
+_LATER_KEYS = ("state_basis", "evidence", "floor_at_error", "recipe")
 
 
 def summarize_rows(rows: list[dict]) -> list[dict]:

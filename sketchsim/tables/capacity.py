@@ -63,6 +63,9 @@ def show_capacity(console, result: dict) -> None:
                 f"{r['engine_accuracy_k32']:.3f} of the inputs where training recorded "
                 f"{r['float_accuracy']:.3f}: the file may not run the model that was trained"
             )
+    for r in result["rows"]:  # what the row owes to its recipe, not to training (#63)
+        if r.get("recipe"):
+            console.print(f"recipe: {plain(r['weights'])}: {', '.join(r['recipe'])}")
     for bad in result["unreadable"]:
         console.print(f"unreadable: {plain(bad['weights'])}: {plain(bad['reason'])}")
     for ref in result["references"]:
@@ -90,7 +93,8 @@ def _show_frontier(console, frontier: list[dict]) -> None:
             plain(f["kind"]),
             str(f["models"]),
             str(f["decoded_models"]),
-            f"r{b['rank']} d{b['value_width']} seed {b['seed']}" if b else "-",
+            (f"r{b['rank']} d{b['value_width']} seed {b['seed']}" if b else "-")
+            + (" (recipe)" if b.get("recipe") else ""),
             num(b.get("bits_per_coordinate"), "d"),
             num(b.get("transcript_bits"), ",.0f"),
             f"{f['bound_bits']:.1f}",
@@ -106,6 +110,7 @@ def _mode(best: dict) -> str:
         return "-"
     if best["mode"] == "exhaustive":
         return "every input"
-    upper = best.get("error_rate_upper95")
+    upper, floor = best.get("error_rate_upper95"), best.get("floor_at_error")
     bound = f", error < {upper:.2g} at 95%" if upper is not None else ""
+    bound += f", floor {floor:,.1f} bits" if floor is not None else ""
     return f"{best['inputs']:,} sampled{bound}"
