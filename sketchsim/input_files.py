@@ -87,7 +87,9 @@ def refuse_overwrite(outputs: dict[str, str], inputs: Iterable[tuple[str, object
     Raises
     ------
     SketchsimError
-        ``--json would overwrite the input ... (--protocol); choose another output path``.
+        ``--json would overwrite the input ... (--protocol); choose another output path``;
+        or an output of a suffix a folder argument reads (:data:`FOLDER_SUFFIXES`) inside
+        that folder: the next run over the folder would read it as an input.
     """
     real = {os.path.realpath(str(path)): how for path, how in outputs.items()}
     for name, value in inputs:
@@ -97,6 +99,23 @@ def refuse_overwrite(outputs: dict[str, str], inputs: Iterable[tuple[str, object
                     f"{real[path]} would overwrite the input {path} ({name}); "
                     "choose another output path"
                 )
+        folder = _folder(value)
+        for path, how in real.items() if folder else ():
+            if os.path.dirname(path) == folder and path.lower().endswith(FOLDER_SUFFIXES):
+                raise SketchsimError(
+                    f"{how} {os.path.basename(path)} would land inside {name} {folder}, where "
+                    "a later run reads every such file as an input; choose another output path"
+                )
+
+
+def _folder(value) -> str | None:
+    """The real path of ``value`` when it names a folder (a folder argument), else None."""
+    if not isinstance(value, str | os.PathLike) or not str(value):
+        return None
+    try:
+        return os.path.realpath(value) if os.path.isdir(value) else None
+    except (OSError, ValueError):
+        return None
 
 
 def path_problem(path, missing: str = "no such file") -> str | None:

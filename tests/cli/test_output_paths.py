@@ -149,3 +149,12 @@ def test_an_output_folder_under_a_missing_parent_is_created_on_write(tmp_path):
     res = run("witness", "--m", "8", "--out", str(out / "w.npz"))
     assert res.exit_code == 0, res.output
     assert (out / "w.npz").is_file()
+
+
+def test_no_new_input_file_lands_inside_a_folder_argument(tmp_path):
+    # #60: `capacity W --json W/r.npz` would be read as a weights file by the next run
+    folder = tmp_path / "W"
+    folder.mkdir()
+    res = run("capacity", str(folder), "--json", str(folder / "r.npz"))
+    assert_error_line(res, "would land inside FOLDER")
+    assert not (folder / "r.npz").exists()
