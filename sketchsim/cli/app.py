@@ -31,6 +31,8 @@ COMMANDS = {
     "info": "info",
     "minrank": "minrank",
     "protocols": "transcript",
+    "prove": "prove",
+    "check-proof": "prove",
     "reproduce": "experiments",
     "sweep": "experiments",
     "transcript": "transcript",
@@ -54,6 +56,9 @@ SHORT_HELP = {
     "info": "Versions, CPU kernels, numba cache and devices: paste this into a bug report.",
     "minrank": "Bracket the smallest feature rank of one table head on all of ({0,1}^m)^3.",
     "protocols": "List every protocol found: built-ins, installed plug-ins.",
+    "prove": "Prove or refute that a causal weights file answers every input of its family right.",
+    "check-proof": "Re-verify a proof file leaf by leaf with the standard library; exit 2 when "
+    "invalid.",
     "reproduce": "Run the whole story and put the paper's numbers beside ours.",
     "sweep": "Train heads over feature ranks and seeds; compare with the certified bound.",
     "transcript": "Measure transcript bits of sketch protocols against the bound q*log2(s+1).",

@@ -53,7 +53,9 @@ def _suites_reading(name: str) -> tuple[str, ...]:
     """The suites that read the sweep option ``name`` (the refusal tables below)."""
     if name in _SUITE_ONLY:
         return (_SUITE_ONLY[name],)
-    return _READ_BY.get(name, SUITES)
+    from sketchsim.experiments.suite_options import READ_BY
+
+    return READ_BY.get(name, SUITES)
 
 
 class SweepCommand(CheckedCommand):
@@ -333,82 +335,17 @@ def _refuse_foreign(suite: str, family, scales) -> None:
         raise SketchsimError("--scales is empty")
 
 
-#: Options some suites do not read (click's parameter names) -> the suites that read them;
-#: refused elsewhere once the plan is built (so a bad value is named first).  The capacity
-#: suite trains float32 models with the mse loss on +-1 tokens (eps 1e-6), on the family's
-#: inputs: its sweep file records none of these (``capacity_header``).
-_READ_BY = {
-    "accuracy": ("ood",),
-    "train_on": ("witness",),
-    "triples": ("witness",),
-    "family": ("witness", "capacity"),
-    "loss": ("witness", "ood"),
-    "eps": ("witness", "ood"),
-    "dtype": ("witness", "ood"),
-    "encoding": ("witness", "ood"),
-    "plot_path": ("witness", "ood"),
-    "train_bits": ("capacity",),
-    "schedule": ("capacity",),
-    "train_inputs": ("capacity",),
-    "keep": ("capacity",),
-    "train_rounding": ("capacity",),
-    "qat_from": ("capacity",),
-    "weight_l1": ("capacity",),
-    "train_noise": ("capacity",),
-    "rebase_at": ("capacity",),
-    "rebase_lr": ("capacity",),
-    "batch": ("capacity",),
-}
-
-#: Why the capacity suite does not read an option (appended to the refusal).
-_CAPACITY_HAS = {
-    "accuracy": "the capacity suite reports accuracy, with no threshold",
-    "loss": "the capacity suite trains with the mse loss",
-    "eps": "the capacity suite's kernel layers use eps 1e-6",
-    "dtype": "the capacity suite trains in float32",
-    "encoding": "the capacity suite's tokens are pm1, 2x - 1",
-    "train_on": "the capacity suite trains on the family's inputs",
-    "triples": "the capacity suite trains on the family's inputs",
-    "plot_path": "plot its weights with: sketchsim capacity WEIGHTS --plot PATH.png",
-}
-
-
 def _refuse_unread(plan, cluster) -> None:
     """Every option given that the plan's runs would not read is one error line (#47)."""
     from sketchsim.cli.options import given
+    from sketchsim.experiments.suite_options import check_given, option_rules
 
-    suite = plan.suite
     if cluster is None and given("cluster_timeout"):
         raise SketchsimError(
             "--cluster-timeout applies only with --cluster; this run would ignore it"
         )
-    when = {}
-    for name, suites in _READ_BY.items():
-        if suite not in suites:
-            why = _CAPACITY_HAS.get(name) if suite == "capacity" else None
-            text = f"with --suite {' or '.join(suites)}"
-            when[name] = f"{text} ({why})" if why else text
-    refuse_unused({name for name, suites in _READ_BY.items() if suite in suites}, when)
-    if given("triples") and suite == "witness":
-        if not any(plan.source(m) == "random" for m in plan.models):
-            raise SketchsimError(
-                "--triples applies only when a model trains on random triples (--train-on "
-                "random, or auto with --model softmax); this run would ignore it"
-            )
-    from sketchsim.experiments.plan import parse_arch
-
-    archs = [parse_arch(a)[0] for a in plan.archs]
-    if given("feature_map") and "kernel" not in plan.models and "linear" not in archs:
-        raise SketchsimError(
-            "--feature-map applies only to --model kernel and --arch linear; this run would "
-            "ignore it"
-        )
-    ranked = [m for m in [*plan.models, *archs] if m != "softmax"] or list(plan.model_plugins)
-    if given("ranks") and not ranked:
-        raise SketchsimError(
-            "--ranks applies only to kernel and signed models (softmax has no feature rank); "
-            "this run would ignore it"
-        )
+    refuse_unused(*option_rules(plan.suite))
+    check_given(plan, given)
 
 
 def _check_capacity_memory(plan, device: str, save_weights: bool) -> None:

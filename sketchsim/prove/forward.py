@@ -119,7 +119,7 @@ class BoxModel:
 
     def _tables(self):
         """``rng[i, a, b, P]``: min and max over ``t in [a, b]`` of block ``i``'s part."""
-        q, s, m = self.q, self.s, self.m
+        q, s = self.q, self.s
         self.blocks, P = self._rows()
         W = np.concatenate([blk[4] for blk in self.blocks])
         b = np.concatenate([np.asarray(blk[5], float).ravel() for blk in self.blocks])
@@ -292,7 +292,8 @@ class BoxModel:
             n = f.shape[1]
             mag = np.abs(f.hi).sum(axis=1, keepdims=True)
             rest = _moved_iv(
-                f.lo.sum(axis=1, keepdims=True) - f.lo, f.hi.sum(axis=1, keepdims=True) - f.hi,
+                f.lo.sum(axis=1, keepdims=True) - f.lo,
+                f.hi.sum(axis=1, keepdims=True) - f.hi,
                 n * (mag * REL + TINY),
             )
             rest = Iv(np.maximum(rest.lo, 0.0), rest.hi)
@@ -394,7 +395,9 @@ class BoxModel:
         lo, hi = [], []
         for i in range(upto + 1):
             pre = self.query_pre[i]
-            pre = Iv(np.broadcast_to(pre.lo, (B, pre.lo.size)), np.broadcast_to(pre.hi, (B, pre.hi.size)))
+            pre = Iv(
+                np.broadcast_to(pre.lo, (B, pre.lo.size)), np.broadcast_to(pre.hi, (B, pre.hi.size))
+            )
             heads0, base = self._split(pre)
             u = None
             if self.L > 1:
@@ -414,7 +417,9 @@ def _answer(y: Iv, s: int):
     bad = z.unbounded()
     with np.errstate(invalid="ignore"):
         a = np.clip(np.floor(np.nan_to_num(zl, nan=-2.0, neginf=-2.0, posinf=s + 2.0)), -1, s + 1)
-        b = np.clip(np.floor(np.nan_to_num(zh, nan=s + 2.0, neginf=-2.0, posinf=s + 2.0)), -1, s + 1)
+        b = np.clip(
+            np.floor(np.nan_to_num(zh, nan=s + 2.0, neginf=-2.0, posinf=s + 2.0)), -1, s + 1
+        )
     a = np.where(bad, -1, a).astype(np.int64)
     b = np.where(bad, s + 1, b).astype(np.int64)
     return a, b

@@ -111,8 +111,9 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
         work = [(0, np.zeros(q, np.int64), np.full(q, s, np.int64), 0)]
         while work:
             if time.perf_counter() - start > budget:
-                return Outcome("unknown", time.perf_counter() - start, boxes,
-                               open_boxes + len(work) + _pending(q, i), reason="budget spent")  # fmt: skip
+                left = open_boxes + len(work) + _pending(q, i)
+                seconds = time.perf_counter() - start
+                return Outcome("unknown", seconds, boxes, left, reason="budget spent")
             batch, work = work[-_BATCH:], work[:-_BATCH]
             boxes += len(batch)
             lo = np.stack([b[1] for b in batch])
@@ -144,7 +145,7 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
                     tree.nodes[batch[k][0]] = -1  # open: recorded, the proof is incomplete
             if undecided.size:
                 js = _choose(model, lo[undecided], hi[undecided], i, cut, undecided)
-                for k, j in zip(undecided, js):
+                for k, j in zip(undecided, js, strict=True):
                     n, blo, bhi, seen = batch[k]
                     v = (blo[j] + bhi[j]) // 2
                     left, right = tree.split(n, int(j), int(v))
