@@ -82,7 +82,7 @@ class _Tree:
 
 
 def prove(weights, family, bits: int, rounding: str = "every", budget: float = 60.0,
-          progress=None) -> Outcome:  # fmt: skip
+          progress=None, corners: bool = True) -> Outcome:  # fmt: skip
     """Decide whether a causal file answers every input of F(q, s) right at ``bits`` bits.
 
     Parameters
@@ -99,6 +99,9 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
         Seconds; when spent the verdict is ``unknown`` with the boxes left open.
     progress : callable, optional
         Called with ``(queries done, q)``.
+    corners : bool
+        Try the extreme corners of each box's first levels as counterexamples (a
+        heuristic: without it only boxes the enclosure finds wrong are tried).
     """
     start = time.perf_counter()
     q, s = family.q, family.s
@@ -129,6 +132,7 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
             # and the extreme corners of the first boxes
             cands = [lo[wrong], lo[point & ~done]]
             first = [k for k, b in enumerate(batch) if b[3] <= corner_depth and not done[k]]
+            first = first if corners else []
             if first:
                 cands.append(_corners(model, lo[first], hi[first]))
             bad = check.first_wrong(np.concatenate(cands), i)
