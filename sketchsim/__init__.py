@@ -33,6 +33,8 @@ _LAZY = {
     "ablation": "sketchsim.api",
     "sweep": "sketchsim.api",
     "reproduce": "sketchsim.api",
+    "prove": "sketchsim.api",
+    "model_inputs": "sketchsim.api",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -41,6 +41,8 @@ __all__ = [
     "reproduce",
     "capacity",
     "info",
+    "prove",
+    "model_inputs",
 ]
 
 
@@ -458,3 +460,42 @@ def info(json_path=None) -> dict:
     from sketchsim.runs.info import run as run_info
 
     return run_info(json_path)
+
+
+def prove(weights, bits: int, rounding: str = "every", budget: float = 60.0, json_path=None,
+          proof_path=None, progress=None):  # fmt: skip
+    """Prove or refute that a causal weights file answers every input of F(q, s) right.
+
+    Returns :class:`sketchsim.runs.prove.ProveRun` (``verdict``: proved, refuted with
+    its ``counterexample``, or unknown with its ``open_boxes``); ``proof_path`` receives
+    the proof file ``sketchsim check-proof`` re-verifies (docs/theory.md 5.5).
+    """
+    from sketchsim.runs.prove import run as run_prove
+
+    return run_prove(weights, bits, rounding, budget, json_path, proof_path, progress)
+
+
+def model_inputs(weights, answers, bits: int, rounding: str = "every") -> dict:
+    """A causal weights file run on chosen inputs: ``answers`` (B, q) answer vectors.
+
+    Returns ``{"answers", "codes", "right"}``: the model's answers (B, q), its cut codes
+    (B, L H E: layer, head, entry, docs/theory.md 5.3) and whether each input is answered
+    right, computed by the engine every command runs::
+
+        out = sketchsim.model_inputs("w.npz", [[0, 3, 7, 1]], bits=4, rounding="cut")
+    """
+    import numpy as np
+
+    from sketchsim.errors import SketchsimError
+    from sketchsim.sketch.causal import causal_inputs
+    from sketchsim.sketch.weights_file import load_weights, weights_family
+
+    w = load_weights(weights)
+    if not w.causal:
+        raise SketchsimError(f"{weights}: model_inputs runs causal weights files")
+    family = weights_family(w)
+    T = np.asarray(answers, dtype=np.int64)
+    if T.ndim != 2 or T.shape[1] != family.q or T.min() < 0 or T.max() > family.s:
+        raise SketchsimError(f"answers must be (B, {family.q}) with values in 0..{family.s}")
+    got, codes = causal_inputs(w, family, bits, T, rounding)
+    return {"answers": got, "codes": codes, "right": (got == T).all(axis=1)}

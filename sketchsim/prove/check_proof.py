@@ -235,9 +235,10 @@ def _sq(x):
 
 
 def _maxc(x, c: float):
+    """``max(x, c)`` for a constant ``c``: exact in floats, not widened."""
     if x[0] == -INF:
         return WHOLE
-    return _wid(max(x[0], c), max(x[1], c))
+    return (max(x[0], c), max(x[1], c))
 
 
 def _neg(x):
@@ -290,12 +291,15 @@ def _sqrt0(x):
 
 
 def _fsum2(los, his, mag, start_mag: float):
-    """``[fsum(los), fsum(his)]`` moved out by ``2^-46 (start_mag + mag) + 2^-1000``."""
+    """``[fsum(los), fsum(his)]`` moved out by ``2^-46 (start_mag + mag) + 2^-1000``, the
+    ``2^-46`` scaled up by ``n / 128`` past ``n = 128`` summands (where ``n 2^-53``, the
+    engine's rounding of a sum of ``n`` terms, outgrows it)."""
     try:
         lo, hi = fsum(los), fsum(his)
     except (OverflowError, ValueError):
         return WHOLE
-    m = (start_mag + mag) * _REL + _TINY
+    n = len(los)
+    m = (start_mag + mag) * (_REL if n <= 128 else _REL * (n / 128.0)) + _TINY
     lo, hi = lo - m, hi + m
     if -_BIG < lo and hi < _BIG:
         return (lo, hi)
@@ -877,6 +881,8 @@ class _Model:
             r = self.r
             slots = [sl for sl in st if sl is not None]
             logits = [_divc(_idot(0.0, sl[:r], fq), self.sqrt_r) for sl in slots]
+            if len(slots) == 1 and logits[0][0] != -INF:  # exp(0) / exp(0): exactly 1
+                return [_idot(0.0, [(1.0, 1.0)], [slots[0][r + c]]) for c in range(d)]
             probs = []
             for j, lj in enumerate(logits):
                 terms = [_mono(_exp, _sub(lk, lj)) for k, lk in enumerate(logits) if k != j]

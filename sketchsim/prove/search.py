@@ -45,15 +45,11 @@ class Outcome:
 
 
 def engine_answers(weights, family, bits: int, rounding: str, T: np.ndarray) -> np.ndarray:
-    """The engine's answers (B, q) of a causal file at ``bits`` bits on answer vectors ``T``.
+    """The engine's answers (B, q) of a causal file at ``bits`` bits on answer vectors ``T``
+    (:func:`sketchsim.sketch.causal.causal_inputs`)."""
+    from sketchsim.sketch.causal import causal_inputs
 
-    The per-input API: ``T`` (B, q) in ``0..s``; the same runner every command uses.
-    """
-    from sketchsim.sketch.causal import causal_plan
-
-    plan = causal_plan(family.context(), weights, bits, rounding)
-    tokens = family.tokens(np.asarray(T, dtype=np.int64))
-    return plan.runner(tokens, False)[1]
+    return causal_inputs(weights, family, bits, T, rounding)[0]
 
 
 class _Tree:

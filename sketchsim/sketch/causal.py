@@ -44,6 +44,7 @@ __all__ = [
     "check_causal_arrays",
     "causal_plan",
     "causal_order",
+    "causal_inputs",
 ]
 
 #: The causal architectures the engine runs, in the order of their kernel codes.
@@ -265,3 +266,32 @@ def causal_plan(ctx, weights, bits: int, rounding: str = "every") -> Plan:
 
 def _never(*args):  # pragma: no cover - a runner plan's functions are never called
     raise AssertionError("a causal plan runs through its runner")
+
+
+def causal_inputs(weights, family, bits: int, T, rounding: str = "every"):
+    """The engine's answers and cut codes of a causal file on given answer vectors.
+
+    Parameters
+    ----------
+    weights : Weights
+        A causal weights file (:func:`sketchsim.sketch.weights_file.load_weights`).
+    family : Family
+        Its family (:func:`sketchsim.sketch.weights_file.weights_family`).
+    bits : int
+        Register bits ``K``.
+    T : array_like
+        Answer vectors ``(B, q)``, each ``t_i`` in ``0..s`` (F(q, s)) or the family's values.
+    rounding : str
+        ``every`` or ``cut`` (docs/theory.md 5.3).
+
+    Returns
+    -------
+    answers : ndarray
+        ``(B, q)`` int64, the model's answer at each query (``-1`` for NaN).
+    codes : ndarray
+        ``(B, L H E)`` int64, the registers at the cut, in order layer, head, entry.
+    """
+    plan = causal_plan(family.context(), weights, bits, rounding)
+    tokens = family.tokens(np.asarray(T, dtype=np.int64))
+    _, answers, codes = plan.runner(tokens, True)
+    return answers, codes
