@@ -2225,11 +2225,11 @@ entry("docs/capacity.md", "**F(64,7) decodes at K = {}: {} bits, {}x the 192-bit
       ["{}", "{:.0f}", "{:.2f}"])  # fmt: skip
 one("docs/capacity.md", "20,000-input sample (95% upper bound on its error rate {}), and",
     f"{_R}/capacity-q64-cut.json", ("rows", 0, "error_rate_upper95"), "{:.5f}")  # fmt: skip
-one("docs/capacity.md", "on 1,000,000 inputs of its family it is wrong on {}\n",
+one("docs/capacity.md", "it is wrong on {}\n([transcript-q64",
     f"{_R}/transcript-q64-K4-1M.json", ("protocols", 0, "wrong_inputs"), "{}")  # fmt: skip
 one("docs/capacity.md", "95% upper bound {}). The goal figure", f"{_R}/transcript-q64-K4-1M.json",
     ("protocols", 0, "error_rate_upper95"), "{:.1e}")  # fmt: skip
-one("docs/capacity.md", "and is right on all {} inputs of its family",
+one("docs/capacity.md", "and is right on the {} inputs it was then run on",
     f"{_R}/transcript-q64-K4-1M.json", ("protocols", 0, "inputs"), "{:,}")  # fmt: skip
 for _doc_text in ("16 models are wrong on {}\nand 7", "(seed 0) are wrong on {} and 7"):
     one("docs/capacity.md", _doc_text, f"{_R}/transcript-q8-K4-1M.json",
@@ -2319,6 +2319,49 @@ entry("docs/capacity.md", "Based decodes at K = {}, **{} bits, {}x**",
       ["{}", "{:.0f}", "{:.2f}"])  # fmt: skip
 one("docs/capacity.md", "so its cut holds `3d + 3 = {}`", f"{_K}/capacity-based-q16-cut.json",
     ("rows", 0, "state_elements"), "{}")  # fmt: skip
+
+
+# docs/capacity.md: what prove finds for every committed causal file (issue #61)
+PROVE = "docs/capacity/prove/committed.json"
+
+
+def _prove_files(rows):
+    return list(dict.fromkeys(r["weights"] for r in rows))
+
+
+def _prove_cells(weights):
+    def cells(rows):
+        rs = [r for r in rows if r["weights"] == weights]
+        proved = [r for r in rs if r["verdict"] == "proved"]
+        p = proved[0] if proved else None
+        tail = f"K = {p['bits']}: {p['cut_bits']} bits, {p['ratio']:.2f}x" if p else "none"
+        q = int(weights.split("-q")[1].split("-")[0])
+        return (weights.split("docs/capacity/")[1], q, " ".join(r["verdict"][0] for r in rs), tail)
+
+    return cells
+
+
+for _w in _prove_files(load(PROVE)["rows"]):
+    entry("docs/capacity.md", "| `{}` | {} | {} | {} |", PROVE,
+          [("rows", _prove_cells(_w), i) for i in range(4)], ["{}"] * 4)  # fmt: skip
+_GOAL = {"weights": "docs/capacity/frontier/s7/elu1sum/rebase/"
+         "hard-q64-s7-linear-elu1sum-L1-H1-r1-d64-lr0.001-seed0.npz", "bits": 4}  # fmt: skip
+entry("docs/capacity.md", "the counterexample has {} nonzero answers of 64", PROVE,
+      [("rows", _GOAL, "counterexample", lambda t: sum(x != 0 for x in t))], ["{}"])  # fmt: skip
+entry("docs/capacity.md", "  {} of its 64 queries wrong", PROVE,
+      [("rows", _GOAL, lambda r: sum(a != b for a, b in zip(r["counterexample"],
+                                                          r["engine_answers"], strict=True)))],
+      ["{}"])  # fmt: skip
+_GLA = "docs/capacity/frontier/s7/rebase-kinds/hard-q16-s7-gla-L1-H1-r1-d16-lr0.003-seed0.npz"
+entry("docs/capacity.md", "GLA at F(16,7): K = {}, {} bits,", PROVE,
+      [("rows", {"weights": _GLA, "bits": 5}, "bits"),
+       ("rows", {"weights": _GLA, "bits": 5}, "cut_bits")], ["{}", "{}"])  # fmt: skip
+entry("docs/capacity.md", "with K = 3: {} bits, {}x the floor, {} leaves.", PROVE,
+      [("construction", "cut_bits"), ("construction", "ratio"), ("construction", "leaves")],
+      ["{}", "{:.2f}", "{}"])  # fmt: skip
+entry("docs/capacity.md", "1.33x (64 bits, K 4; 1/1; refuted, proved at K {}: {}x) |", PROVE,
+      [("rows", {"weights": _GLA, "bits": 5}, "bits"),
+       ("rows", {"weights": _GLA, "bits": 5}, "ratio")], ["{}", "{:.2f}"])  # fmt: skip
 
 
 # docs/capacity.md: MQAR to q = 64, one feature per query key

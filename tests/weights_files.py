@@ -121,42 +121,8 @@ def random_causal_weights(path, family, kind, layers, heads, r, d, fmap="elu1", 
 
 
 def exact_sum_weights(path, family, bits=4, drop=0.0, bias=20.0):
-    """A causal ``linear-elu1sum`` model right on every input of F(q, s) by construction:
-    a constant key feature (``wk = 0``, ``bk = bias``: ``phi`` within 10^-5 of 1), value
-    entry ``c`` counting block ``c``'s ones (``t_c``), registers of step 1 from 0, and a
-    diagonal readout (query ``i`` reads entry ``i``), minus its own ``phi s``.
+    """:func:`sketchsim.prove.examples.counting_model` saved to ``path`` and loaded."""
+    from sketchsim.prove.examples import counting_model
 
-    ``drop > 0`` makes the key fall by ``drop`` per one the data token holds beyond
-    ``q s - 1``: ``k = bias - drop (sum t - q s + 1)``, at least ``bias`` on every input but
-    ``t = (s, ..., s)``, where it is ``bias - drop``; with ``drop = 2 bias`` the model is
-    wrong there and right on every other input.
-    """
-    q, s, m = family.q, family.s, family.m
-    d = q
-    arch = dict(kind="linear", layers=1, heads=1, rank=1, value_width=d, feature_map="elu1sum",
-                m=m, eps=1e-6, window=0)  # fmt: skip
-    blocks = np.zeros((d, m))
-    for c in range(d):
-        blocks[c, c * s : (c + 1) * s] = 0.5
-    arrays = {
-        "L0.H0.wq": np.zeros((1, m)), "L0.H0.bq": np.array([bias]),
-        "L0.H0.wk": np.zeros((1, m)), "L0.H0.bk": np.array([bias]),
-        "L0.H0.wv": blocks, "L0.H0.bv": np.full(d, s / 2),
-        "L0.H0.wa": blocks / s, "L0.H0.ba": np.full(d, 0.5),
-        "L0.H0.wu": np.zeros((m, d)),
-        "L0.H0.lo": np.zeros(d), "L0.H0.span": np.full(d, float(2**bits - 1)),
-        "wb": np.zeros(m), "bb": np.array([-float(s)]),
-    }  # fmt: skip
-    if drop:
-        # block bits are u = +-1, so sum_i t_i = (sum u + q s) / 2
-        wk = np.zeros(m)
-        wk[: q * s] = -drop / 2.0
-        arrays["L0.H0.wk"] = wk[None, :]
-        arrays["L0.H0.bk"] = np.array([bias + drop * (q * s - 1) - drop * q * s / 2.0])
-    header = {
-        "architecture": arch,
-        "family": {"name": family.name, "q": q, "s": s, "seed": family.seed,
-                   "options": family.options()},
-    }  # fmt: skip
-    save_weights_file(path, header, arrays)
+    save_weights_file(path, *counting_model(family, bits, drop, bias))
     return load_weights(path)

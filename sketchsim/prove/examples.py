@@ -1,0 +1,54 @@
+"""Models built to be right on every input of F(q, s), and ones crafted to be wrong on one.
+
+They are the fixtures of the prover's tests, its benchmark and docs/capacity.md: the
+proof of a built-right model must succeed at q = 64, and a crafted model wrong on one
+input in ``(s+1)^q`` must never be proved.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["counting_model"]
+
+
+def counting_model(family, bits: int = 4, drop: float = 0.0, bias: float = 20.0):
+    """``(header, arrays)`` of a causal ``linear-elu1sum`` model right on every input of
+    F(q, s) by construction (``bits >= log2(s + 1)``; :func:`save_weights_file` writes it):
+    a constant key feature (``wk = 0``, ``bk = bias``: ``phi`` within 10^-5 of 1), value
+    entry ``c`` counting block ``c``'s ones (``t_c``), registers of step 1 from 0, and a
+    diagonal readout (query ``i`` reads entry ``i``), minus its own ``phi s``.
+
+    ``drop > 0`` makes the key fall by ``drop`` per one the data token holds beyond
+    ``q s - 1``: ``k = bias - drop (sum t - q s + 1)``, at least ``bias`` on every input but
+    ``t = (s, ..., s)``, where it is ``bias - drop``; with ``drop = 2 bias`` the model is
+    wrong there and right on every other input.
+    """
+    q, s, m = family.q, family.s, family.m
+    d = q
+    arch = dict(kind="linear", layers=1, heads=1, rank=1, value_width=d, feature_map="elu1sum",
+                m=m, eps=1e-6, window=0)  # fmt: skip
+    blocks = np.zeros((d, m))
+    for c in range(d):
+        blocks[c, c * s : (c + 1) * s] = 0.5
+    arrays = {
+        "L0.H0.wq": np.zeros((1, m)), "L0.H0.bq": np.array([bias]),
+        "L0.H0.wk": np.zeros((1, m)), "L0.H0.bk": np.array([bias]),
+        "L0.H0.wv": blocks, "L0.H0.bv": np.full(d, s / 2),
+        "L0.H0.wa": blocks / s, "L0.H0.ba": np.full(d, 0.5),
+        "L0.H0.wu": np.zeros((m, d)),
+        "L0.H0.lo": np.zeros(d), "L0.H0.span": np.full(d, float(2**bits - 1)),
+        "wb": np.zeros(m), "bb": np.array([-float(s)]),
+    }  # fmt: skip
+    if drop:
+        # block bits are u = +-1, so sum_i t_i = (sum u + q s) / 2
+        wk = np.zeros(m)
+        wk[: q * s] = -drop / 2.0
+        arrays["L0.H0.wk"] = wk[None, :]
+        arrays["L0.H0.bk"] = np.array([bias + drop * (q * s - 1) - drop * q * s / 2.0])
+    header = {
+        "architecture": arch,
+        "family": {"name": family.name, "q": q, "s": s, "seed": family.seed,
+                   "options": family.options()},
+    }  # fmt: skip
+    return header, arrays
