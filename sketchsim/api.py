@@ -432,6 +432,7 @@ def capacity(
     cluster=None,
     json_path=None,
     rounding: str = "every",
+    prove: float | None = None,
 ) -> dict:
     """Saved models (``sweep --suite capacity --save-weights``) run as sketches: per file the
     smallest bits per state register decoding every input, its transcript bits and
@@ -442,13 +443,16 @@ def capacity(
     in files.  ``cluster`` (``"local:2"``, a ClusterSpec or a Client) measures
     each file as a Dask task; ``json_path`` receives the file ``sketchsim
     capacity --json`` writes; ``rounding``: a causal model's state rounded after every
-    token (``every``) or only its transcript, at the ``cut``.
+    token (``every``) or only its transcript, at the ``cut``; ``prove``: seconds per file
+    to prove or refute each sampled row at its K (``evidence``: proved or refuted).
     """
     from sketchsim.runs.capacity import capacity_dir
     from sketchsim.runs.clusters import open_cluster
 
     with open_cluster(cluster) as (client, _spec):
-        return capacity_dir(folder, samples, references, progress, client, json_path, rounding)
+        return capacity_dir(
+            folder, samples, references, progress, client, json_path, rounding, prove
+        )
 
 
 def info(json_path=None) -> dict:

@@ -29,10 +29,11 @@ from sketchsim.errors import SketchsimError
     show_default=True,
     help="Causal models: round the state after every token, or only the transcript at the cut.",
 )
+@click.option("--prove", type=float, help="Seconds per file: prove sampled rows at their K.")
 @json_option("Write rows and summary here.")
 @click.option("--plot", "plot_path", type=PlotPath(), help="Accuracy vs bits.")
 @cluster_option
-def capacity(folder, samples, rounding, json_path, plot_path, cluster):
+def capacity(folder, samples, rounding, prove, json_path, plot_path, cluster):
     """Smallest bits per state coordinate at which each saved model decodes every input.
 
     FOLDER holds weights files of `sketchsim sweep --suite capacity --save-weights`.
@@ -45,7 +46,7 @@ def capacity(folder, samples, rounding, json_path, plot_path, cluster):
 
     with render.progress_bar("capacity", 1) as update:
         result = run(folder, samples, progress=update, cluster=cluster, json_path=json_path,
-                     rounding=rounding)  # fmt: skip
+                     rounding=rounding, prove=prove)  # fmt: skip
     if not result["rows"]:  # nothing measured: one line (the JSON lists why)
         bad = result["unreadable"]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""

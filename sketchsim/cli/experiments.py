@@ -20,6 +20,7 @@ from sketchsim.cli.options import (
 )
 from sketchsim.cli.paths import CheckedCommand, OutputPath, PlotPath
 from sketchsim.errors import SketchsimError
+from sketchsim.experiments.suite_options import check_plan_memory, one_thread_on_cluster
 from sketchsim.runs.clusters import training_client
 from sketchsim.sketch.specs import parse_int
 
@@ -243,7 +244,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
     check_resume(resume, json_path)
     if weights_dir and cluster is not None and suite != "capacity":
         raise click.UsageError("--save-weights keeps heads trained in this process, not --cluster")
-    _one_thread_on_cluster(cluster, threads)
+    one_thread_on_cluster(cluster, threads)
     _refuse_foreign(suite, family, scales)
     heads = _ints(heads, "--heads", checked=False) if heads is not None else None  # plan checks
     if heads and len(heads) > 1 and suite != "capacity":
@@ -298,7 +299,7 @@ def sweep(suite, family, qs, ss, layers, value_widths, model_plugins, ranks, see
     )
     _refuse_unread(plan, cluster)
     if capacity and not plan.allow_large:  # before anything is allocated (#47)
-        _check_capacity_memory(plan, device, weights_dir is not None)
+        check_plan_memory(plan, device, weights_dir is not None)
     with training_client(cluster, device, log=_note) as client:
         with render.progress_bar(f"sweep {suite}", 1, plain=client is not None) as update:
             result = run_sweep(
@@ -346,24 +347,6 @@ def _refuse_unread(plan, cluster) -> None:
         )
     refuse_unused(*option_rules(plan.suite))
     check_given(plan, given)
-
-
-def _check_capacity_memory(plan, device: str, save_weights: bool) -> None:
-    """Refuse a capacity plan whose largest run would not fit in memory (before training)."""
-    from sketchsim.experiments.memory import check_capacity_memory
-    from sketchsim.experiments.suite_runs import capacity_specs
-    from sketchsim.experiments.train import pick_device
-
-    check_capacity_memory(capacity_specs(plan), pick_device(device), save_weights,
-                          batch=plan.batch)  # fmt: skip
-
-
-def _one_thread_on_cluster(cluster, threads):
-    if cluster is not None and threads != 1:
-        raise SketchsimError(
-            "--threads sets the in-process torch threads; with --cluster every run uses one "
-            "torch thread per worker (start more workers instead)"
-        )
 
 
 def _note(msg: str) -> None:
@@ -419,7 +402,7 @@ def reproduce(quick, out_dir, device, threads, cluster):
     from sketchsim.api import reproduce as run
     from sketchsim.experiments.reproduce import Settings
 
-    _one_thread_on_cluster(cluster, threads)
+    one_thread_on_cluster(cluster, threads)
     with training_client(cluster, device, log=_note) as client:
         rows = run(
             Path(out_dir),

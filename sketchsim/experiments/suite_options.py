@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from sketchsim.errors import SketchsimError
 
-__all__ = ["READ_BY", "CAPACITY_HAS", "option_rules", "check_given"]
+__all__ = [
+    "READ_BY",
+    "CAPACITY_HAS",
+    "option_rules",
+    "check_given",
+    "check_plan_memory",
+    "one_thread_on_cluster",
+]
 
 #: Options some suites do not read (click's parameter names) -> the suites that read them;
 #: refused elsewhere once the plan is built (so a bad value is named first).  The capacity
@@ -87,4 +94,23 @@ def check_given(plan, given) -> None:
         raise SketchsimError(
             "--ranks applies only to kernel and signed models (softmax has no feature rank); "
             "this run would ignore it"
+        )
+
+
+def check_plan_memory(plan, device: str, save_weights: bool) -> None:
+    """Refuse a capacity plan whose largest run would not fit in memory (before training)."""
+    from sketchsim.experiments.memory import check_capacity_memory
+    from sketchsim.experiments.suite_runs import capacity_specs
+    from sketchsim.experiments.train import pick_device
+
+    check_capacity_memory(capacity_specs(plan), pick_device(device), save_weights,
+                          batch=plan.batch)  # fmt: skip
+
+
+def one_thread_on_cluster(cluster, threads) -> None:
+    """Refuse ``--threads`` other than 1 with a cluster (each worker runs one torch thread)."""
+    if cluster is not None and threads != 1:
+        raise SketchsimError(
+            "--threads sets the in-process torch threads; with --cluster every run uses one "
+            "torch thread per worker (start more workers instead)"
         )

@@ -100,6 +100,7 @@ def measure_weights(
     protocol=None,
     progress: Callable[[str], None] | None = None,
     rounding: str = "every",
+    prove_budget: float | None = None,
 ) -> dict:
     """The smallest ``K`` decoding every input, and the transcript there (module docstring).
 
@@ -137,7 +138,30 @@ def measure_weights(
     # the unit's one read: the bytes hashed are the bytes measured at every K
     w = load_weights(path)
     with pinned(w):
-        return _measure_loaded(w, path, samples, seed, protocol, progress, rounding)
+        row = _measure_loaded(w, path, samples, seed, protocol, progress, rounding)
+        if prove_budget and row["evidence"] == "sampled" and row["bits_per_coordinate"]:
+            _prove_row(row, w, rounding, prove_budget)
+        return row
+
+
+def _prove_row(row: dict, w, rounding: str, budget: float) -> None:
+    """Prove or refute a sampled row at its K (theory.md 5.5): causal files on F(q, s)."""
+    from sketchsim.prove.search import prove
+    from sketchsim.sketch.family import HardFamily
+
+    family = weights_family(w)
+    if not (w.causal and isinstance(family, HardFamily)):
+        row["prove"] = {"verdict": "not covered", "reason": "prove covers causal F(q, s) files"}
+        return
+    K = row["bits_per_coordinate"]
+    out = prove(w, family, K, rounding, budget=budget)
+    row["prove"] = {"bits": K, "verdict": out.verdict, "counterexample": out.counterexample,
+                    "engine_answers": out.engine_answers, "boxes": out.boxes,
+                    "open_boxes": out.open_boxes, "seconds": round(out.seconds, 3)}  # fmt: skip
+    if out.verdict in ("proved", "refuted"):
+        row["evidence"] = out.verdict
+    if out.verdict == "refuted":
+        row["decoded"] = False
 
 
 def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dict:
@@ -340,7 +364,9 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
     out = []
     for (fam, q, s, kind), rs in sorted(groups.items()):
         # right on every input run (``decoded`` is None when that is a sample's)
-        ok = [r for r in rs if r["bits_per_coordinate"] is not None]
+        # a row ``prove`` refuted is wrong on some input: not decoded
+        ok = [r for r in rs if r["bits_per_coordinate"] is not None
+              and r.get("evidence") != "refuted"]  # fmt: skip
         best = min(ok, key=lambda r: (r["transcript_bits"], r["weights"]), default=None)
         out.append(
             {
@@ -380,7 +406,9 @@ def summarize_rows(rows: list[dict]) -> list[dict]:
         groups.setdefault((r["family"], r["q"], r["s"], r["architecture"]), []).append(r)
     out = []
     for (fam, q, s, arch), rs in sorted(groups.items()):
-        ok = [r for r in rs if r["bits_per_coordinate"] is not None]
+        # a row ``prove`` refuted is wrong on some input: not decoded
+        ok = [r for r in rs if r["bits_per_coordinate"] is not None
+              and r.get("evidence") != "refuted"]  # fmt: skip
         ks = [r["bits_per_coordinate"] for r in ok]
         ratios = [r["ratio"] for r in ok]
         out.append(
@@ -417,6 +445,7 @@ def capacity_dir(
     client=None,
     json_path=None,
     rounding: str = "every",
+    prove: float | None = None,
 ) -> dict:
     """Measure every ``*.npz`` weights file in ``folder`` (sorted by name).
 
@@ -431,6 +460,8 @@ def capacity_dir(
     capacity --json`` writes).  ``rounding``: see :func:`measure_weights`; ``cut`` applies
     to causal files only: refused for a folder with none, and recorded as
     ``rounding_applies_to`` ``"causal files"`` (with their count) in a mixed one.
+    ``prove``: seconds per file to prove or refute each sampled row at its K
+    (:func:`measure_weights`' ``prove_budget``).
 
     Raises
     ------
@@ -470,8 +501,10 @@ def capacity_dir(
             )
         if n_causal < len(files):
             applies = {"rounding_applies_to": "causal files", "causal_files": n_causal}
-    units = run_units([(path, samples, rounding) for path in files], measure_file, client=client,
-                      progress=progress)  # fmt: skip
+    if prove is not None and not (np.isfinite(prove) and prove > 0):
+        raise SketchsimError(f"prove must be > 0 seconds, got {prove}", param="prove")
+    units = run_units([(path, samples, rounding, prove) for path in files], measure_file,
+                      client=client, progress=progress)  # fmt: skip
     rows = [u["row"] for u in units if "row" in u]
     unreadable = [u["unreadable"] for u in units if "unreadable" in u]
     refs = []
@@ -485,6 +518,8 @@ def capacity_dir(
         for key in sorted(seen):
             refs += reference_points(seen[key], samples)
     params = {"folder": str(folder), "samples": samples, "rounding": rounding, **applies}
+    if prove is not None:
+        params["prove"] = prove
     return capacity_result(rows, refs, unreadable, json_path, params)
 
 
@@ -506,11 +541,11 @@ def capacity_result(rows: list[dict], references=(), unreadable=(), json_path=No
     return result
 
 
-def measure_file(path, samples: int, rounding: str = "every") -> dict:
+def measure_file(path, samples: int, rounding: str = "every", prove: float | None = None) -> dict:
     """One unit of :func:`capacity_dir`: ``{"row": ...}``, or ``{"unreadable": {"weights",
     "reason"}}`` for a file that cannot be measured (the others still are)."""
     try:
-        return {"row": measure_weights(path, samples, rounding=rounding)}
+        return {"row": measure_weights(path, samples, rounding=rounding, prove_budget=prove)}
     except SketchsimError as exc:
         from sketchsim.errors import printable
 

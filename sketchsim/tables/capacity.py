@@ -30,7 +30,7 @@ def show_capacity(console, result: dict) -> None:
         "entry entropy",
         "bound",
         "ratio",
-        "mode",
+        "evidence",
         "correct",
     )
     for col in cols:
@@ -49,7 +49,7 @@ def show_capacity(console, result: dict) -> None:
             f"{r['entry_entropy_bits']:,.1f}",
             f"{r['bound_bits']:.1f}",
             num(r["ratio"], ".2f") + ("x" if r["ratio"] else ""),
-            r["mode"],
+            r.get("evidence", r["mode"]),
             f"{r['correct_fraction']:.4f}",
         )
     for bad in result["unreadable"]:
@@ -110,6 +110,8 @@ def _mode(best: dict) -> str:
         return "-"
     if best["mode"] == "exhaustive":
         return "every input"
+    if best.get("evidence") == "proved":
+        return "every input (proved)"
     upper, floor = best.get("error_rate_upper95"), best.get("floor_at_error")
     bound = f", error < {upper:.2g} at 95%" if upper is not None else ""
     bound += f", floor {floor:,.1f} bits" if floor is not None else ""
