@@ -65,6 +65,9 @@ CLUSTER_SHARD_INPUTS = 1 << 24
 #: inputs and is refused above the maximum.
 TRANSCRIPT_EXHAUSTIVE_AUTO = 1 << 20
 TRANSCRIPT_EXHAUSTIVE_MAX = 1 << 24
+#: ``capacity`` enumerates every input up to this many (a sample cannot say "every input":
+#: F(8,7)'s 16.7M inputs are run, #61), and samples above it.
+CAPACITY_EXHAUSTIVE_MAX = 1 << 24
 
 #: Memory a transcript run may plan to allocate (answer vectors, fingerprints,
 #: grouping temporaries, per-entry value counts); the environment variable

@@ -53,7 +53,7 @@ from array import array
 from dataclasses import dataclass
 from math import fsum
 from operator import mul
-from pathlib import Path
+from pathlib import Path, PurePath
 
 __all__ = [
     "FORMAT",
@@ -343,18 +343,18 @@ def _isum(start: float, xs):
 def _dot_rows(rows, xs):
     """The dot rule for constant rows ``(w, b)`` and one interval vector ``xs``: per row
     ``[b + sum min(w_i a_i, w_i b_i), b + sum max(...)]`` moved out by ``M``."""
-    if any(x[0] == -INF for x in xs):
+    if min(xs)[0] == -INF:
         return [WHOLE] * len(rows)
     mid = [0.5 * a + 0.5 * b for a, b in xs]
     rad = [0.5 * b - 0.5 * a for a, b in xs]
-    amid = [abs(v) for v in mid]
+    mx = [-a if -a > b else b for a, b in xs]
     spread = any(rad)
     out = []
     for w, b, aw in rows:
         try:
             c = fsum((b, *map(mul, w, mid)))
             r = fsum(map(mul, aw, rad)) if spread else 0.0
-            mag = abs(b) + sum(map(mul, aw, amid)) + r
+            mag = abs(b) + sum(map(mul, aw, mx))
         except (OverflowError, ValueError):
             out.append(WHOLE)
             continue
@@ -375,9 +375,10 @@ def _check_fields(obj, full: bool) -> None:
     if full:
         keys = set(obj)
         if keys != FIELDS:
-            extra, missing = sorted(keys - FIELDS), sorted(FIELDS - keys)
-            why = f"field {extra[0]!r:.40} is not" if extra else f"field {missing[0]!r} is"
-            _fail(1, f"{why} one of the format's (missing {len(missing)}, extra {len(extra)})")
+            extra, missing = sorted(keys - FIELDS, key=str), sorted(FIELDS - keys)
+            if missing:
+                _fail(1, f"field {missing[0]!r} is missing ({len(missing)} of the format's)")
+            _fail(1, f"field {extra[0]!r:.40} is not one of the format's ({len(extra)} such)")
         if obj["format"] != FORMAT:
             _fail(1, f"format is {obj['format']!r:.40}, not {FORMAT!r}")
         if not _is_int(obj["version"]) or obj["version"] != VERSION:
@@ -416,7 +417,7 @@ def _check_fields(obj, full: bool) -> None:
         if not isinstance(row, list) or len(row) != s:
             _fail(1, f"perm row {i} is not a list of s = {s} bits")
         if not all(_is_int(b) and i * s <= b < i * s + s for b in row):
-            _fail(1, f"perm row {i} has a bit outside block {i} ({i * s}..{i * s + s - 1})")
+            _fail(1, f"perm row {i} has an entry not a bit of block {i} ({i * s}..{i * s + s - 1})")
         if len(set(row)) != s:
             _fail(1, f"perm row {i} repeats a bit")
     if not isinstance(obj["architecture"], dict):
@@ -1083,7 +1084,7 @@ def _read_tree(tree: list, i: int, q: int, s: int) -> list[dict]:
         stack.append(right)
         stack.append(left)
     if pos != n:
-        _fail(4, f"query {i}'s tree has {n - pos} integers left over after its last leaf")
+        _fail(4, f"query {i}'s tree goes on for {n - pos} more integers after its last leaf")
     return leaves
 
 
@@ -1092,12 +1093,14 @@ def _describe(box: dict) -> str:
         f"t_{j} = {lo}" if lo == hi else f"t_{j} in {lo}..{hi}"
         for j, (lo, hi) in sorted(box.items())
     ]
+    if not parts:
+        return "the whole family"
     return ", ".join(parts[:8]) + (f", ... ({len(parts)} bounds)" if len(parts) > 8 else "")
 
 
 def _load(path_or_obj):
-    if isinstance(path_or_obj, dict):
-        return path_or_obj
+    if not isinstance(path_or_obj, str | PurePath):
+        return path_or_obj  # already parsed: step 1 checks it is an object
 
     def refuse(constant):
         raise ValueError(f"{constant} is not JSON")

@@ -4,7 +4,7 @@ For every weights file (:mod:`sketchsim.sketch.trained`, written by ``sweep
 --suite capacity --save-weights``) :func:`measure_weights` finds the smallest
 register width ``K`` in ``1..32`` at which the engine's readout is right on
 every input of the model's family: every input when the family has at most
-2^20 (exhaustive), else every input of a seeded sample, with the one-sided 95%
+2^24 (exhaustive), else every input of a seeded sample, with the one-sided 95%
 Clopper-Pearson upper bound on the error rate.  Correctness need not be
 monotone in ``K`` (rounding, saturation), so ``K`` is *scanned* upwards; a
 ``K`` is run on all inputs only after it is right on the curve's inputs and on
@@ -109,7 +109,7 @@ def measure_weights(
     path : path-like
         A weights file.
     samples : int
-        Inputs drawn when the family has more than 2^20.
+        Inputs drawn when the family has more than 2^24.
     seed : int
         Seed of the sample.
     protocol : Protocol, optional
@@ -173,7 +173,11 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
     family = weights_family(w)
     if protocol is None:
         protocol = resolve("trained").protocol
-    mode, T = choose_answers(family, None, samples)
+    from sketchsim import config
+
+    # every input whenever the family can be enumerated (#61): a sample says less
+    exhaustive = family.log2_size <= math.log2(config.CAPACITY_EXHAUSTIVE_MAX) + 1e-9
+    mode, T = choose_answers(family, exhaustive, samples)
     if mode == "sampled" and seed:
         T = np.random.default_rng([seed, 5]).integers(0, family.s + 1, T.shape).astype(T.dtype)
     fixed = family.fixed_tokens()
@@ -318,11 +322,14 @@ REFERENCES = {"hard": ("block-counts", "kernel:values=blocks,bits=7"), "mqar": (
 
 def reference_points(family, samples: int = 20_000) -> list[dict]:
     """The hand-written protocols of :data:`REFERENCES` measured on ``family``."""
+    from sketchsim import config
     from sketchsim.sketch.family_plugins import family_label
     from sketchsim.sketch.measure import choose_answers, measure
     from sketchsim.sketch.plugins import discover, resolve
 
-    mode, T = choose_answers(family, None, samples)
+    # every input whenever the family can be enumerated (#61): a sample says less
+    exhaustive = family.log2_size <= math.log2(config.CAPACITY_EXHAUSTIVE_MAX) + 1e-9
+    mode, T = choose_answers(family, exhaustive, samples)
     found, out = discover(), []
     for spec in REFERENCES.get(family.name, ()):
         r = resolve(spec, found)

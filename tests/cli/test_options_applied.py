@@ -189,7 +189,7 @@ def test_capacity_rounding_cut_on_a_mixed_folder_records_where_it_applies(
     random_causal_weights(folder / "c.npz", HardFamily(2, 1), "deltanet", 1, 1, 1, 2)
     calls = []
 
-    def measured(path, samples, rounding="every"):  # the engine is not what is tested here
+    def measured(path, samples, rounding="every", prove=None):  # the engine is not tested here
         calls.append((path.name, rounding))
         return {"unreadable": {"weights": path.name, "reason": "not measured in this test"}}
 

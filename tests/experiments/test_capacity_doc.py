@@ -293,6 +293,28 @@ S7_TABLE = [
 ]  # fmt: skip
 
 
+def _proved(best: dict) -> str:
+    """What ``prove`` found for a cell's best model where its file is committed
+    (docs/capacity/prove/committed.json): ``; proved``, or ``; refuted`` and the smallest
+    K proved, if any."""
+    rows = json.loads((DOCS / "capacity" / "prove" / "committed.json").read_text())["rows"]
+    mine = [r for r in rows if r["weights"].endswith("/" + best["weights"])
+            and r["weights_sha256"] == best.get("weights_sha256", r["weights_sha256"])]  # fmt: skip
+    at = [r for r in mine if r["bits"] == best["bits_per_coordinate"]]
+    if not at or len({(r["weights_sha256"], r["verdict"]) for r in at}) > 1 and len(
+        {r["verdict"] for r in at}
+    ) > 1:
+        return ""  # not committed, or files of that name that prove tells apart
+    if len({r["weights_sha256"] for r in at}) > 1:
+        return f"; {at[0]['verdict']}"  # files of that name, one verdict
+    if at[0]["verdict"] == "proved":
+        return "; proved"
+    later = [r for r in mine if r["verdict"] == "proved" and r["bits"] > at[0]["bits"]]
+    if at[0]["verdict"] == "refuted" and later:
+        return f"; refuted, proved at K {later[0]['bits']}: {later[0]['ratio']:.2f}x"
+    return f"; {at[0]['verdict']}"
+
+
 def s7_rows(table=S7_TABLE, s: int = 7, family: str = "hard") -> list[str]:
     """The s = 7 frontier table's rows (or MQAR's, :data:`MQAR_TABLE`): per architecture
     and q in 4..64, the best decoded model's ratio (cut bits, K; decoded of models run),
@@ -317,7 +339,7 @@ def s7_rows(table=S7_TABLE, s: int = 7, family: str = "hard") -> list[str]:
             else:
                 b, n = c["best"], f"{c['decoded_models']}/{c['models']}"
                 text.append(f"{b['ratio']:.2f}x ({b['transcript_bits']:.0f} bits, K "
-                            f"{b['bits_per_coordinate']}; {n})")  # fmt: skip
+                            f"{b['bits_per_coordinate']}; {n}{_proved(b)})")  # fmt: skip
         out.append(f"| {label} | " + " | ".join(text) + " |")
     return out
 

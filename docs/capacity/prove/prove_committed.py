@@ -3,7 +3,7 @@
 Run from the repository root: python docs/capacity/prove/prove_committed.py
 
 For each ``hard-*.npz`` under docs/capacity (causal files trained on F(q, s)), at
-K = 3..8 bits, rounding ``cut`` (the rounding the committed capacity tables
+K = 3..12 bits, rounding ``cut`` (the rounding the committed capacity tables
 measured), ``sketchsim.api.prove`` with a 30-second budget; and the hand-built
 counting model at F(64,7), K = 3 (:func:`sketchsim.prove.examples.counting_model`:
 the construction's layout, not trained).  Writes docs/capacity/prove/committed.json
@@ -23,7 +23,7 @@ from sketchsim.sketch.family import HardFamily
 from sketchsim.sketch.weights_file import save_weights_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BITS = (3, 4, 5, 6, 7, 8)
+BITS = tuple(range(3, 13))
 
 
 def main() -> None:
