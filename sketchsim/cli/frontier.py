@@ -40,13 +40,14 @@ def families():
     help="auto: bisect parameters declared monotone, scan the others.",
 )
 @opt.seed_option
+@click.option("--prove", type=float, help="Seconds per cell: prove sampled trained cells.")
 @opt.json_option("Write results here.")
 @click.option("--plot", "plot_path", type=PlotPath(), help="Bits vs bound (PNG).")
 @opt.resume_option("Keep cells already measured in --json.")
 @opt.quiet_option
 @cluster_option
-def frontier(specs, vary_text, q_text, s_text, family_spec, samples, search, seed, json_path,
-             plot_path, resume, quiet, cluster):  # fmt: skip
+def frontier(specs, vary_text, q_text, s_text, family_spec, samples, search, seed, prove,
+             json_path, plot_path, resume, quiet, cluster):  # fmt: skip
     """Smallest parameter value decoded and decodable per (q, s), against the bound."""
     from sketchsim.runs.frontier import run as run_frontier
     from sketchsim.tables.frontier import show_frontier
@@ -61,6 +62,7 @@ def frontier(specs, vary_text, q_text, s_text, family_spec, samples, search, see
         samples,
         search,
         seed,
+        prove,
     )
     with render.progress_bar("frontier", 1, not quiet, plain=cluster is not None) as update:
         result = run_frontier(

@@ -10,6 +10,7 @@ formats them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,8 +46,21 @@ class FrontierPlan:
     samples: int = 20_000
     search: str = "auto"
     seed: int = 0
+    #: Seconds per cell: prove or refute a sampled decoded ``trained`` causal cell at its
+    #: value (docs/theory.md 5.5); None: not proved.
+    prove: float | None = None
 
     def __post_init__(self):
+        if self.prove is not None and not (math.isfinite(self.prove) and self.prove > 0):
+            raise SketchsimError(f"--prove must be > 0 seconds, got {self.prove}", param="prove")
+        specs = (self.protocols,) if isinstance(self.protocols, str) else self.protocols
+        trained = any(str(p).split(":")[0].strip() == "trained" for p in specs)
+        if self.prove is not None and not (trained and self.vary.split("=")[0].strip() == "bits"):
+            raise SketchsimError(
+                "--prove applies only to trained protocols (causal weights files on F(q, s)) "
+                "varying bits; this run would ignore it",
+                param="prove",
+            )
         specs = self.protocols  # one spec string is one protocol, not one per character
         object.__setattr__(self, "protocols", (specs,) if isinstance(specs, str) else tuple(specs))
 
@@ -61,7 +75,7 @@ class FrontierPlan:
             "samples": self.samples,
             "search": self.search,
             "seed": self.seed,
-        }
+        } | ({"prove": self.prove} if self.prove is not None else {})
 
 
 @dataclass
@@ -107,10 +121,11 @@ class CellVerdict:
         The spec as given, else the protocol's name.
     cell : dict
         The JSON ``cells`` entry.
-    verdict : {"none", "proved", "not refuted"}
+    verdict : {"none", "proved", "not refuted", "refuted"}
         How strong what the cell shows is: ``"none"``: no value in the range is
-        decoded or decodable; ``"proved"``: every input of the family was run;
-        ``"not refuted"``: a sample was.
+        decoded or decodable; ``"proved"``: every input of the family was run, or
+        ``prove`` proved the decoded value; ``"not refuted"``: a sample was;
+        ``"refuted"``: a sample was decoded and ``prove`` found an input it is wrong on.
     not_monotone : bool
         Scanned, and the verdicts are not monotone in the parameter.
     shows : {"decoded", "decodable", "neither"}
@@ -136,10 +151,13 @@ class CellVerdict:
             shows = "decodable"
         else:
             shows = "neither"
+        proof = (c.get("prove") or {}).get("verdict")
         if shows == "neither":
             verdict = "none"
         elif c["mode"] == "exhaustive":
             verdict = "proved"
+        elif shows == "decoded" and proof in ("proved", "refuted"):
+            verdict = proof  # `prove` decided every input at the decoded value
         else:
             verdict = "not refuted"
         return cls(
@@ -310,7 +328,36 @@ def measure_cell(plan: FrontierPlan, q: int, s: int, spec: str, built=None,
         raise SketchsimError(f"{exc}; use fewer --samples") from None
     # identities: the protocol's source and the family's, so that resume never
     # shows the results of other code under the same spec
-    return cell.to_dict() | {"identity": r.identity, "family_identity": fam_id}
+    out = cell.to_dict() | {"identity": r.identity, "family_identity": fam_id}
+    out["evidence"] = "exhaustive" if out["mode"] == "exhaustive" else "sampled"
+    if plan.prove and out["found"] and out["mode"] != "exhaustive":
+        out |= prove_cell(r, family, out["param"], out["value"], plan.prove)
+    return out
+
+
+def prove_cell(resolved, family, param: str, value: int, budget: float) -> dict:
+    """``prove`` of a sampled decoded cell at its value: ``{"prove", "evidence"}``.
+
+    Covered: the built-in ``trained`` protocol varying ``bits`` on a causal file trained
+    on F(q, s) (:mod:`sketchsim.prove`); other cells record ``not covered``.
+    """
+    from sketchsim.prove.search import prove
+    from sketchsim.sketch.family import HardFamily
+    from sketchsim.sketch.weights_file import load_weights
+
+    params = resolved.params
+    covered = (resolved.protocol.name == "trained" and param == "bits"
+               and isinstance(family, HardFamily))  # fmt: skip
+    w = load_weights(params["weights"], params.get("sha256") or None) if covered else None
+    if w is None or not w.causal:
+        why = "prove covers the trained protocol's causal files on F(q, s), varying bits"
+        return {"prove": {"verdict": "not covered", "reason": why}}
+    out = prove(w, family, value, params.get("rounding", "every"), budget=budget)
+    record = {"bits": value, "verdict": out.verdict, "counterexample": out.counterexample,
+              "engine_answers": out.engine_answers, "boxes": out.boxes,
+              "open_boxes": out.open_boxes, "seconds": round(out.seconds, 3)}  # fmt: skip
+    evidence = out.verdict if out.verdict in ("proved", "refuted") else "sampled"
+    return {"prove": record, "evidence": evidence}
 
 
 def run(

@@ -10,6 +10,11 @@ from sketchsim.runs.minrank import nonneg_lower
 __all__ = ["plot_frontier", "plot_minrank", "plot_audit", "plot_trained_frontier", "screen_points"]
 
 
+def _evidence(cell: dict) -> str:
+    """``exhaustive``, ``proved``, ``refuted`` or ``sampled`` (cells before #61: by mode)."""
+    return cell.get("evidence") or ("exhaustive" if cell["mode"] == "exhaustive" else "sampled")
+
+
 def plot_frontier(cells, vary, path) -> None:
     """Declared bits at the smallest decoded value against the bound, one line per s (PNG)."""
     import matplotlib
@@ -46,6 +51,17 @@ def plot_frontier(cells, vary, path) -> None:
                 alpha=0.6,
                 label=f"{name} entry entropy" if j == 0 else None,
             )
+    # how each point knows: filled = every input (enumerated or proved), hollow = a sample,
+    # a red cross = refuted by prove (docs/theory.md 5.5)
+    style = {"refuted": ("x", "red"), "sampled": ("o", "none")}
+    for ev in ("sampled", "refuted"):
+        pts = [c for p in lines.values() for c in p if _evidence(c) == ev]
+        if pts:
+            mark, face = style[ev]
+            ax.scatter([c["bound_bits"] for c in pts], [c["declared_bits"] for c in pts], s=90,
+                       marker=mark, facecolors=face, edgecolors="k" if ev == "sampled" else None,
+                       color="red" if ev == "refuted" else None, zorder=5,
+                       label="sampled only" if ev == "sampled" else "refuted by prove")  # fmt: skip
     if xs:
         grid = [min(xs), max(xs)]
         ax.plot(grid, grid, "k--", lw=1, label="bound (diagonal)")

@@ -18,6 +18,7 @@ _VERDICT_CELLS = {
     ("not refuted", "decoded"): "[yellow]not refuted[/yellow]",
     ("proved", "decodable"): "[green]proved[/green]: [yellow]decodable[/yellow]",
     ("not refuted", "decodable"): "[yellow]not refuted: decodable[/yellow]",
+    ("refuted", "decoded"): "[red]refuted[/red]",
 }
 
 
@@ -108,6 +109,16 @@ def _frontier_notes(notes) -> list[str]:
             f"{n:,} sampled inputs (error rate < {error_upper:.2g} at 95%) and a "
             f"decodable value shows no collision among them (collision check reach "
             f"{'-' if power is None else f'{power:.2g}'}); neither is proved for the other inputs"
+        )
+    if ("refuted", "decoded") in kinds:
+        lines.append(
+            "refuted: a decoded value is right on its sample, and prove found an input of the "
+            "family it answers wrong (the cell's prove.counterexample in the JSON)"
+        )
+    if ("proved", "decoded") in kinds and not notes.proved:
+        lines.append(
+            "proved (sampled cell): prove decided the decoded value right on every input "
+            "(docs/theory.md 5.5)"
         )
     if ("not refuted", "decodable") in kinds:
         lines.append(

@@ -36,12 +36,14 @@ BASE = {
     "capacity": [],
     "certify": ["{tmp}/fam.npz"],
     "check-certificate": ["{tmp}/cert.json"],
+    "check-proof": ["{tmp}/proved/proof.json"],
     "codes": ["--m", "12"],
     "families": [],
     "frontier": ["--vary", "bits=1..2", "--q", "2", "--s", "1", "--quiet"],
     "info": [],
     "minrank": ["--m", "2", "--seeds", "1", "--steps", "1"],
     "protocols": [],
+    "prove": ["{tmp}/proved/causal.npz", "--bits", "4"],
     "reproduce": ["--quick"],
     "sweep": ["--ranks", "1", "--seeds", "1", "--steps", "1", "--triples", "8"],
     "transcript": ["--q", "2", "--s", "1", "--quiet", "--protocol", "block-counts"],
@@ -113,7 +115,8 @@ WALK = [
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """A tiny family file and its certificate, for certify and check-certificate."""
+    """A tiny family file and its certificate, for certify and check-certificate; a causal
+    weights file and its proof, for prove and check-proof."""
     from sketchsim.certify import build_witness, save_family
     from sketchsim.certify.codes import hadamard_code
     from sketchsim.certify.proof import certificate_proof
@@ -122,6 +125,15 @@ def files(tmp_path_factory):
     fam = build_witness(hadamard_code(12), "hadamard", 4)
     save_family(fam, folder / "fam.npz")
     (folder / "cert.json").write_text(json.dumps(certificate_proof(fam)))
+    from sketchsim.api import prove
+    from sketchsim.prove.examples import counting_model
+    from sketchsim.sketch.family import HardFamily
+    from sketchsim.sketch.weights_file import save_weights_file
+
+    sub = folder / "proved"  # its own folder: capacity walks the folder above
+    sub.mkdir()
+    save_weights_file(sub / "causal.npz", *counting_model(HardFamily(2, 1), 4))
+    assert prove(sub / "causal.npz", 4, proof_path=sub / "proof.json").verdict == "proved"
     return folder
 
 
@@ -275,6 +287,8 @@ IGNORED = [
     (["frontier", "--protocol", "kernel", "--vary", "nope=1..3", "--q", "4", "--s", "3"],
      "no protocol has a parameter 'nope'"),
     (["frontier", "--vary", "bits=1..2", "--resume"], "--resume needs --json"),
+    (["frontier", "--vary", "bits=1..2", "--q", "2", "--s", "1", "--prove", "5"],
+     "--prove applies only to trained protocols"),
     (["transcript", "--resume"], "--resume needs --json"),
     (["bound", "--m", "4", "--certificates"], "--certificates needs --export"),
     (["ablation", "--lr", "0.1"], "--lr applies only with --screen-maps or --screen-stop"),
@@ -301,7 +315,7 @@ IGNORED = [
 ]  # fmt: skip
 
 #: Options whose "ignored" case is one of :data:`IGNORED` (the option is not in EFFECT).
-REFUSED_WHEN_IGNORED = {("frontier", "resume"), ("transcript", "resume")}
+REFUSED_WHEN_IGNORED = {("frontier", "resume"), ("transcript", "resume"), ("frontier", "prove")}
 
 CLASSIFIED = ("transcript", "frontier", "witness", "bound", "certify", "verify", "codes")
 

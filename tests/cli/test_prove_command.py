@@ -88,3 +88,27 @@ def test_capacity_without_prove_keeps_sampled(right_and_wrong, tmp_path):
     rows = json.loads((tmp_path / "c.json").read_text())["rows"]
     assert {r["evidence"] for r in rows} == {"sampled"} and all("prove" not in r for r in rows)
     assert np.isfinite([r["floor_at_error"] for r in rows]).all()
+
+
+def test_frontier_prove_labels_sampled_cells(right_and_wrong, tmp_path):
+    specs = [
+        f"trained:weights={right_and_wrong / n},rounding=cut" for n in ("right.npz", "wrong.npz")
+    ]
+    args = ["frontier", "--vary", "bits=3..5", "--q", 16, "--s", 7, "--samples", 300,
+            "--prove", 30, "--json", tmp_path / "f.json", "--plot", tmp_path / "f.png"]  # fmt: skip
+    for spec in specs:
+        args += ["--protocol", spec]
+    res = run(*args)
+    assert res.exit_code == 0, res.output
+    cells = json.loads((tmp_path / "f.json").read_text())["cells"]
+    right, wrong = cells
+    assert right["mode"] == "sampled" and right["value"] == 4  # its registers: step 1 at K = 4
+    assert right["evidence"] == "proved" and right["prove"]["verdict"] == "proved"
+    assert wrong["evidence"] == "refuted" and wrong["prove"]["counterexample"] == [7] * 16
+    assert "refuted" in res.output and "prove found an input" in res.output
+    assert (tmp_path / "f.png").stat().st_size > 0
+    kept = [a for a in args if a not in ("--prove", 30, "--plot", tmp_path / "f.png")]
+    plain = run(*kept[:-2], "--json", tmp_path / "g.json")
+    assert plain.exit_code == 0, plain.output
+    cells = json.loads((tmp_path / "g.json").read_text())["cells"]
+    assert {c["evidence"] for c in cells} == {"sampled"} and all("prove" not in c for c in cells)
