@@ -106,16 +106,25 @@ class OutputPath(click.ParamType):
 
 class PlotPath(OutputPath):
     """A ``.png`` file a command will plot into: refused at parse time, before any
-    work, when matplotlib is not installed."""
+    work, when matplotlib does not import (missing, or present and broken: a numpy ABI
+    mismatch fails only when imported, so it is imported, not looked up)."""
 
     def __init__(self):
         super().__init__((".png",))
 
     def convert(self, value, param, ctx):
-        import importlib.util
+        if value is not None:
+            try:
+                import matplotlib
 
-        if value is not None and importlib.util.find_spec("matplotlib") is None:
-            self.fail("plots need matplotlib: pip install 'sketchsim[plot]'", param, ctx)
+                matplotlib.use("Agg")  # the backend every plot uses
+                import matplotlib.pyplot  # noqa: F401
+            except Exception as exc:  # noqa: BLE001 - any failure means no plot
+                from sketchsim.errors import one_line
+
+                missing = isinstance(exc, ModuleNotFoundError) and exc.name == "matplotlib"
+                why = "" if missing else f" ({one_line(exc)})"
+                self.fail(f"plots need matplotlib{why}: pip install 'sketchsim[plot]'", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -114,18 +114,32 @@ PLOTS = [
 @pytest.mark.parametrize("argv", PLOTS, ids=lambda a: a[0])
 def test_plot_without_matplotlib_is_refused_before_the_run(tmp_path, monkeypatch, argv):
     """Was: an ImportError traceback after the whole run (frontier, minrank, audit)."""
-    import importlib.util
+    import sys
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "matplotlib" else real(name, *a),
-    )
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     res = run(*argv, "--plot", str(tmp_path / "p.png"))
-    assert_error_line(res, "plots need matplotlib: pip install 'sketchsim[plot]'")
+    assert_error_line(res, "plots need matplotlib")
+    assert "pip install 'sketchsim[plot]'" in res.output
     assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("argv", PLOTS[:2], ids=lambda a: a[0])
+def test_a_matplotlib_that_is_found_but_fails_to_import_is_refused_before_the_run(
+    tmp_path, monkeypatch, argv
+):
+    """#62: present but broken (a numpy ABI mismatch): finding it said yes, and the run
+    ended in a traceback; importing it decides."""
+    import importlib.util
+    import sys
+
+    assert importlib.util.find_spec("matplotlib") is not None
+    monkeypatch.delitem(sys.modules, "matplotlib.pyplot", raising=False)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # found, fails to import
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    res = run(*argv, "--plot", str(tmp_path / "p.png"))
+    assert_error_line(res, "plots need matplotlib (")
+    assert "Traceback" not in res.output and not (tmp_path / "p.png").exists()
 
 
 @pytest.mark.parametrize(
