@@ -39,7 +39,8 @@ def prove(weights, bits, rounding, budget, json_path, proof_path):
 
 @main.command("check-proof")
 @click.argument("path", type=click.Path(dir_okay=False))
-def check_proof(path):
+@click.option("--weights", type=click.Path(dir_okay=False), help="Also check it is this file's.")
+def check_proof(path, weights):
     """Re-verify a proof file leaf by leaf with the standard library; exit 2 when invalid.
 
     Shares no code with the prover (sketchsim/prove/check_proof.py); NumPy only checks that
@@ -49,7 +50,7 @@ def check_proof(path):
     from sketchsim.runs.prove import check
 
     try:
-        checked = check(path)
+        checked = check(path, weights)
     except ProofInvalid as exc:
         raise SketchsimError(f"{path}: invalid proof: {exc}") from None
     from sketchsim.tables.prove import show_checked

@@ -115,9 +115,10 @@ def run(path, bits: int, rounding: str = "every", budget: float = 60.0, json_pat
     return result
 
 
-def check(path):
+def check(path, weights=None):
     """Re-verify a proof file (:func:`sketchsim.prove.check_proof.check_proof`), then that its
-    layout is its family's (the one step that needs NumPy's generator).
+    layout is its family's (the one step that needs NumPy's generator), and with ``weights``
+    that the proof is about that file: its sha256 and every array the proof carries.
 
     Returns the checker's result; raises :class:`ProofInvalid` or :class:`SketchsimError`
     (not a proof file: unreadable, not JSON).
@@ -137,4 +138,23 @@ def check(path):
     fam = obj["family"]
     if HardFamily(fam["q"], fam["s"], fam["seed"]).perm.tolist() != obj["perm"]:
         raise ProofInvalid(f"perm is not the layout of F({fam['q']},{fam['s']}) seed {fam['seed']}")
+    if weights is not None:
+        _same_file(obj, weights)
     return checked
+
+
+def _same_file(obj: dict, path) -> None:
+    import base64
+
+    import numpy as np
+
+    from sketchsim.prove.check_proof import ProofInvalid
+    from sketchsim.sketch.weights_file import load_weights
+
+    w = load_weights(path)
+    if w.sha256 != obj["weights_sha256"]:
+        raise ProofInvalid(f"{path} is not the file the proof names (sha256 {w.sha256[:16]}...)")
+    for name, a in w.arrays.items():
+        got = np.frombuffer(base64.b64decode(obj["arrays"][name]["f8"]), "<f8")
+        if not np.array_equal(got, np.ravel(a)):
+            raise ProofInvalid(f"array {name} differs from {path}'s")

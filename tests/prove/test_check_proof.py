@@ -137,3 +137,22 @@ def test_not_a_proof_file_is_one_line(tmp_path):
     assert_error_line(res, "not a readable JSON proof file")
     with pytest.raises(ProofInvalid):
         check_proof({"format": "sketchsim-proof"})
+
+
+def test_weights_binds_the_proof_to_its_file(tmp_path, proof):
+    fam = make_family("hard", 4, 7)
+    exact_sum_weights(tmp_path / "w.npz", fam)
+    path = tmp_path / "p.json"
+    prove(tmp_path / "w.npz", 4, "cut", proof_path=path)
+    res = CliRunner().invoke(main, ["check-proof", str(path), "--weights", str(tmp_path / "w.npz")])
+    assert res.exit_code == 0, res.output
+    proof = json.loads(path.read_text())
+    other = exact_sum_weights(tmp_path / "o.npz", fam, bias=19.0)
+    assert other.sha256 != proof["weights_sha256"]
+    res = CliRunner().invoke(main, ["check-proof", str(path), "--weights", str(tmp_path / "o.npz")])
+    assert_error_line(res, "is not the file the proof names")
+    # a re-signed proof naming the other file's sha still carries the first file's arrays
+    forged = _resigned({**proof, "weights_sha256": other.sha256})
+    path.write_text(json.dumps(forged))
+    res = CliRunner().invoke(main, ["check-proof", str(path), "--weights", str(tmp_path / "o.npz")])
+    assert_error_line(res, "differs from")
