@@ -6,7 +6,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "sketchsim"
 #: Lower layers first; a module may import its own layer and those before it.
 LAYERS = [
-    "minip", "heads", "sketch", "prove", "certify", "experiments", "cluster", "runs", "tables", "api", "cli"
+    "minip", "heads", "sketch", "prove", "certify", "experiments", "cluster", "runs", "tables",
+    "api", "cli",
 ]  # fmt: skip
 TOP = {
     "errors",

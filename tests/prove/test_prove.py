@@ -15,7 +15,8 @@ from sketchsim.sketch.weights_file import load_weights, save_weights_file, weigh
 KINDS = [("linear", "elu1"), ("linear", "elu1sum"), ("linear", "relu"), ("linear", "signed"),
          ("linear", "softplus"), ("based", "elu1"), ("gla", "elu1"), ("deltanet", "elu1"),
          ("gated-deltanet", "elu1"), ("mamba", "elu1"), ("window", "elu1")]  # fmt: skip
-Q4 = "docs/capacity/frontier/s7/elu1sum/rebase/hard-q4-s7-linear-elu1sum-L1-H1-r1-d4-lr0.003-seed0.npz"
+REBASE = "docs/capacity/frontier/s7/elu1sum/rebase"
+Q4 = f"{REBASE}/hard-q4-s7-linear-elu1sum-L1-H1-r1-d4-lr0.003-seed0.npz"
 
 
 def _wrong_anywhere(w, fam, bits, rounding):
@@ -53,9 +54,10 @@ def test_interval_operations_enclose_every_float_inside():
         t = rng.uniform(size=(64, 1))
         px, py = a + t * (b - a), c + t * (d - c)
         W = rng.normal(size=(3, 5))
-        for got, want in [(x + y, px + py), (x - y, px - py), (x * y, px * py),
-                          (x / y, px / py), (x.square(), px * px),
-                          (x.monotone(np.exp), np.exp(px)), (x.sum(axis=0), px.sum(axis=1))]:  # fmt: skip
+        pairs = [(x + y, px + py), (x - y, px - py), (x * y, px * py), (x / y, px / py),
+                 (x.square(), px * px), (x.monotone(np.exp), np.exp(px)),
+                 (x.sum(axis=0), px.sum(axis=1))]  # fmt: skip
+        for got, want in pairs:
             lo = np.where(np.isnan(got.lo), -np.inf, got.lo)
             assert (lo <= want).all() and (want <= got.hi).all()
         got = dot(W, x, 1.5)
@@ -140,7 +142,7 @@ def test_a_model_built_right_is_proved_at_q64(tmp_path):
 
 
 def test_the_committed_f64_model_is_refuted_with_an_input_the_engine_answers_wrong():
-    path = "docs/capacity/frontier/s7/elu1sum/rebase/hard-q64-s7-linear-elu1sum-L1-H1-r1-d64-lr0.001-seed0.npz"
+    path = f"{REBASE}/hard-q64-s7-linear-elu1sum-L1-H1-r1-d64-lr0.001-seed0.npz"
     w = load_weights(path)
     fam = weights_family(w)
     out = prove(w, fam, 4, "cut")
