@@ -33,7 +33,6 @@ _LAZY = {
     "ablation": "sketchsim.api",
     "sweep": "sketchsim.api",
     "reproduce": "sketchsim.api",
-    "prove": "sketchsim.api",
     "model_inputs": "sketchsim.api",
 }
 

@@ -18,11 +18,12 @@ with its own interval forward (docs/theory.md 5.2, 5.3; ``tests/naive.py``,
 3. the architecture is one this checker runs (kind, feature map, sizes; its ``m``
    is ``q s + s + 1``), and ``arrays`` holds exactly the architecture's arrays,
    each of its shape, decoding (base64 of little-endian float64) to finite numbers;
-4. ``trees`` holds one tree per query, each read to its end: every split
-   ``(j, v)`` has ``lo_j <= v < hi_j`` in its box, the total of leaves is
-   ``leaves``, and every leaf of query ``i``'s tree pins ``t_i`` (``lo_i = hi_i``)
-   and its enclosure of query ``i``'s answer over the box is exactly ``{lo_i}``
-   (:func:`leaf_answer`).
+4. ``trees`` holds one tree per query, each read to its end (a leaf ``-1``; a split
+   ``j, v`` with ``0 <= j < q`` and ``lo_j <= v < hi_j`` in its box, then the
+   subtrees of ``t_j <= v`` and ``t_j > v``; the root box ``[0, s]^q``); then the
+   total of leaves is ``leaves``; then, tree by tree in preorder, every leaf of
+   query ``i``'s tree pins ``t_i`` (``lo_i = hi_i``) and its enclosure of query
+   ``i``'s answer over the box is exactly ``{lo_i}`` (:func:`leaf_answer`).
 
 The enclosure is docs/theory.md 5.5's: every operation's interval result is
 widened by ``2^-46 max(|lo|, |hi|) + 2^-1000`` (a dot product with constant
@@ -31,10 +32,22 @@ weights is moved out once by ``2^-46 (|b| + sum |w_i| max(|a_i|, |b_i|)) +
 per-block tables, moved out by ``2^-44 (|b| + sum |w|)``), a NaN bound or an
 operation undefined on its interval gives ``(-inf, inf)``, a register maps an
 interval to the range of codes its floats can round to, and the answer is the
-range of ``clip(floor(y + 1/2), -1, s + 1)``.  A dot product of two interval
-vectors (``phi(q)^T S``, ``<a, o>``, ...) is summed like the constant-weight one:
-the four-product range of each term, added, moved out once by ``2^-46`` of the
-terms' magnitudes plus ``2^-1000``.
+range of ``clip(floor(y + 1/2), -1, s + 1)``.  Where 5.5 leaves the rule open, the
+choice here is sound and never looser than a chain of widened operations:
+
+- a dot product of two interval vectors (``phi(q)^T S``, ``<a, o>``, ...) and a sum of
+  intervals (``R_j`` of ``elu1sum``, the softmax's denominator) are summed like the
+  constant-weight dot product: each term's range (four products, or the exact square),
+  added, moved out once by ``2^-46`` of the terms' magnitudes plus ``2^-1000`` (the
+  ``2^-46`` scaled by ``n / 128`` past 128 terms, where ``n 2^-53`` outgrows it);
+- operations exact in floats are not widened: ``max(x, c)``, ``-x``, and a constant
+  the engine computes exactly (``sqrt(r)``, ``r^(1/4)``, ``sqrt(2) sqrt(r)``);
+  ``exp(alog)`` is a libm result, so ``exp`` of the point, widened;
+- ``sqrt`` of a sum of squares (DeltaNet's norms) takes its lower end at 0 or above
+  (the engine's sum is never negative);
+- an unbounded operand gives an unbounded result (it may hold NaN), for every
+  operation but the register (the whole code range) and the answer (``-1..s+1``);
+- a window holding one token reads it with weight exactly 1 (``exp(0) / exp(0)``).
 
 :func:`check_proof` returns what the proof shows (:class:`Checked`), or raises
 :class:`ProofInvalid` naming the first invalid step.  The family's ``seed`` is
@@ -145,8 +158,8 @@ INF = math.inf
 WHOLE = (-INF, INF)
 ZERO = (0.0, 0.0)
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
-_MEMO_LIMIT = 4_000_000  # intervals kept by the per-entry memo before it is dropped
-_CACHE_LIMIT = 4096  # cut states kept with their queries' progress
+_MEMO_LIMIT = 1_000_000  # intervals kept by the per-entry memo before it is dropped
+_CACHE_LIMIT = 1_000_000  # intervals of states kept by the cut-state cache
 
 
 class ProofInvalid(Exception):
@@ -1027,7 +1040,7 @@ class _Model:
                 done, states = 0, cut
             for t in range(done, i):
                 states, _ = self._query_step(t, states, False)
-            if len(self.cache) >= _CACHE_LIMIT:
+            if len(self.cache) * self.L * self.H * self.E >= _CACHE_LIMIT:
                 self.cache.clear()
         after, y = self._query_step(i, states, True)
         if not (self.L == 1 and self.kind in ENTRYWISE):

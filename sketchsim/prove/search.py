@@ -224,13 +224,10 @@ def _argbest(score, span):
     return out
 
 
-_RELEVANCE: dict = {}
-
-
 def _relevance(model: BoxModel, i: int) -> np.ndarray:
     """How far query ``i``'s output moves when one cut code sweeps its range (others mid)."""
-    key = (id(model), i)
-    if key not in _RELEVANCE:
+    memo = model.__dict__.setdefault("_relevance", {})
+    if i not in memo:
         n = model.L * model.H * model.E
         top = model.top
         clo = np.full((n + 1, n), top // 2, np.int64)
@@ -239,9 +236,9 @@ def _relevance(model: BoxModel, i: int) -> np.ndarray:
         clo[idx, idx], chi[idx, idx] = 0, top
         states = model.states_of_codes(clo, chi)
         a_lo, a_hi = model.answers(states, i)
-        _RELEVANCE.clear()
-        _RELEVANCE[key] = (a_hi[:n, i] - a_lo[:n, i]).astype(float) + 1e-3
-    return _RELEVANCE[key]
+        memo.clear()  # one query at a time: the search finishes query i before i + 1
+        memo[i] = (a_hi[:n, i] - a_lo[:n, i]).astype(float) + 1e-3
+    return memo[i]
 
 
 class _Checker:
