@@ -109,6 +109,11 @@ NOT_RUN: dict[str, str] = {
     "sketchsim capacity W --plot c.png": (
         "needs the folder the capacity sweep writes: run by test_readme_capacity_pair below"
     ),
+    "sketchsim prove W.npz --bits 4 --rounding cut --proof p.json": (
+        "needs a causal weights file W.npz: test_readme_prove_pair below writes one and runs "
+        "this command, then check-proof on its proof"
+    ),
+    "sketchsim check-proof p.json": "needs the proof prove writes: test_readme_prove_pair",
     "sketchsim verify --m 7 --n 4 --cluster local:2": (
         "starts a Dask cluster; tests/cluster/test_cluster_verify.py covers the path and "
         "test_readme_cluster_example_shards below runs this command at --m 5 --n 5 (slow)"
@@ -216,3 +221,19 @@ def test_readme_capacity_pair(tmp_path, monkeypatch):
     rows = json.loads((tmp_path / "c.json").read_text())["rows"]
     assert rows and all(r["bound_bits"] == 3.0 for r in rows)
     assert (tmp_path / "c.png").stat().st_size > 0
+
+
+def test_readme_prove_pair(tmp_path, monkeypatch):
+    """The README's ``prove`` then ``check-proof``, as written, on a model right by
+    construction (:func:`sketchsim.prove.examples.counting_model`, F(4,7))."""
+    from sketchsim.prove.examples import counting_model
+    from sketchsim.sketch.family import HardFamily
+    from sketchsim.sketch.weights_file import save_weights_file
+
+    monkeypatch.chdir(tmp_path)
+    save_weights_file(tmp_path / "W.npz", *counting_model(HardFamily(4, 7), 4))
+    first = next(c for c in readme_commands() if c.startswith("sketchsim prove "))
+    res = _invoke(first, [])
+    assert res.exit_code == 0 and "proved" in res.output, res.output
+    res = _invoke(next(c for c in readme_commands() if c.startswith("sketchsim check-proof")), [])
+    assert res.exit_code == 0 and "VALID" in res.output, res.output

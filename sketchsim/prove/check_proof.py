@@ -210,13 +210,33 @@ def _sub(x, y):
     return _wid(x[0] - y[1], x[1] - y[0])
 
 
+def _prod(a: float, b: float, c: float, d: float) -> tuple[float, float]:
+    """The least and greatest of the four products ``[a, b] * [c, d]`` (finite ends)."""
+    if a >= 0.0:
+        if c >= 0.0:
+            return a * c, b * d
+        if d <= 0.0:
+            return b * c, a * d
+        return b * c, b * d
+    if b <= 0.0:
+        if c >= 0.0:
+            return a * d, b * c
+        if d <= 0.0:
+            return b * d, a * c
+        return a * d, a * c
+    if c >= 0.0:
+        return a * d, b * d
+    if d <= 0.0:
+        return b * c, a * c
+    return min(a * d, b * c), max(a * c, b * d)
+
+
 def _mul(x, y):
     a, b = x
     c, d = y
     if a == -INF or c == -INF:
         return WHOLE
-    p1, p2, p3, p4 = a * c, a * d, b * c, b * d
-    return _wid(min(p1, p2, p3, p4), max(p1, p2, p3, p4))
+    return _wid(*_prod(a, b, c, d))
 
 
 def _div(x, y):
@@ -325,17 +345,13 @@ def _idot(start: float, xs, ys):
     los = [start]
     his = [start]
     mag = 0.0
-    for x, y in zip(xs, ys, strict=True):
-        a, b = x
-        c, d = y
+    for (a, b), (c, d) in zip(xs, ys, strict=True):
         if a == -INF or c == -INF:
             return WHOLE
-        p1, p2, p3, p4 = a * c, a * d, b * c, b * d
-        lo = min(p1, p2, p3, p4)
-        hi = max(p1, p2, p3, p4)
+        lo, hi = _prod(a, b, c, d)
         los.append(lo)
         his.append(hi)
-        mag += max(-lo, hi)
+        mag += -lo if -lo > hi else hi
     return _fsum2(los, his, mag, abs(start))
 
 
