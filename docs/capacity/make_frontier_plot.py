@@ -7,8 +7,10 @@ merges their rows and hands them to
 frontier (:func:`sketchsim.runs.capacity.frontier_rows`, models right on every
 input run), open ones the models that keep their 32-bit accuracy (at least
 0.99) on their screen at fewer bits but decode no sample
-(:func:`sketchsim.runs.plots.screen_points`).  tests/experiments/test_capacity_doc.py
-draws it again from the same files.
+(:func:`sketchsim.runs.plots.screen_points`); where a model's weights file is
+committed beside its capacity file, a frontier point ``prove`` proved is boxed
+green and a model it refuted is a red cross, off the frontier (prove/committed.json).
+tests/experiments/test_capacity_doc.py draws it again from the same files.
 """
 
 import json
@@ -52,8 +54,17 @@ SOURCES = (
 
 
 def merged_rows() -> list[dict]:
-    """Every row of :data:`SOURCES`."""
-    return [r for name in SOURCES for r in json.loads((HERE / name).read_text())["rows"]]
+    """Every row of :data:`SOURCES`, each with what ``prove`` found at its K where its
+    weights file is committed beside its capacity file (prove/committed.json)."""
+    proved = json.loads((HERE / "prove" / "committed.json").read_text())["rows"]
+    verdicts = {(r["weights"], r["bits"]): r["verdict"] for r in proved}
+    rows = []
+    for name in SOURCES:
+        folder = f"docs/capacity/{Path(name).parent}"
+        for r in json.loads((HERE / name).read_text())["rows"]:
+            v = verdicts.get((f"{folder}/{r['weights']}", r["bits_per_coordinate"]))
+            rows.append({**r, "evidence": v} if v in ("proved", "refuted") else r)
+    return rows
 
 
 if __name__ == "__main__":

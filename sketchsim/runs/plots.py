@@ -181,7 +181,9 @@ def plot_trained_frontier(rows: list[dict], path) -> None:
     and one panel per ``s``, beside the floor ``q log2(s+1)`` and zoology's float32
     count of the same models' states (elements x 32, dashed); the models of
     :func:`screen_points` (their 32-bit accuracy on the screen, not decoded) are open
-    markers (PNG)."""
+    markers; a frontier point whose row's ``evidence`` is ``proved`` (``prove``,
+    docs/theory.md 5.5) is boxed green, and the rows ``prove`` refuted (off the
+    frontier: wrong on some input) are red crosses (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -207,11 +209,19 @@ def plot_trained_frontier(rows: list[dict], path) -> None:
                         label=kind)  # fmt: skip
                 ax.plot(x, [32 * elements[b["weights"]] for _, b in pts], "--", lw=0.8,
                         color=colors[kind], alpha=0.6)  # fmt: skip
+                for q, b in pts:  # the points prove decided right on every input (#61)
+                    if b.get("evidence") == "proved":
+                        ax.plot([q], [b["transcript_bits"]], "s", ms=12, mfc="none", mew=1.5,
+                                color="green", zorder=5)  # fmt: skip
             opens = sorted((p["q"], p["bits"]) for p in screened
                            if p["s"] == s and p["kind"] == kind)  # fmt: skip
             if opens:
                 ax.plot(*zip(*opens, strict=True), "o", mfc="none", ms=8, color=colors[kind],
                         label=None if pts else f"{kind} (screen only)")  # fmt: skip
+        wrong = [(r["q"], r["transcript_bits"]) for r in rows if r["s"] == s
+                 and r.get("evidence") == "refuted" and r.get("transcript_bits")]  # fmt: skip
+        if wrong:  # decoded a sample, off the frontier: prove found an input they get wrong
+            ax.plot(*zip(*wrong, strict=True), "x", ms=9, mew=1.5, color="red", zorder=6)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
         ax.set_xticks(qs, [str(q) for q in qs])
@@ -220,6 +230,12 @@ def plot_trained_frontier(rows: list[dict], path) -> None:
         ax.set_title(f"smallest decoding trained state, s = {s}", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
     ax = axes.flat[0]
+    if any(f["best"].get("evidence") == "proved" for f in decoded):
+        ax.plot([], [], "s", ms=12, mfc="none", mew=1.5, color="green",
+                label="proved right on every input (prove)")  # fmt: skip
+    if any(r.get("evidence") == "refuted" for r in rows):
+        ax.plot([], [], "x", ms=9, mew=1.5, color="red",
+                label="decoded its sample, refuted by prove (off the frontier)")  # fmt: skip
     ax.plot([], [], "k--", lw=0.8, label="float32 state of the same model (zoology's count)")
     ax.plot([], [], "ko", mfc="none",
             label="its 32-bit accuracy (>= 0.99) on the screen at these bits, "
