@@ -158,16 +158,18 @@ def test_the_frontier_plot_draws_from_the_committed_files(tmp_path):
     rows = script.merged_rows()
     assert {r["s"] for r in rows} == {1, 3, 7} and max(r["q"] for r in rows) == 64
     decoded = [f for f in frontier_rows(rows) if f["best"]]
-    # at s = 7 the grid's linear attention, GLA and Based (readout basis) at q = 16 and elu1sum
-    # at every q decode
-    # (docs/capacity.md); elu1sum's best is 1.33x at every q, at q = 4, 32 and 64 in the
-    # readout basis
+    # at s = 7, with the models prove refuted taken off (#61, docs/capacity.md): elu1sum at
+    # q = 4 (proved), 8 and 16 (samples only), and Based at q = 16 (proved); GLA at 16,
+    # linear-elu1 at 16 and elu1sum at 32 and 64 decoded samples only to be refuted
     s7 = {(f["q"], f["kind"]): f for f in decoded if f["s"] == 7}
-    assert set(s7) == {(16, "linear-elu1 L1 H1"), (16, "gla L1 H1"), (16, "based L1 H1"),
-                       *((q, "linear-elu1sum L1 H1") for q in (4, 8, 16, 32, 64))}  # fmt: skip
-    best = {q: s7[(q, "linear-elu1sum L1 H1")]["best"] for q in (4, 8, 16, 32, 64)}
-    assert [round(best[q]["ratio"], 2) for q in best] == [1.33] * 5
-    assert best[64]["state_basis"] == best[4]["state_basis"] == "readout"
+    assert set(s7) == {(16, "based L1 H1"),
+                       *((q, "linear-elu1sum L1 H1") for q in (4, 8, 16))}  # fmt: skip
+    best = {q: s7[(q, "linear-elu1sum L1 H1")]["best"] for q in (4, 8, 16)}
+    assert [round(best[q]["ratio"], 2) for q in best] == [1.33, 1.67, 1.33]
+    assert best[4]["evidence"] == s7[(16, "based L1 H1")]["best"]["evidence"] == "proved"
+    refuted = {(r["q"], r["architecture"]) for r in rows if r.get("evidence") == "refuted"}
+    assert {(16, "gla L1 H1 r1 d16"), (64, "linear-elu1sum L1 H1 r1 d64")} <= refuted
+    assert best[4]["state_basis"] == "readout"
     opens = {(p["q"], p["kind"]): p for p in screen_points(rows) if p["s"] == 7}
     # the kept F(32,7) DeltaNet at the cut: 0.999 at K = 6, as at K = 32 (docs/capacity.md)
     assert opens[(32, "deltanet L1 H1")]["bits_per_coordinate"] == 6
@@ -301,9 +303,11 @@ def _proved(best: dict) -> str:
     mine = [r for r in rows if r["weights"].endswith("/" + best["weights"])
             and r["weights_sha256"] == best.get("weights_sha256", r["weights_sha256"])]  # fmt: skip
     at = [r for r in mine if r["bits"] == best["bits_per_coordinate"]]
-    if not at or len({(r["weights_sha256"], r["verdict"]) for r in at}) > 1 and len(
-        {r["verdict"] for r in at}
-    ) > 1:
+    if (
+        not at
+        or len({(r["weights_sha256"], r["verdict"]) for r in at}) > 1
+        and len({r["verdict"] for r in at}) > 1
+    ):
         return ""  # not committed, or files of that name that prove tells apart
     if len({r["weights_sha256"] for r in at}) > 1:
         return f"; {at[0]['verdict']}"  # files of that name, one verdict
