@@ -26,10 +26,11 @@ with its own interval forward (docs/theory.md 5.2, 5.3; ``tests/naive.py``,
    ``i``'s answer over the box is exactly ``{lo_i}`` (:func:`leaf_answer`).
 
 The enclosure is docs/theory.md 5.5's: every operation's interval result is
-widened by ``2^-46 max(|lo|, |hi|) + 2^-1000`` (a dot product with constant
-weights is moved out once by ``2^-46 (|b| + sum |w_i| max(|a_i|, |b_i|)) +
-2^-1000``; the data token's layer-0 pre-activations over a box come from exact
-per-block tables, moved out by ``2^-44 (|b| + sum |w|)``), a NaN bound or an
+widened by ``2^-46 max(|lo|, |hi|) + 2^-1000`` (a dot product of ``n`` terms with
+constant weights is moved out once by ``2^-46 max(1, n / 64) (|b| + sum |w_i|
+max(|a_i|, |b_i|)) + 2^-1000``; the data token's layer-0 pre-activations over a box
+come from exact per-block tables, moved out by ``2^-46 max(1, (m + 1) / 64) (|b| +
+sum |w|)``), a NaN bound or an
 operation undefined on its interval gives ``(-inf, inf)``, a register maps an
 interval to the range of codes its floats can round to, and the answer is the
 range of ``clip(floor(y + 1/2), -1, s + 1)``.  Where 5.5 leaves the rule open, the
@@ -38,8 +39,9 @@ choice here is sound and never looser than a chain of widened operations:
 - a dot product of two interval vectors (``phi(q)^T S``, ``<a, o>``, ...) and a sum of
   intervals (``R_j`` of ``elu1sum``, the softmax's denominator) are summed like the
   constant-weight dot product: each term's range (four products, or the exact square),
-  added, moved out once by ``2^-46`` of the terms' magnitudes plus ``2^-1000`` (the
-  ``2^-46`` scaled by ``n / 128`` past 128 terms, where ``n 2^-53`` outgrows it);
+  added, moved out once by ``2^-46 max(1, n / 64)`` of the terms' magnitudes plus
+  ``2^-1000`` for ``n`` terms (at least ``n 2^-52``: the engine's rounding of such a sum
+  and this checker's own);
 - operations exact in floats are not widened: ``max(x, c)``, ``-x``, and a constant
   the engine computes exactly (``sqrt(r)``, ``r^(1/4)``, ``sqrt(2) sqrt(r)``);
   ``exp(alog)`` is a libm result, so ``exp`` of the point, widened;
@@ -152,7 +154,6 @@ ENTRYWISE = ("linear", "based", "gla", "mamba")
 
 _REL = 2.0**-46  # an operation's widening, relative
 _TINY = 2.0**-1000  # ... and absolute
-_REL0 = 2.0**-44  # the data token's layer-0 pre-activations over a box
 _BIG = 1.7e308  # an interval reaching past this is unbounded (its widening could overflow)
 INF = math.inf
 WHOLE = (-INF, INF)
@@ -323,16 +324,21 @@ def _sqrt0(x):
     return _wid(math.sqrt(max(x[0], 0.0)), math.sqrt(x[1]))
 
 
+def _rel(n: int) -> float:
+    """The relative move-out of a sum of ``n`` terms: ``2^-46 max(1, n / 64)``."""
+    return _REL if n <= 64 else _REL * (n / 64.0)
+
+
 def _fsum2(los, his, mag, start_mag: float):
-    """``[fsum(los), fsum(his)]`` moved out by ``2^-46 (start_mag + mag) + 2^-1000``, the
-    ``2^-46`` scaled up by ``n / 128`` past ``n = 128`` summands (where ``n 2^-53``, the
-    engine's rounding of a sum of ``n`` terms, outgrows it)."""
+    """``[fsum(los), fsum(his)]`` moved out by ``2^-46 max(1, n / 64) (start_mag + mag) +
+    2^-1000`` for ``n`` summands (at least ``n 2^-52``: the engine's rounding of a sum of
+    ``n`` terms, and this checker's)."""
     try:
         lo, hi = fsum(los), fsum(his)
     except (OverflowError, ValueError):
         return WHOLE
     n = len(los)
-    m = (start_mag + mag) * (_REL if n <= 128 else _REL * (n / 128.0)) + _TINY
+    m = (start_mag + mag) * _rel(n) + _TINY
     lo, hi = lo - m, hi + m
     if -_BIG < lo and hi < _BIG:
         return (lo, hi)
@@ -387,7 +393,7 @@ def _dot_rows(rows, xs):
         except (OverflowError, ValueError):
             out.append(WHOLE)
             continue
-        m = mag * _REL + _TINY
+        m = mag * _rel(len(w) + 1) + _TINY
         lo, hi = c - r - m, c + r + m
         out.append((lo, hi) if -_BIG < lo and hi < _BIG else WHOLE)
     return out
@@ -674,7 +680,7 @@ class _Model:
                 highs.append(self.fmax[i][ri])
             full_lo.append(fsum(lows))
             full_hi.append(fsum(highs))
-            move.append(_REL0 * (abs(b) + fsum(aw)))
+            move.append(_rel(len(w) + 1) * (abs(b) + fsum(aw)))
         self.C, self.full_lo, self.full_hi, self.move = C, full_lo, full_hi, move
         self.deltas: dict = {}
 
@@ -728,7 +734,7 @@ class _Model:
             for w, b, aw in rows:
                 total = fsum(w)
                 padsum = fsum(w[k] for k in pad)
-                m = (abs(b) + fsum(aw)) * _REL + _TINY
+                m = (abs(b) + fsum(aw)) * _rel(len(w) + 1) + _TINY
                 for t in range(q):
                     block = fsum(w[t * s : t * s + s])
                     c = fsum((b, -total, 2.0 * block, 2.0 * padsum))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sketchsim.prove.interval import REL, TINY, Iv, dot, point, widen
+from sketchsim.prove.interval import REL, TINY, Iv, dot, point, rel_sum, widen
 from sketchsim.sketch.causal import causal_entries, taylor_width
 
 __all__ = ["BoxModel", "Cut", "SLACK", "PROJECTIONS"]
@@ -26,7 +26,6 @@ __all__ = ["BoxModel", "Cut", "SLACK", "PROJECTIONS"]
 SLACK = 2.0**-30
 #: The layer-0 pre-activation rows a head reads from a token, per kind (in this order).
 PROJECTIONS = ("wq", "wk", "wv", "wa", "wg", "wbeta")
-_BLOCK_REL = 2.0**-44
 
 
 @dataclass
@@ -129,7 +128,8 @@ class BoxModel:
             for t in range(1, s + 1):
                 C[i, t] = C[i, t - 1] + 2.0 * W[:, self.perm[i, t - 1]]
         self.base = b - W[:, q * s :].sum(axis=1)
-        self.margin = _BLOCK_REL * (np.abs(b) + np.abs(W).sum(axis=1))
+        # the engine's dot of m + 1 terms, and these tables' own sums (theory.md 5.5)
+        self.margin = rel_sum(self.m + 1) * (np.abs(b) + np.abs(W).sum(axis=1))
         lo = np.full((q, s + 1, s + 1, P), np.inf)
         hi = np.full((q, s + 1, s + 1, P), -np.inf)
         for a_ in range(s + 1):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Iv", "REL", "TINY", "dot", "point", "widen"]
+__all__ = ["Iv", "REL", "TINY", "dot", "point", "rel_sum", "widen"]
 
 #: The relative widening of every result and the absolute floor under it (theory.md 5.5).
 REL = 2.0**-46
@@ -135,6 +135,11 @@ class Iv:
         return _moved(lo, hi, n * (mag * REL + TINY))
 
 
+def rel_sum(n: int) -> float:
+    """The relative move-out of a sum of ``n`` terms: ``2^-46 max(1, n / 64)``."""
+    return REL * max(1.0, n / 64.0)
+
+
 def _iv(x) -> Iv:
     return x if isinstance(x, Iv) else point(x)
 
@@ -150,7 +155,9 @@ def dot(W: np.ndarray, x: Iv, b: np.ndarray | float = 0.0) -> Iv:
     """``b + W x`` for constant ``W`` (``(..., P, n)`` broadcast against ``x`` ``(..., n)``).
 
     ``[b + sum min(w a, w b), b + sum max(w a, w b)]`` moved out by
-    ``2^-46 (|b| + sum |w| max(|a|, |b|)) + 2^-1000`` (theory.md 5.5).
+    ``2^-46 max(1, n / 64) (|b| + sum |w| max(|a|, |b|)) + 2^-1000`` for ``n`` terms (the
+    bias and ``W``'s columns; at least ``n 2^-52``, the rounding of any order of the sum
+    here and in the engine: theory.md 5.5).
     """
     W = np.asarray(W, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
