@@ -188,3 +188,25 @@ def test_a_command_name_names_the_command_only():
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
     new = importlib.import_module("sketchsim.sketch.measure")
     assert old.__all__ == new.__all__ and old.measure is new.measure
+
+
+def test_each_public_class_name_is_defined_once():
+    """#62: ``Family`` and ``Construction`` were each two classes; the old witness names
+    stay importable, with a deprecation warning."""
+    import warnings
+
+    seen: dict = {}
+    for path in ROOT.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
+    twice = {k: v for k, v in seen.items() if len(v) > 1}
+    assert not twice, twice
+    from sketchsim.certify import WitnessFamily, witness
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import sketchsim.certify as certify
+
+        assert certify.Family is WitnessFamily and witness.Family is WitnessFamily
+    assert sum(issubclass(w.category, DeprecationWarning) for w in caught) == 2

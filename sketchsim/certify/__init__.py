@@ -16,7 +16,7 @@ _LAZY = {
     "certify": "sketchsim.certify.certificate",
     "best_chain_product": "sketchsim.certify.chains",
     "rho": "sketchsim.certify.chains",
-    "Family": "sketchsim.certify.witness",
+    "WitnessFamily": "sketchsim.certify.witness",
     "build_witness": "sketchsim.certify.witness",
     "load_family": "sketchsim.certify.witness",
     "save_family": "sketchsim.certify.witness",
@@ -25,4 +25,12 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+_lazy_getattr, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+
+
+def __getattr__(name: str):
+    if name == "Family":  # the name before #62: still importable, with a warning
+        from sketchsim.certify import witness
+
+        return witness.__getattr__("Family")
+    return _lazy_getattr(name)

@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from sketchsim.certify.chains import LIMIT, log_rho
-from sketchsim.certify.witness import Family
+from sketchsim.certify.witness import WitnessFamily
 from sketchsim.errors import FamilyError
 from sketchsim.minip.token_ids import PACKED_MAX_M, ids_of_keys, packed_keys, token_ids
 
@@ -85,7 +85,7 @@ def _key_ids_and_overlaps(keys: np.ndarray, m: int, p: int, o1: int, o2: int):
     return ids.astype(np.int64), max(count, 1), ov_a, ov_b
 
 
-def build_graph(family: Family, positional: bool = True) -> Graph:
+def build_graph(family: WitnessFamily, positional: bool = True) -> Graph:
     """Build the domination graphs of a length-3 family.
 
     Tokens become packed integer keys (``m <= 64``): ids come from a lookup table
@@ -450,12 +450,12 @@ def select_pairs(n: int, eps: float, P: np.ndarray | None = None, entries=None):
     return keep, sub, "greedy"
 
 
-def certify(family: Family, eps_list=DEFAULT_EPS, positional: bool = True) -> Certificate:
+def certify(family: WitnessFamily, eps_list=DEFAULT_EPS, positional: bool = True) -> Certificate:
     """Certified lower bounds on the feature rank ``r`` for each eps (and the limit 1/2).
 
     Parameters
     ----------
-    family : Family
+    family : WitnessFamily
         Any length-3 family.
     eps_list : sequence of float
         Error levels ``0 < eps < 1/2`` (the limit 1/2 is always included).

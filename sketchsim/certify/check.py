@@ -18,7 +18,7 @@ checks THEORY section 4 step by step:
 5. ``family_sha256`` is the family the tokens and inputs spell out: the sha256
    of every input's three tokens in file order, one byte (0 or 1) per bit,
    followed by the scored position in decimal (:func:`family_sha256`; the same
-   bytes as ``Family.sha256`` of the producer), so a certificate cannot be
+   bytes as ``WitnessFamily.sha256`` of the producer), so a certificate cannot be
    passed off as one for another family file.
 
 :func:`check_certificate` returns the verified bound, or raises
@@ -98,7 +98,7 @@ def family_sha256(tokens: list[str], inputs: list[list[int]], position: int) -> 
     The bytes hashed: for every input in order, its three tokens (indices into
     ``tokens``) in position order, each bit one byte ``0`` or ``1``; then the
     1-based scored ``position`` as decimal ASCII.  Equal to the producer's
-    ``Family.sha256()`` (the family's uint8 token array ``(F, 3, m)`` in C order,
+    ``WitnessFamily.sha256()`` (the family's uint8 token array ``(F, 3, m)`` in C order,
     then ``str(position)``).
     """
     to_bytes = bytes.maketrans(b"01", b"\x00\x01")

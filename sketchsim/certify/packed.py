@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sketchsim.certify.witness import Family, check_array_sizes, load_family
+from sketchsim.certify.witness import WitnessFamily, check_array_sizes, load_family
 from sketchsim.errors import FamilyError, printable
 from sketchsim.minip.token_ids import PACKED_MAX_M, packed_keys
 
@@ -72,13 +72,14 @@ class PackedFamily:
         x = self.keys[:, p]
         return np.min([np.bitwise_count(x & self.keys[:, j]) for j in range(3)], axis=0)
 
-    def unpack(self) -> Family:
+    def unpack(self) -> WitnessFamily:
         """The same family with token arrays (only for families that fit in memory)."""
         tokens = self.tokens()
-        return Family(tokens, self.position, self.targets().astype(np.int64), dict(self.meta))
+        targets = self.targets().astype(np.int64)
+        return WitnessFamily(tokens, self.position, targets, dict(self.meta))
 
     def sha256(self) -> str:
-        """:meth:`Family.sha256` of the unpacked family, computed a block at a time."""
+        """:meth:`WitnessFamily.sha256` of the unpacked family, computed a block at a time."""
         h = hashlib.sha256()
         for start in range(0, self.inputs, BLOCK_INPUTS):
             h.update(np.ascontiguousarray(self.tokens(start, start + BLOCK_INPUTS)).tobytes())
@@ -105,12 +106,12 @@ def unpack_keys(keys: np.ndarray, m: int) -> np.ndarray:
     return np.ascontiguousarray(bits[..., 64 - m :])
 
 
-def pack_family(family: Family) -> PackedFamily:
+def pack_family(family: WitnessFamily) -> PackedFamily:
     """The packed form of a family.
 
     Parameters
     ----------
-    family : Family
+    family : WitnessFamily
         A length-3 family with ``m <= 64``.
 
     Returns
@@ -234,8 +235,9 @@ def load_packed_family(path: str | Path) -> PackedFamily:
     return family
 
 
-def load_any_family(path: str | Path) -> Family | PackedFamily:
-    """A family file of either kind: :class:`PackedFamily` for packed keys, else :class:`Family`."""
+def load_any_family(path: str | Path) -> WitnessFamily | PackedFamily:
+    """A family file of either kind: :class:`PackedFamily` for packed keys, else
+    :class:`WitnessFamily`."""
     return load_packed_family(path) if is_packed_file(path) else load_family(path)
 
 

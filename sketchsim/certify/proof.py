@@ -16,7 +16,7 @@ head with error below 1/2, where the bound is strict), ``tokens`` (0/1 strings),
 (``[query, candidate]`` token indices), ``chains`` (``{"row", "col", "path"}``,
 ``path`` a list of token indices from ``pairs[row]``'s candidate to
 ``pairs[col]``'s), the producer's ``claimed`` bound and rank, and
-``family_sha256``: :meth:`~sketchsim.certify.witness.Family.sha256`, the sha256
+``family_sha256``: :meth:`~sketchsim.certify.witness.WitnessFamily.sha256`, the sha256
 of the family's uint8 tokens ``(inputs, 3, m)`` in C order followed by the
 scored position in decimal (the checker recomputes it from ``tokens`` and
 ``inputs``).
@@ -40,7 +40,7 @@ from sketchsim.certify.certificate import (
     rank_bound,
 )
 from sketchsim.certify.chains import LIMIT, log_rho
-from sketchsim.certify.witness import Family
+from sketchsim.certify.witness import WitnessFamily
 from sketchsim.errors import FamilyError
 
 __all__ = ["FORMAT", "certificate_proof"]
@@ -82,12 +82,12 @@ def _path(source: int, target: int, dist, into) -> list[int]:
     raise FamilyError(f"no chain recovered from node {source} to node {target}")
 
 
-def certificate_proof(family: Family, eps: float = LIMIT, positional: bool = True) -> dict:
+def certificate_proof(family: WitnessFamily, eps: float = LIMIT, positional: bool = True) -> dict:
     """The certificate of ``family`` at error level ``eps`` with every chain written out.
 
     Parameters
     ----------
-    family : Family
+    family : WitnessFamily
         A length-3 family.
     eps : float
         The error level (``0.5``: the limit, a strict bound for every head with

@@ -45,7 +45,7 @@ __all__ = [
     "LowerBound",
     "subset_construction",
     "subset_features",
-    "Construction",
+    "TableConstruction",
     "onehot_construction",
     "load_table_head",
     "nonneg_lower",
@@ -167,7 +167,7 @@ def certified_lower(m: int, causal: bool = False):
 
     Returns
     -------
-    (LowerBound, Family)
+    (LowerBound, WitnessFamily)
         With ``causal`` the family scores position 3 (tokens rotated).
     """
     from sketchsim.certify import build_witness, certify
@@ -189,11 +189,12 @@ def certified_lower(m: int, causal: bool = False):
         code = code[choose_pairs(P)]
     family = build_witness(code, name, chains=True)
     if causal:
-        from sketchsim.certify.witness import Family
+        from sketchsim.certify.witness import WitnessFamily
         from sketchsim.minip.kernel import minip_targets
 
         tokens = np.ascontiguousarray(family.tokens[:, [1, 2, 0]])
-        family = Family(tokens, 3, minip_targets(tokens)[:, 2], {**family.meta, "causal": True})
+        meta = {**family.meta, "causal": True}
+        family = WitnessFamily(tokens, 3, minip_targets(tokens)[:, 2], meta)
     cert = certify(family, eps_list=())
     lower = LowerBound(
         m,
@@ -210,7 +211,7 @@ def certified_lower(m: int, causal: bool = False):
 
 
 @dataclass
-class Construction:
+class TableConstruction:
     """An explicit head, its rank and its exhaustive check."""
 
     name: str
@@ -265,7 +266,7 @@ def _subset_lp(m: int, p: int):
     return res.x if res.status == 0 else None
 
 
-def subset_construction(m: int, causal: bool = False) -> Construction | None:
+def subset_construction(m: int, causal: bool = False) -> TableConstruction | None:
     """Smallest-p exact subset-feature head (checked on all inputs), or None below 2^m."""
     pop = cube(m).sum(1)
     z = np.arange(2**m)
@@ -277,7 +278,7 @@ def subset_construction(m: int, causal: bool = False) -> Construction | None:
         phi_q, phi_k = subset_features(m, coeffs)
         check = check_table_head(phi_q @ phi_k.T, overlap, causal)
         if check.exact:
-            return Construction(
+            return TableConstruction(
                 f"subsets |S| <= {p}",
                 int(phi_q.shape[1]),
                 check,
@@ -286,12 +287,13 @@ def subset_construction(m: int, causal: bool = False) -> Construction | None:
     return None
 
 
-def onehot_construction(m: int, beta: float = 1.0, causal: bool = False) -> Construction:
+def onehot_construction(m: int, beta: float = 1.0, causal: bool = False) -> TableConstruction:
     """THEORY 3c, ``r = 2^m``, checked on all inputs here (beta above ``ln(6)/2``)."""
     T = cube(m).astype(np.float64)
     overlap = T @ T.T
     alpha = np.exp(-beta * overlap)  # phi_Q(x)_z = exp(-beta <x,z>), phi_K(u) = e_u
-    return Construction("onehot", 2**m, check_table_head(alpha, overlap, causal), {"beta": beta})
+    check = check_table_head(alpha, overlap, causal)
+    return TableConstruction("onehot", 2**m, check, {"beta": beta})
 
 
 def load_table_head(path) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ from sketchsim.minip.kernel import minip_targets
 from sketchsim.results import atomic_path
 
 __all__ = [
-    "Family",
+    "WitnessFamily",
     "choose_words",
     "build_witness",
     "save_family",
@@ -65,7 +65,7 @@ def check_witness_size(codewords: int, m: int, chains: bool) -> None:
 
 
 @dataclass
-class Family:
+class WitnessFamily:
     """A length-3 Min-IP family: tokens (F, 3, m), 1-based scored position, targets."""
 
     tokens: np.ndarray
@@ -110,7 +110,7 @@ def build_witness(
     chains: bool = False,
     both_orders: bool = True,
     seed: int = 0,
-) -> Family:
+) -> WitnessFamily:
     """Build the witness family of a constant-weight code.
 
     Parameters
@@ -159,7 +159,7 @@ def build_witness(
         "seed": seed,
         "version": sketchsim.__version__,
     }
-    return Family(tokens, 1, minip_targets(tokens)[:, 0], meta)
+    return WitnessFamily(tokens, 1, minip_targets(tokens)[:, 0], meta)
 
 
 def _chain(c: np.ndarray, d: np.ndarray, rng) -> list[np.ndarray]:
@@ -193,7 +193,7 @@ def _dedupe(tokens: np.ndarray) -> np.ndarray:
     return tokens[np.sort(idx)]
 
 
-def save_family(family: Family, path: str | Path) -> Path:
+def save_family(family: WitnessFamily, path: str | Path) -> Path:
     """Write a family to ``path`` (``.npz``), atomically."""
     with atomic_path(path, suffix=".npz") as tmp:
         np.savez_compressed(
@@ -247,7 +247,7 @@ def check_array_sizes(path: Path) -> None:
         raise FamilyError(f"{path} is not a family file: {type(exc).__name__}: {exc}") from None
 
 
-def load_family(path: str | Path) -> Family:
+def load_family(path: str | Path) -> WitnessFamily:
     """Read and validate a family file; any defect is one :class:`FamilyError`."""
     path = Path(path)
     if not path.is_file():  # missing, a symlink loop, a folder: said as such
@@ -304,4 +304,20 @@ def load_family(path: str | Path) -> Family:
         raise FamilyError(f"{path}: metadata is not JSON") from None
     if not isinstance(meta, dict):
         raise FamilyError(f"{path}: metadata must be a JSON object, got {type(meta).__name__}")
-    return Family(tokens, position, targets.astype(np.int64), meta)
+    return WitnessFamily(tokens, position, targets.astype(np.int64), meta)
+
+
+def __getattr__(name: str):
+    """``Family``, this class's name before #62 (``sketchsim.sketch.family.Family`` is the
+    input families' base class): still importable, with a deprecation warning."""
+    if name == "Family":
+        import warnings
+
+        warnings.warn(
+            "sketchsim.certify.witness.Family is now WitnessFamily (Family is the input "
+            "families' base class, sketchsim.sketch.family.Family)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return WitnessFamily
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -209,11 +209,11 @@ def certified_floor(run: dict) -> dict | None:
     if run["spec"]["suite"] != "witness" or run["scored"] is None:
         return None
     from sketchsim.certify import certify
-    from sketchsim.certify.witness import Family
+    from sketchsim.certify.witness import WitnessFamily
 
     tokens = run["tokens"].numpy()
     targets = run["targets"].numpy()[:, 0].astype(np.int64)
-    family = Family(tokens, int(run["scored"]) + 1, targets, {})
+    family = WitnessFamily(tokens, int(run["scored"]) + 1, targets, {})
     rank = certify(family, eps_list=()).certified_rank["0.5"]
     d = run["m"]  # value dimension of every head built by make_head (d = m)
     return {"certified_rank": rank, "min_state_bits": rank * (d + 1)}

@@ -51,7 +51,7 @@ choice here is sound and never looser than a chain of widened operations:
   operation but the register (the whole code range) and the answer (``-1..s+1``);
 - a window holding one token reads it with weight exactly 1 (``exp(0) / exp(0)``).
 
-:func:`check_proof` returns what the proof shows (:class:`Checked`), or raises
+:func:`check_proof` returns what the proof shows (:class:`ProofChecked`), or raises
 :class:`ProofInvalid` naming the first invalid step.  The family's ``seed`` is
 recorded, not re-derived: the family checked is the one ``perm`` spells out.
 """
@@ -74,7 +74,7 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "CLAIM",
-    "Checked",
+    "ProofChecked",
     "ProofInvalid",
     "check_proof",
     "leaf_answer",
@@ -168,7 +168,7 @@ class ProofInvalid(Exception):
 
 
 @dataclass(frozen=True)
-class Checked:
+class ProofChecked:
     """What a valid proof shows: the weights file ``weights_sha256`` (of kind ``kind``) at
     ``bits``-bit registers and ``rounding`` answers every input of F(q, s) right."""
 
@@ -1179,7 +1179,7 @@ def leaf_answer(obj_or_model, query: int, box_lo: list[int], box_hi: list[int]) 
     return model.answer(query, box)
 
 
-def check_proof(path_or_obj) -> Checked:
+def check_proof(path_or_obj) -> ProofChecked:
     """Verify every step of a proof (a JSON file's path, or its parsed object).
 
     Raises
@@ -1209,7 +1209,7 @@ def check_proof(path_or_obj) -> Checked:
                     f"query {i}, leaf {k} ({_describe(box)}): the answer's enclosure is "
                     f"{got[0]}..{got[1]}, not {{{lo}}}",
                 )
-    return Checked(
+    return ProofChecked(
         q=q,
         s=s,
         bits=model.bits,

@@ -15,7 +15,7 @@ __all__ = ["CertifyPlan", "CertifyRun", "run"]
 class CertifyPlan:
     """What ``sketchsim certify`` bounds: the feature rank of every head solving a family.
 
-    ``family`` is a family file's path, a :class:`sketchsim.certify.Family` or
+    ``family`` is a family file's path, a :class:`sketchsim.certify.WitnessFamily` or
     a :class:`sketchsim.certify.packed.PackedFamily`; ``eps`` the error levels
     below 1/2 (default :data:`sketchsim.certify.certificate.DEFAULT_EPS`; the
     limit 1/2 is always certified); ``position_independent`` certifies only

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from cliutil import assert_error_line
 
-from sketchsim.certify import Family, build_witness, certify, load_family, rho, save_family
+from sketchsim.certify import WitnessFamily, build_witness, certify, load_family, rho, save_family
 from sketchsim.certify.bounds import code_bound
 from sketchsim.certify.certificate import build_graph, chain_dp, choose_pairs, pair_matrix
 from sketchsim.certify.chains import best_chain_product, best_steps
@@ -20,7 +20,7 @@ from sketchsim.minip.kernel import minip_targets
 
 def family_from(triples, position=1):
     tokens = np.array(triples, dtype=np.uint8)
-    return Family(tokens, position, minip_targets(tokens)[:, position - 1], {})
+    return WitnessFamily(tokens, position, minip_targets(tokens)[:, position - 1], {})
 
 
 C1, C2 = [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]
@@ -306,7 +306,7 @@ def random_family(m, n_inputs, seed, position=1):
     pick = rng.integers(0, len(pool), size=(n_inputs, 3))
     pick[: n_inputs // 3, 2] = pick[: n_inputs // 3, 1]  # self inputs (x, u, u)
     tokens = pool[pick]
-    return Family(tokens, position, minip_targets(tokens)[:, position - 1], {})
+    return WitnessFamily(tokens, position, minip_targets(tokens)[:, position - 1], {})
 
 
 @pytest.mark.parametrize("m", [1, 5, 24, 63, 64, 65, 128])
@@ -427,7 +427,7 @@ def test_twenty_thousand_query_family_certifies():
             np.stack([x, other, words], 1),
         ]
     )
-    fam = Family(triples, 1, minip_targets(triples)[:, 0], {})
+    fam = WitnessFamily(triples, 1, minip_targets(triples)[:, 0], {})
     cert = certify(fam, eps_list=())
     assert cert.queries == n and cert.pairs["0.5"] == 1 and cert.certified_rank["0.5"] == 1
 

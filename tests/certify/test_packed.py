@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sketchsim.certify import Family, build_witness, certify, load_family
+from sketchsim.certify import WitnessFamily, build_witness, certify, load_family
 from sketchsim.certify import certificate as cert_mod
 from sketchsim.certify.codes import greedy_code, hadamard_code, make_code
 from sketchsim.certify.packed import (
@@ -28,7 +28,7 @@ def random_family(m, n_inputs, seed, position=1):
         : n_inputs // 3, [i for i in range(3) if i != position - 1][0]
     ]  # self inputs (x, u, u)
     tokens = pool[pick]
-    return Family(tokens, position, minip_targets(tokens)[:, position - 1], {})
+    return WitnessFamily(tokens, position, minip_targets(tokens)[:, position - 1], {})
 
 
 def test_single_step_gaps_give_build_witness_exactly():
@@ -141,7 +141,7 @@ def test_unpack_inverts_pack():
     rng = np.random.default_rng(0)
     for m in (1, 7, 32, 64):
         tokens = rng.integers(0, 2, size=(50, 3, m), dtype=np.uint8)
-        fam = Family(tokens, 1, minip_targets(tokens)[:, 0], {})
+        fam = WitnessFamily(tokens, 1, minip_targets(tokens)[:, 0], {})
         packed = pack_family(fam)
         assert np.array_equal(unpack_keys(packed.keys, m), tokens)
         assert np.array_equal(packed.targets(), fam.targets)

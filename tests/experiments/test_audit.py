@@ -56,7 +56,7 @@ def audited(tmp_path_factory, tiny_path_module):
 def tiny_path_module(tmp_path_factory):
     import numpy as np
 
-    from sketchsim.certify import Family, save_family
+    from sketchsim.certify import WitnessFamily, save_family
     from sketchsim.minip.kernel import minip_targets
 
     c1, c2 = [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]
@@ -65,7 +65,7 @@ def tiny_path_module(tmp_path_factory):
         t += [(x, c, c), (x, d, d), (x, c, d), (x, d, c)]
     tokens = np.array(t, dtype=np.uint8)
     path = tmp_path_factory.mktemp("fam") / "t.npz"
-    return str(save_family(Family(tokens, 1, minip_targets(tokens)[:, 0], {}), path))
+    return str(save_family(WitnessFamily(tokens, 1, minip_targets(tokens)[:, 0], {}), path))
 
 
 def test_the_float32_row_is_the_accuracy_the_sweep_reported(audited):

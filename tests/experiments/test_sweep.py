@@ -11,7 +11,7 @@ torch.set_num_threads(1)
 
 from cliutil import assert_error_line  # noqa: E402
 
-from sketchsim.certify import Family, save_family  # noqa: E402
+from sketchsim.certify import WitnessFamily, save_family  # noqa: E402
 from sketchsim.cli import main  # noqa: E402
 from sketchsim.errors import SketchsimError  # noqa: E402
 from sketchsim.experiments.suites import ood_splits, parse_scales  # noqa: E402
@@ -118,7 +118,8 @@ def test_resume_does_not_reuse_runs_of_another_family(tiny_path, tmp_path):
     out.write_text(json.dumps(data))
     other = np.load(tiny_path)
     tokens = other["tokens"][::-1].copy()
-    fam2 = save_family(Family(tokens, 1, minip_targets(tokens)[:, 0], {}), tmp_path / "u.npz")
+    fam = WitnessFamily(tokens, 1, minip_targets(tokens)[:, 0], {})
+    fam2 = save_family(fam, tmp_path / "u.npz")
     args2 = [a if a != str(tiny_path) else str(fam2) for a in args]
     assert CliRunner().invoke(main, [*args2, "--resume"]).exit_code == 0
     assert json.loads(out.read_text())["runs"][0]["seconds"] >= 0
