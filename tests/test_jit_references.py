@@ -311,7 +311,7 @@ REFERENCES: dict[str, Ref] = {
         f"sketchsim.sketch.causal_kernel.{name}": Ref(
             _CAUSAL, "naive.causal_outputs", _CAUSAL_PARTS
         )
-        for name in ("_layout", "_project", "_quantize", "_sigmoid")
+        for name in ("_layout", "_project", "_sigmoid")
     },
     **{
         f"sketchsim.sketch.causal_kernel.{name}": Ref(_CAUSAL, _CAUSAL_REF, _CAUSAL_HEAD)
@@ -326,6 +326,12 @@ REFERENCES: dict[str, Ref] = {
         via=(*_TRAINED_INIT, _TRAINED_QUERY, "sketchsim.sketch.trained._affine"),
     ),
     "sketchsim.sketch.activations.softplus": Ref(_CAUSAL, _CAUSAL_REF, _CAUSAL_PARTS),
+    "sketchsim.sketch.registers.register": Ref(
+        "tests/sketch/test_registers.py::test_jitted_register_is_the_reference", "reference_code"
+    ),
+    "sketchsim.sketch.registers.answer_of": Ref(
+        "tests/sketch/test_registers.py::test_answer_rounding", "reference_answer"
+    ),
     "sketchsim.sketch.trained._dims": Ref(
         _TRAINED,
         _TRAINED_REF,

@@ -23,6 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sketchsim.errors import PluginError
+from sketchsim.experiments.registers import register_codes, register_steps
 from sketchsim.sketch.weights_file import FEATURE_MAPS, HEAD_ARRAYS, head_entries
 
 __all__ = [
@@ -360,8 +361,8 @@ def fixed_point_state(c: torch.Tensor, bits: int, lo: torch.Tensor, span: torch.
     register saturates at ``top``; the state is ``step * register + N lo``.
     """
     top = float(2**bits - 1)
-    step = torch.where(span > 0, span / top, torch.ones_like(span))
-    code = torch.clamp(torch.floor((c - lo) / step + 0.5), 0.0, top).sum(1)
+    step = register_steps(span, top)
+    code = register_codes(c, lo, step, top).sum(1)
     return step * torch.clamp(code, max=top) + c.shape[1] * lo
 
 

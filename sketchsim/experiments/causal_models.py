@@ -22,6 +22,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sketchsim.errors import PluginError, SketchsimError
+from sketchsim.experiments.registers import register_steps, register_values
 from sketchsim.sketch.causal import (
     COMMON_ARRAYS,
     FIXED_MAPS,
@@ -614,13 +615,11 @@ def fixed_point_state(bits: int, calibration: list[tuple]):
     for lo, span in calibration:
         lo = torch.as_tensor(lo)
         span = torch.as_tensor(span).to(lo.device)
-        tables.append((lo, torch.where(span > 0, span / top, torch.ones_like(span))))
+        tables.append((lo, register_steps(span, top)))
 
     def quantize(layer: CausalLayer, S: torch.Tensor) -> torch.Tensor:
         lo, step = (t.to(S.dtype) for t in tables[layer.index])
-        code = torch.floor((S - lo) / step + 0.5)
-        code = torch.nan_to_num(code, nan=0.0).clamp(0.0, top)
-        return lo + step * code
+        return register_values(S, lo, step, top)
 
     return quantize
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from sketchsim.prove.interval import REL, TINY, Iv, dot, point, rel_sum, widen
 from sketchsim.sketch.causal import causal_entries, taylor_width
+from sketchsim.sketch.registers import register_steps
 
 __all__ = ["BoxModel", "Cut", "SLACK", "PROJECTIONS"]
 
@@ -97,7 +98,7 @@ class BoxModel:
             for h in range(self.H):
                 pre = f"L{l}.H{h}."
                 p = {k[len(pre) :]: np.asarray(v, float) for k, v in g.items() if k.startswith(pre)}
-                p["step"] = np.where(p["span"] > 0, p["span"] / self.top, 1.0)
+                p["step"] = register_steps(p["span"], bits)
                 self.heads[(l, h)] = p
         self._tables()
         self._queries()

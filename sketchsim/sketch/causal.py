@@ -30,6 +30,7 @@ import numpy as np
 
 from sketchsim.sketch.contract import check_engine_size
 from sketchsim.sketch.protocol import Layer, Plan
+from sketchsim.sketch.registers import register_steps
 
 __all__ = [
     "KINDS",
@@ -186,14 +187,12 @@ _BLOCK = (
 def _pack(weights, bits: int) -> tuple[np.ndarray, np.ndarray]:
     a = weights.arch
     L, H = a["layers"], a["heads"]
-    top = float(2**bits - 1)
     parts, offs, at = [], np.zeros((L * H, len(_BLOCK) + 1), dtype=np.int64), 0
     for l in range(L):
         for h in range(H):
             g = {k[len(f"L{l}.H{h}.") :]: v for k, v in weights.arrays.items()
                  if k.startswith(f"L{l}.H{h}.")}  # fmt: skip
-            span = g["span"]
-            g["step"] = np.where(span > 0, span / top, 1.0)
+            g["step"] = register_steps(g["span"], bits)
             for i, name in enumerate(_BLOCK):
                 offs[l * H + h, i] = at
                 block = np.ascontiguousarray(g.get(name, np.zeros(0)), dtype=np.float64).ravel()

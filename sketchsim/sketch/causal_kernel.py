@@ -19,6 +19,7 @@ from numba import njit
 
 from sketchsim.sketch.activations import feature, softplus
 from sketchsim.sketch.fingerprint import SEED1, SEED2, fold
+from sketchsim.sketch.registers import answer_of, register
 
 __all__ = ["run_batch"]
 
@@ -64,20 +65,6 @@ def _affine(aux, w, b, rows, m, u, out, o0):
         for i in range(m):
             z += aux[base + i] * u[i]
         out[o0 + k] = z
-
-
-@njit(inline="always")
-def _quantize(x, lo, step, top):
-    """``(code, value)``: ``x``'s register ``clip(floor((x - lo) / step + 1/2), 0, top)``
-    (NaN: 0) and what it decodes to, ``lo + step code``; ``top < 0``: ``(0, x)``, exact."""
-    if top < 0.0:
-        return 0.0, x
-    code = np.floor((x - lo) / step + 0.5)
-    if not code >= 0.0:
-        code = 0.0
-    if code > top:
-        code = top
-    return code, lo + step * code
 
 
 @njit(inline="always")
@@ -164,7 +151,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
             for c in range(W):
                 e = k * W + c
                 x = st[s0 + e] + f[FK + k] * (f[V + c] if c < d else 1.0)
-                code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+                code, st[s0 + e] = register(x, aux[lo0 + e], aux[step0 + e], top)
                 cd[s0 + e] = int(code)
             if norm:
                 den += f[FQ + k] * st[s0 + k * W + d]
@@ -181,7 +168,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
         for j in range(S):
             e = (w - 1) * S + j
             x = f[FK + j] if j < r else f[V + j - r]
-            code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+            code, st[s0 + e] = register(x, aux[lo0 + e], aux[step0 + e], top)
             cd[s0 + e] = int(code)
         first = w - min(count, w)
         sr = math.sqrt(r)
@@ -212,7 +199,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                 for c in range(d):
                     e = k * d + c
                     x = f[G + k] * st[s0 + e] + f[FK + k] * f[V + c]
-                    code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+                    code, st[s0 + e] = register(x, aux[lo0 + e], aux[step0 + e], top)
                     cd[s0 + e] = int(code)
             for k in range(r):
                 f[FQ + k] = f[FQ + k] / sr
@@ -238,7 +225,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                 for c in range(d):
                     e = k * d + c
                     x = gamma * st[s0 + e] + f[FK + k] * f[G + c]
-                    code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+                    code, st[s0 + e] = register(x, aux[lo0 + e], aux[step0 + e], top)
                     cd[s0 + e] = int(code)
         else:  # MAMBA: dt = softplus(wg u + bg); S[k, c] = exp(-dt_c exp(alog)) S + B_k dt_c x_c
             for c in range(d):
@@ -248,7 +235,7 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
                     e = k * d + c
                     decay = math.exp(-f[G + c] * math.exp(aux[o[_ALOG] + e]))
                     x = decay * st[s0 + e] + f[FK + k] * f[G + c] * f[V + c]
-                    code, st[s0 + e] = _quantize(x, aux[lo0 + e], aux[step0 + e], top)
+                    code, st[s0 + e] = register(x, aux[lo0 + e], aux[step0 + e], top)
                     cd[s0 + e] = int(code)
         for c in range(d):
             num = 0.0
@@ -348,7 +335,7 @@ def _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr, shared):
                 for g in range(L * H):
                     lo0, step0 = offs[g * _NB + _LO], offs[g * _NB + _STEP]
                     for e in range(E):
-                        code, st[g * E + e] = _quantize(st[g * E + e], aux[lo0 + e],
+                        code, st[g * E + e] = register(st[g * E + e], aux[lo0 + e],
                                                         aux[step0 + e], top)  # fmt: skip
                         cd[g * E + e] = int(code)
             if t == cut:
@@ -359,7 +346,4 @@ def _loop(tokens, order, dims, offs, aux, eps, store, fp, ans, tr, shared):
                         tr[b, e] = cd[e]
                 fp[b, 0], fp[b, 1] = h1, h2
             if pos < q:
-                if not y == y:
-                    ans[b, pos] = -1
-                else:
-                    ans[b, pos] = int(min(max(math.floor(y + 0.5), -1.0), float(s + 1)))
+                ans[b, pos] = answer_of(y, s)

@@ -17,8 +17,6 @@ training inputs and stored with the weights, so a layer declares
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -26,6 +24,7 @@ from sketchsim.errors import PluginError
 from sketchsim.sketch.activations import feature
 from sketchsim.sketch.contract import check_engine_size
 from sketchsim.sketch.protocol import Layer, Plan
+from sketchsim.sketch.registers import answer_of, register, register_steps
 from sketchsim.sketch.weights_file import (
     FEATURE_MAPS,
     HEAD_ARRAYS,
@@ -83,8 +82,7 @@ def _aux(w: Weights, bits: int) -> np.ndarray:
     for l in range(L):
         for h in range(H):
             g = {k: w.arrays[f"L{l}.H{h}.{k}"] for k in HEAD_ARRAYS}
-            span = g["span"]
-            step = np.where(span > 0, span / top, 1.0)
+            step = register_steps(g["span"], bits)
             parts += [
                 g["wq"].T.ravel(),
                 g["wk"].T.ravel(),
@@ -356,8 +354,7 @@ def emit(layer, pos, bits, ctx, state, aux, out):
             for c in range(width):
                 x = f[keys + k] * f[values + c] if c < d else f[keys + k]
                 e = k * width + c
-                code = math.floor((x - aux[o_lo + e]) / aux[o_step + e] + 0.5)
-                code = min(max(code, 0.0), top)
+                code, _ = register(x, aux[o_lo + e], aux[o_step + e], top)
                 out[h * E + e] = int(code)
 
 
@@ -406,9 +403,7 @@ def answer(pos, bits, ctx, state, aux):
         y = _forward(
             int(aux[0]), bits, ctx, state, aux, _scratch(state, aux), _cached(pos, ctx, aux)
         )
-    if not y == y:  # NaN
-        return -1
-    return int(min(max(math.floor(y + 0.5), -1.0), float(ctx[1] + 1)))
+    return answer_of(y, ctx[1])
 
 
 def family_difference(weights: Weights, family) -> str:
