@@ -2359,6 +2359,11 @@ entry("docs/capacity.md", "GLA at F(16,7): K = {}, {} bits,", PROVE,
 entry("docs/capacity.md", "with K = 3: {} bits, {}x the floor, {} leaves.", PROVE,
       [("construction", "cut_bits"), ("construction", "ratio"), ("construction", "leaves")],
       ["{}", "{:.2f}", "{}"])  # fmt: skip
+one("docs/capacity.md", "K = 4, 8 and 12 after 30 s each ({} boxes open at K = 4):", PROVE,
+    ("mqar", {"bits": 4}, "open_boxes"), "{:,}")  # fmt: skip
+for _k in (4, 8, 12):
+    one("docs/capacity.md", "is `{}` at\n  K = 4, 8 and 12", PROVE,
+        ("mqar", {"bits": _k}, "verdict"), "{}")  # fmt: skip
 entry("docs/capacity.md", "1.33x (64 bits, K 4; 1/1; refuted, proved at K {}: {}x) |", PROVE,
       [("rows", {"weights": _GLA, "bits": 5}, "bits"),
        ("rows", {"weights": _GLA, "bits": 5}, "ratio")], ["{}", "{:.2f}"])  # fmt: skip

@@ -52,3 +52,42 @@ def counting_model(family, bits: int = 4, drop: float = 0.0, bias: float = 20.0)
                    "options": family.options()},
     }  # fmt: skip
     return header, arrays
+
+
+def lookup_model(family, bits: int = 12, alpha: float = 1000.0):
+    """``(header, arrays)`` of a causal ``linear-relu`` model right on every input of MQAR
+    by construction (one layer, one head, rank = keys, d = 1; rounding ``cut``).
+
+    Feature ``j`` of a token fires (``alpha``) only when its key is ``j``: ``k_j =
+    alpha (<u_key, 2 p_j - 1> - key_bits + 1)`` with ``p_j`` key ``j``'s bits, and
+    ``relu + 10^-3`` keeps the others at ``10^-3``; the value is the token's value bits
+    read as a number; a query reads its own key's row, where the state holds ``alpha
+    t_i`` over ``2 alpha`` (the data pair and the query itself), so the readout is 2.
+    Registers: ``K = bits`` from ``-1`` over ``alpha (s + 1) (pairs + 1)``.
+    """
+    keys, kb, vb, m = family.keys, family.key_bits, family.value_bits, family.m
+    r = keys
+    pattern = (np.arange(keys)[:, None] >> np.arange(kb)[None, :]) & 1  # (keys, kb)
+    wk = np.zeros((r, m))
+    wk[:, :kb] = alpha * (2.0 * pattern - 1.0)
+    bk = np.full(r, -alpha * (kb - 1))
+    wv = np.zeros((1, m))
+    wv[0, kb : kb + vb] = 2.0 ** (np.arange(vb) - 1)
+    E = r * 2
+    arch = dict(kind="linear", layers=1, heads=1, rank=r, value_width=1, feature_map="relu",
+                m=m, eps=1e-6, window=0)  # fmt: skip
+    arrays = {
+        "L0.H0.wq": wk.copy(), "L0.H0.bq": bk.copy(), "L0.H0.wk": wk, "L0.H0.bk": bk,
+        "L0.H0.wv": wv, "L0.H0.bv": np.array([wv.sum()]),
+        "L0.H0.wa": np.zeros((1, m)), "L0.H0.ba": np.array([2.0]),
+        "L0.H0.wu": np.zeros((m, 1)),
+        "L0.H0.lo": np.full(E, -1.0),
+        "L0.H0.span": np.full(E, alpha * (family.s + 1) * (family.pairs + 1)),
+        "wb": np.zeros(m), "bb": np.array([0.0]),
+    }  # fmt: skip
+    header = {
+        "architecture": arch,
+        "family": {"name": family.name, "q": family.q, "s": family.s, "seed": family.seed,
+                   "options": family.options()},
+    }  # fmt: skip
+    return header, arrays

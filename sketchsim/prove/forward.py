@@ -77,20 +77,22 @@ class BoxModel:
         ``every`` or ``cut`` (theory.md 5.3).
     """
 
-    def __init__(self, weights, perm: np.ndarray, bits: int, rounding: str = "every"):
+    def __init__(self, weights, perm: np.ndarray, bits: int, rounding: str = "every",
+                 queries: np.ndarray | None = None, s: int | None = None):  # fmt: skip
         a = weights.arch
         self.arch = a
         self.kind = a["kind"]
         self.L, self.H, self.r, self.d = a["layers"], a["heads"], a["rank"], a["value_width"]
         self.m = a["m"]
-        self.q, self.s = perm.shape
+        # F(q, s): its layout ``perm``; another family: its query tokens' streams and ``s``
+        self.q, self.s = perm.shape if perm is not None else (queries.shape[0], s)
         self.E = causal_entries(a)
         self.fmap = a.get("feature_map", "")
         self.eps = float(a["eps"])
         self.w = int(a.get("window", 0) or 0)
         self.top = 2**bits - 1
         self.every = rounding == "every"
-        self.perm = np.asarray(perm, dtype=np.int64)
+        self.perm = None if perm is None else np.asarray(perm, dtype=np.int64)
         g = weights.arrays
         self.wb, self.bb = np.asarray(g["wb"], float), float(g["bb"][0])
         self.heads = {}
@@ -100,8 +102,11 @@ class BoxModel:
                 p = {k[len(pre) :]: np.asarray(v, float) for k, v in g.items() if k.startswith(pre)}
                 p["step"] = register_steps(p["span"], bits)
                 self.heads[(l, h)] = p
-        self._tables()
-        self._queries()
+        if perm is not None:
+            self._tables()
+        else:
+            self.blocks = self._rows()[0]
+        self._queries(queries)
 
     # ------------------------------------------------------------------ layer 0
     def _rows(self):
@@ -158,17 +163,18 @@ class BoxModel:
             hi[:, bits] = np.where(k[None, :] < box_hi[:, i : i + 1], 1.0, -1.0)
         return Iv(lo, hi)
 
-    def _queries(self):
+    def _queries(self, U=None):
         q, s, m = self.q, self.s, self.m
-        U = -np.ones((q, m))
-        for i in range(q):
-            U[i, i * s : (i + 1) * s] = 1.0
-        U[:, q * s :] = 1.0
-        self.query_u = U
+        if U is None:  # F(q, s): query i has ones in block i and the pad
+            U = -np.ones((q, m))
+            for i in range(q):
+                U[i, i * s : (i + 1) * s] = 1.0
+            U[:, q * s :] = 1.0
+        self.query_u = np.asarray(U, dtype=np.float64)
         # layer-0 pre-activations of the query tokens: points, by the dot rule
         W = np.concatenate([blk[4] for blk in self.blocks])
         b = np.concatenate([np.asarray(blk[5], float).ravel() for blk in self.blocks])
-        self.query_pre = dot(W, point(U), b)  # (q, P)
+        self.query_pre = dot(W, point(self.query_u), b)  # (q, P)
 
     def _split(self, pre: Iv) -> tuple[dict, Iv]:
         """Per head (layer 0) its projections, and the base output row."""
@@ -343,6 +349,26 @@ class BoxModel:
         return o, S
 
     # ------------------------------------------------------------------ public
+    def token_terms(self, U: np.ndarray) -> dict:
+        """Per head, each token's state from zero, unrounded: ``(B, *state)`` intervals for
+        the streams ``U`` (B, m) (one layer; a sum-state kind's term of the cut state)."""
+        W = np.concatenate([blk[4] for blk in self.blocks])
+        b = np.concatenate([np.asarray(blk[5], float).ravel() for blk in self.blocks])
+        heads0, _ = self._split(dot(W, point(U), b))
+        return {h: self._head(0, h, heads0[h], None, 0, False)[1] for h in range(self.H)}
+
+    def corner_points(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Counterexample candidates in boxes: the corners that minimize or maximize each
+        layer-0 pre-activation (exact: it is a sum over blocks)."""
+        C = self.C  # (q, s + 1, P)
+        t = np.arange(C.shape[1])
+        out = []
+        for b in range(lo.shape[0]):
+            inside = (t[None, :] >= lo[b][:, None]) & (t[None, :] <= hi[b][:, None])
+            out.append(np.where(inside[:, :, None], C, np.inf).argmin(axis=1).T)  # (P, q)
+            out.append(np.where(inside[:, :, None], C, -np.inf).argmax(axis=1).T)
+        return np.unique(np.concatenate(out), axis=0)
+
     def cut(self, box_lo: np.ndarray, box_hi: np.ndarray) -> Cut:
         """The cut codes' ranges and the states after the data token, over boxes."""
         pre = self.data_pre(box_lo, box_hi)

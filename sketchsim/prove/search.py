@@ -79,14 +79,15 @@ class _Tree:
 
 def prove(weights, family, bits: int, rounding: str = "every", budget: float = 60.0,
           progress=None, corners: bool = True) -> Outcome:  # fmt: skip
-    """Decide whether a causal file answers every input of F(q, s) right at ``bits`` bits.
+    """Decide whether a causal file answers every input of F(q, s) (or MQAR, over a superset:
+    :mod:`sketchsim.prove.mqar`) right at ``bits`` bits.
 
     Parameters
     ----------
     weights : Weights
         A causal weights file on the hard family ``family``.
-    family : HardFamily
-        Its family (the layout ``perm`` is read from it).
+    family : HardFamily or MQARFamily
+        Its family (F(q, s)'s layout ``perm``; MQAR's keys, pairs and query keys).
     bits : int
         Register bits ``K``.
     rounding : str
@@ -101,7 +102,12 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
     """
     start = time.perf_counter()
     q, s = family.q, family.s
-    model = BoxModel(weights, family.perm, bits, rounding)
+    if family.name == "mqar":  # a superset family (sketchsim.prove.mqar)
+        from sketchsim.prove.mqar import MQARBoxModel
+
+        model = MQARBoxModel(weights, family, bits, rounding)
+    else:
+        model = BoxModel(weights, family.perm, bits, rounding)
     corner_depth = int(np.ceil(np.log2(s + 1))) + 2
     check = _Checker(weights, family, bits, rounding)
     trees, boxes, open_boxes = [], 0, 0
@@ -130,7 +136,7 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
             first = [k for k, b in enumerate(batch) if b[3] <= corner_depth and not done[k]]
             first = first if corners else []
             if first:
-                cands.append(_corners(model, lo[first], hi[first]))
+                cands.append(model.corner_points(lo[first], hi[first]))
             bad = check.first_wrong(np.concatenate(cands), i)
             if bad is not None:
                 T, ans = bad
@@ -167,21 +173,6 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
 def _pending(q: int, i: int) -> int:
     """Queries not yet started count one open box each."""
     return q - i - 1
-
-
-def _corners(model: BoxModel, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per box, the corners minimizing and maximizing each layer-0 pre-activation (exact:
-    the pre-activation is a sum over blocks)."""
-    C = model.C  # (q, s + 1, P)
-    t = np.arange(C.shape[1])
-    out = []
-    for b in range(lo.shape[0]):
-        inside = (t[None, :] >= lo[b][:, None]) & (t[None, :] <= hi[b][:, None])  # (q, s+1)
-        big = np.where(inside[:, :, None], C, np.inf)
-        small = np.where(inside[:, :, None], C, -np.inf)
-        out.append(big.argmin(axis=1).T)  # (P, q)
-        out.append(small.argmax(axis=1).T)
-    return np.unique(np.concatenate(out), axis=0)
 
 
 def _choose(model: BoxModel, lo, hi, i, cut, rows) -> np.ndarray:

@@ -43,6 +43,7 @@ __all__ = [
     "CURVE_INPUTS",
     "theorem_guard",
     "measure_weights",
+    "not_covered",
     "reference_points",
     "capacity_dir",
     "capacity_result",
@@ -147,11 +148,11 @@ def measure_weights(
 def _prove_row(row: dict, w, rounding: str, budget: float) -> None:
     """Prove or refute a sampled row at its K (theory.md 5.5): causal files on F(q, s)."""
     from sketchsim.prove.search import prove
-    from sketchsim.sketch.family import HardFamily
 
     family = weights_family(w)
-    if not (w.causal and isinstance(family, HardFamily)):
-        row["prove"] = {"verdict": "not covered", "reason": "prove covers causal F(q, s) files"}
+    why = not_covered(w, family, rounding)
+    if why:
+        row["prove"] = {"verdict": "not covered", "reason": why}
         return
     K = row["bits_per_coordinate"]
     out = prove(w, family, K, rounding, budget=budget)
@@ -162,6 +163,24 @@ def _prove_row(row: dict, w, rounding: str, budget: float) -> None:
         row["evidence"] = out.verdict
     if out.verdict == "refuted":
         row["decoded"] = False
+
+
+def not_covered(w, family, rounding: str) -> str:
+    """Why ``prove`` does not cover a file ("" when it does): causal files on F(q, s), and
+    on MQAR one-layer sum-state models rounded at the cut (:mod:`sketchsim.prove.mqar`)."""
+    from sketchsim.sketch.family import HardFamily
+
+    if not w.causal:
+        return "prove covers causal files"
+    if family.name == "mqar":
+        from sketchsim.prove.mqar import MQARBoxModel
+
+        try:
+            MQARBoxModel.check(w, rounding)
+        except SketchsimError as exc:
+            return str(exc)
+        return ""
+    return "" if isinstance(family, HardFamily) else "prove covers F(q, s) and MQAR"
 
 
 def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dict:

@@ -57,7 +57,7 @@ class FrontierPlan:
         trained = any(str(p).split(":")[0].strip() == "trained" for p in specs)
         if self.prove is not None and not (trained and self.vary.split("=")[0].strip() == "bits"):
             raise SketchsimError(
-                "--prove applies only to trained protocols (causal weights files on F(q, s)) "
+                "--prove applies only to trained protocols (causal weights files) "
                 "varying bits; this run would ignore it",
                 param="prove",
             )
@@ -339,20 +339,22 @@ def prove_cell(resolved, family, param: str, value: int, budget: float) -> dict:
     """``prove`` of a sampled decoded cell at its value: ``{"prove", "evidence"}``.
 
     Covered: the built-in ``trained`` protocol varying ``bits`` on a causal file trained
-    on F(q, s) (:mod:`sketchsim.prove`); other cells record ``not covered``.
+    on F(q, s), or on MQAR as :mod:`sketchsim.prove.mqar` covers; other cells record
+    ``not covered`` and why.
     """
     from sketchsim.prove.search import prove
-    from sketchsim.sketch.family import HardFamily
+    from sketchsim.runs.capacity import not_covered
     from sketchsim.sketch.weights_file import load_weights
 
     params = resolved.params
-    covered = (resolved.protocol.name == "trained" and param == "bits"
-               and isinstance(family, HardFamily))  # fmt: skip
-    w = load_weights(params["weights"], params.get("sha256") or None) if covered else None
-    if w is None or not w.causal:
-        why = "prove covers the trained protocol's causal files on F(q, s), varying bits"
+    rounding = params.get("rounding", "every")
+    why = "prove covers the trained protocol's causal files, varying bits"
+    if resolved.protocol.name == "trained" and param == "bits":
+        w = load_weights(params["weights"], params.get("sha256") or None)
+        why = not_covered(w, family, rounding)
+    if why:
         return {"prove": {"verdict": "not covered", "reason": why}}
-    out = prove(w, family, value, params.get("rounding", "every"), budget=budget)
+    out = prove(w, family, value, rounding, budget=budget)
     record = {"bits": value, "verdict": out.verdict, "counterexample": out.counterexample,
               "engine_answers": out.engine_answers, "boxes": out.boxes,
               "open_boxes": out.open_boxes, "seconds": round(out.seconds, 3)}  # fmt: skip

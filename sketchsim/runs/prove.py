@@ -60,9 +60,13 @@ def _load(path, bits: int, rounding: str):
             f"{path}: a kernel (bidirectional) weights file; prove covers causal files only"
         )
     family = weights_family(w)
-    if not isinstance(family, HardFamily):
+    if family.name == "mqar":  # a superset family, for sum-state models (prove.mqar)
+        from sketchsim.prove.mqar import MQARBoxModel
+
+        MQARBoxModel.check(w, rounding)
+    elif not isinstance(family, HardFamily):
         raise SketchsimError(
-            f"{path}: trained on {family.name}; prove covers the hard family F(q, s) only"
+            f"{path}: trained on {family.name}; prove covers F(q, s) and MQAR only"
         )
     return w, family
 
@@ -95,11 +99,17 @@ def run(path, bits: int, rounding: str = "every", budget: float = 60.0, json_pat
     if not (math.isfinite(budget) and budget > 0):
         raise SketchsimError(f"--budget must be > 0 seconds, got {budget}")
     w, family = _load(path, bits, rounding)
+    if proof_path and family.name != "hard":
+        raise SketchsimError(
+            "--proof: proof files cover F(q, s); an MQAR verdict is reported without one",
+            param="proof_path",
+        )
     out = prove(w, family, bits, rounding, budget=budget, progress=progress)
     a = w.arch
     result = ProveRun(
         weights=str(path), weights_sha256=w.sha256, label=w.header.get("label", ""),
-        family={"name": "hard", "q": family.q, "s": family.s, "seed": family.seed},
+        family={"name": family.name, "q": family.q, "s": family.s, "seed": family.seed,
+                **family.options()},
         bits=bits, rounding=rounding, budget=budget, verdict=out.verdict,
         seconds=round(out.seconds, 3), boxes=out.boxes, open_boxes=out.open_boxes,
         leaves=out.leaves, counterexample=out.counterexample,
