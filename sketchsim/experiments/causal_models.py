@@ -33,6 +33,7 @@ from sketchsim.sketch.causal import (
     causal_entries,
     causal_name,
 )
+from sketchsim.sketch.kinds import RECORDS
 
 __all__ = [
     "CausalLayer",
@@ -51,7 +52,7 @@ __all__ = [
 HEADROOM = 1 / 16
 #: Kinds whose state update and readout are affine in the state
 #: (:meth:`CausalModel._affine_readout`).
-AFFINE_KINDS = ("gla", "deltanet", "gated-deltanet", "mamba")
+AFFINE_KINDS = tuple(k.name for k in RECORDS if k.affine)
 
 
 def causal_arch(kind, m, layers, heads, r, d, feature_map="elu1", eps=1e-6, window=0) -> dict:

@@ -16,12 +16,13 @@ import numpy as np
 import torch
 
 from sketchsim.errors import SketchsimError
+from sketchsim.sketch.kinds import RECORDS
 
 __all__ = ["REBASE_KINDS", "readout_basis", "readout_matrix"]
 
 #: Kinds whose state update commutes with a change of basis of the value space
 #: (``mamba`` does not: its step ``dt`` and skip ``dskip`` act per value channel).
-REBASE_KINDS = ("linear", "based", "gla", "deltanet", "gated-deltanet", "window")
+REBASE_KINDS = tuple(k.name for k in RECORDS if k.rebase)
 
 
 def readout_matrix(readouts: np.ndarray) -> np.ndarray:

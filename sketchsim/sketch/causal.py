@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sketchsim.sketch import kinds as _kinds
 from sketchsim.sketch.contract import check_engine_size
 from sketchsim.sketch.protocol import Layer, Plan
 from sketchsim.sketch.registers import register_steps
@@ -48,32 +49,18 @@ __all__ = [
     "causal_inputs",
 ]
 
-#: The causal architectures the engine runs, in the order of their kernel codes.
-KINDS = ("linear", "based", "gla", "deltanet", "gated-deltanet", "mamba", "window")
+#: The causal architectures the engine runs, in the order of their kernel codes (the kind
+#: records of :mod:`sketchsim.sketch.kinds`, where every per-kind table is read from).
+KINDS = _kinds.KINDS
 #: The feature map each kind uses (``linear``: one of :data:`LINEAR_MAPS`).
-FIXED_MAPS = {
-    "based": "taylor",
-    "gla": "identity",
-    "deltanet": "l2",
-    "gated-deltanet": "l2",
-    "mamba": "identity",
-    "window": "softmax",
-}
+FIXED_MAPS = {k.name: k.feature_map for k in _kinds.RECORDS if k.feature_map}
 LINEAR_MAPS = ("elu1", "relu", "signed", "softplus", "elu1sum")
 #: Linear maps whose state keeps no normalizer ``z`` (``E = r d``): ``signed``, and
 #: ``elu1sum``, fla's ``LinearAttention(feature_map="elu", norm_q=True, norm_k=True)`` with
 #: its default ``do_feature_map_norm=False``: each elu1 feature over their sum (+ 10^-4).
 UNNORMALIZED_MAPS = ("signed", "elu1sum")
 #: Arrays beyond the common ones, per kind, and their shapes in terms of (r, d, m).
-GATE_ARRAYS = {
-    "linear": {},
-    "based": {},
-    "gla": {"wg": ("r", "m"), "bg": ("r",)},
-    "deltanet": {"wbeta": (1, "m"), "bbeta": (1,)},
-    "gated-deltanet": {"wbeta": (1, "m"), "bbeta": (1,), "wg": (1, "m"), "bg": (1,), "alog": (1,)},
-    "mamba": {"wg": ("d", "m"), "bg": ("d",), "alog": ("r", "d"), "dskip": ("d",)},
-    "window": {},
-}
+GATE_ARRAYS = {k.name: dict(k.gates) for k in _kinds.RECORDS}
 #: The arrays every head has, causal or not (a kernel head's
 #: :data:`~sketchsim.sketch.trained.HEAD_ARRAYS` are these and its ``lo``, ``span``).
 COMMON_ARRAYS = {
@@ -99,14 +86,10 @@ def taylor_width(r: int) -> int:
 
 def causal_entries(arch: dict) -> int:
     """State entries ``E`` of one head (docs/theory.md 5.3)."""
-    kind, r, d = arch["kind"], arch["rank"], arch["value_width"]
-    if kind == "linear":
-        return r * d if arch["feature_map"] in UNNORMALIZED_MAPS else r * (d + 1)
-    if kind == "based":
-        return taylor_width(r) * (d + 1)
-    if kind == "window":
-        return arch["window"] * (r + d)
-    return r * d
+    norm = arch.get("feature_map") not in UNNORMALIZED_MAPS
+    return _kinds.kind(arch["kind"]).entries(
+        arch["rank"], arch["value_width"], norm, arch.get("window") or 0
+    )
 
 
 def causal_name(arch: dict) -> str:

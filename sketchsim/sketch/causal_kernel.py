@@ -19,6 +19,7 @@ from numba import njit
 
 from sketchsim.sketch.activations import feature, softplus
 from sketchsim.sketch.fingerprint import SEED1, SEED2, fold
+from sketchsim.sketch.kinds import KINDS
 from sketchsim.sketch.registers import answer_of, register
 
 __all__ = ["run_batch"]
@@ -27,8 +28,11 @@ __all__ = ["run_batch"]
 _WQ, _BQ, _WK, _BK, _WV, _BV, _WA, _BA, _WU = 0, 1, 2, 3, 4, 5, 6, 7, 8
 _WG, _BG, _WBETA, _BBETA, _ALOG, _DSKIP, _LO, _STEP = 9, 10, 11, 12, 13, 14, 15, 16
 _NB = 18  # entries per head in the offsets table (17 arrays and the block's end)
-# kind codes (sketchsim.sketch.causal.KINDS)
-LINEAR, BASED, GLA, DELTA, GATED_DELTA, MAMBA, WINDOW = 0, 1, 2, 3, 4, 5, 6
+# kind codes: each kind's place in the registry (sketchsim.sketch.kinds.KINDS), read from it
+LINEAR, BASED, GLA, DELTA, GATED_DELTA, MAMBA, WINDOW = (
+    KINDS.index(k) for k in ("linear", "based", "gla", "deltanet", "gated-deltanet", "mamba",
+                             "window")
+)  # fmt: skip
 
 
 def run_batch(tokens, order, dims, offs, aux, eps: float, store: bool):
