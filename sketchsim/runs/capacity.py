@@ -44,6 +44,7 @@ __all__ = [
     "theorem_guard",
     "measure_weights",
     "not_covered",
+    "file_recipe",
     "reference_points",
     "capacity_dir",
     "capacity_result",
@@ -262,7 +263,7 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
         "float_accuracy": w.header.get("accuracy"),
         "trained_at_bits": w.header.get("trained_at_bits"),
         "state_basis": w.header.get("state_basis", "trained"),
-        "recipe": _recipe(w, family.q),
+        "recipe": file_recipe(w, family.q),
         "state_elements": elements,
         "float_state_bits": elements * 32,
         "bits_per_coordinate": best,
@@ -295,7 +296,7 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
     return row
 
 
-def _recipe(w, q: int) -> list[str]:
+def file_recipe(w, q: int) -> list[str]:
     """What training fixed by hand, from the validated architecture and the training fields
     the header records (:func:`sketchsim.experiments.recipe.recipe`; a header's own
     ``recipe`` words are not read: they are derived again)."""

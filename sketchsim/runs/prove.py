@@ -35,6 +35,8 @@ class ProveRun:
     cut_bits: int = 0
     proof: str | None = None
     evidence: str = field(default="")
+    #: What training fixed by hand (the header's training fields, derived again).
+    recipe: list = field(default_factory=list)
 
     def params(self) -> dict:
         return {"weights": self.weights, "bits": self.bits, "rounding": self.rounding,
@@ -95,6 +97,7 @@ def run(path, bits: int, rounding: str = "every", budget: float = 60.0, json_pat
     from sketchsim.prove.proof_file import proof_record
     from sketchsim.prove.search import prove
     from sketchsim.results import result_payload, write_json_atomic
+    from sketchsim.runs.capacity import file_recipe
 
     if not (math.isfinite(budget) and budget > 0):
         raise SketchsimError(f"--budget must be > 0 seconds, got {budget}")
@@ -116,6 +119,7 @@ def run(path, bits: int, rounding: str = "every", budget: float = 60.0, json_pat
         engine_answers=out.engine_answers, reason=out.reason,
         bound_bits=family.bound_bits, cut_bits=a["layers"] * a["heads"] * w.entries() * bits,
         evidence={"proved": "proved", "refuted": "counterexample"}.get(out.verdict, "unknown"),
+        recipe=file_recipe(w, family.q),
     )  # fmt: skip
     if proof_path and out.verdict == "proved":
         write_json_atomic(proof_path, proof_record(w, family, bits, rounding, out.trees))

@@ -33,6 +33,8 @@ def show_prove(console, result) -> None:
         rows.append(("engine answers", " ".join(map(str, result.engine_answers))))
     if result.verdict == "unknown":
         rows.append(("open boxes", f"{result.open_boxes:,} ({result.reason})"))
+    if result.recipe:
+        rows.append(("recipe (fixed by hand)", ", ".join(result.recipe)))
     if result.proof:
         rows.append(("proof", result.proof))
     for k, v in rows:
