@@ -2359,6 +2359,12 @@ entry("docs/capacity.md", "GLA at F(16,7): K = {}, {} bits,", PROVE,
 entry("docs/capacity.md", "with K = 3: {} bits, {}x the floor, {} leaves.", PROVE,
       [("construction", "cut_bits"), ("construction", "ratio"), ("construction", "leaves")],
       ["{}", "{:.2f}", "{}"])  # fmt: skip
+_Q8 = "docs/capacity/prove/transcript-q8-K4-all.json"
+one("docs/capacity.md", "(F(8,7)'s {}), where it used to draw 20,000.", _Q8,
+    ("protocols", 0, "inputs"), "{:,}")  # fmt: skip
+entry("docs/capacity.md", "  {} (readout basis, seed 1) and {} (register noise, seed 0) inputs.",
+      _Q8, [("protocols", 0, "wrong_inputs"), ("protocols", 1, "wrong_inputs")],
+      ["{:,}", "{:,}"])  # fmt: skip
 one("docs/capacity.md", "K = 4, 8 and 12 after 30 s each ({} boxes open at K = 4):", PROVE,
     ("mqar", {"bits": 4}, "open_boxes"), "{:,}")  # fmt: skip
 for _k in (4, 8, 12):
