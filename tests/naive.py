@@ -503,9 +503,12 @@ def causal_outputs(weights, X, bits=None, trace=None, rounding="every"):
                     else:
                         if st.size == 0:
                             st = np.zeros((r, d))
-                        if kind == "gla":
-                            z = dot(p["wg"], u, p["bg"])
-                            gate = np.exp(-softplus(-z) / 16.0)
+                        if kind in ("gla", "retention"):
+                            if kind == "gla":
+                                z = dot(p["wg"], u, p["bg"])
+                                gate = np.exp(-softplus(-z) / 16.0)
+                            else:  # RetNet: the fixed decay 1 - 2^(-5-h) of head h
+                                gate = np.full(r, 1.0 - 2.0 ** (-5 - h))
                             S = gate[:, None] * st + np.outer(kv, v)
                             qs = qv / math.sqrt(r)
                         elif kind in ("deltanet", "gated-deltanet"):

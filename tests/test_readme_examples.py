@@ -71,7 +71,7 @@ RUN: dict[str, list[str]] = {
     "sketchsim minrank --m 2..6": ["--m", "2", "--seeds", "1", "--steps", "20"],
     # every causal architecture, one tiny model each (weights into W under the test's folder)
     "sketchsim sweep --suite capacity --arch linear,based,gla,deltanet,gated-deltanet,mamba,"
-    "window --save-weights W": [
+    "window,retention --save-weights W": [
         "--q",
         "2",
         "--s",

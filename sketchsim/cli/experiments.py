@@ -116,7 +116,7 @@ class SweepCommand(CheckedCommand):
     default=None,
     help="capacity: comma list of architectures (beside --model's; without --model, the only "
     "ones): linear, based, gla, deltanet, gated-deltanet, mamba, window[:W] (W tokens; plain "
-    "window: the whole input), softmax (the dense reference).",
+    "window: the whole input), retention, softmax (the dense reference).",
 )
 @click.option("--ranks", default=None, help="Comma list of feature ranks. " + PLAN_DEFAULT)
 @click.option(

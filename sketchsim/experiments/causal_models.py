@@ -33,7 +33,7 @@ from sketchsim.sketch.causal import (
     causal_entries,
     causal_name,
 )
-from sketchsim.sketch.kinds import RECORDS
+from sketchsim.sketch.kinds import RECORDS, retention_decay
 
 __all__ = [
     "CausalLayer",
@@ -154,6 +154,9 @@ class CausalLayer(nn.Module):
             out["g"] = -torch.exp(self.alog).view(1, H) * F.softplus(self.wg(u).view(B, H))
         if self.kind == "mamba":
             out["dt"] = F.softplus(self.wg(u).view(B, H, self.d))
+        if self.kind == "retention":  # RetNet's fixed decay per head, as GLA's log decay
+            decay = torch.tensor([retention_decay(h) for h in range(H)], dtype=u.dtype)
+            out["gk"] = torch.log(decay).view(1, H, 1).expand(B, H, self.r)
         return out
 
     def recur(self, q, k, v, gates: dict, st, count: int, quantize=None):
@@ -183,7 +186,7 @@ class CausalLayer(nn.Module):
             o = torch.einsum("bhj,bhjc->bhc", p, S[..., r:])
         else:
             S = st.view(B, H, r, d)
-            if kind == "gla":
+            if kind in ("gla", "retention"):
                 S = torch.exp(gates["gk"]).unsqueeze(-1) * S + k.unsqueeze(-1) * v.unsqueeze(-2)
                 qs = q / math.sqrt(r)
             elif kind in ("deltanet", "gated-deltanet"):

@@ -103,7 +103,7 @@ FIELDS = frozenset(
 )
 FAMILY_FIELDS = frozenset(("name", "q", "s", "seed"))
 
-KINDS = ("linear", "based", "gla", "deltanet", "gated-deltanet", "mamba", "window")
+KINDS = ("linear", "based", "gla", "deltanet", "gated-deltanet", "mamba", "window", "retention")
 LINEAR_MAPS = ("elu1", "relu", "signed", "softplus", "elu1sum")
 FIXED_MAPS = {
     "based": "taylor",
@@ -112,6 +112,7 @@ FIXED_MAPS = {
     "gated-deltanet": "l2",
     "mamba": "identity",
     "window": "softmax",
+    "retention": "identity",
 }
 COMMON_ARRAYS = {
     "wq": ("r", "m"),
@@ -132,6 +133,7 @@ GATE_ARRAYS = {
     "gated-deltanet": {"wbeta": (1, "m"), "bbeta": (1,), "wg": (1, "m"), "bg": (1,), "alog": (1,)},
     "mamba": {"wg": ("d", "m"), "bg": ("d",), "alog": ("r", "d"), "dskip": ("d",)},
     "window": {},
+    "retention": {},
 }
 #: Pre-activation name -> (weights, bias) arrays of a head; the gates per kind.
 PROJECTIONS = {"q": ("wq", "bq"), "k": ("wk", "bk"), "v": ("wv", "bv"), "a": ("wa", "ba")}
@@ -143,6 +145,7 @@ GATES = {
     "gated-deltanet": {"beta": ("wbeta", "bbeta"), "g": ("wg", "bg")},
     "mamba": {"g": ("wg", "bg")},
     "window": {},
+    "retention": {},
 }
 #: Sizes a file may declare (the weights file's limits).
 LIMITS = {"layers": 8, "heads": 64, "rank": 4096, "value_width": 4096, "m": 4096}
@@ -150,7 +153,7 @@ MAX_WINDOW = 4096
 MAX_BASED_RANK = 64
 #: Kinds whose state update is entrywise (each entry's new value from its old one and
 #: the token alone): the queries' layer-0 updates can be memoized per entry.
-ENTRYWISE = ("linear", "based", "gla", "mamba")
+ENTRYWISE = ("linear", "based", "gla", "mamba", "retention")
 
 _REL = 2.0**-46  # an operation's widening, relative
 _TINY = 2.0**-1000  # ... and absolute
@@ -850,6 +853,12 @@ class _Model:
         elif kind == "gla":
             gate = [_mono(_exp, _divc(_mono(_logsigmoid, z), 16.0)) for z in pre["g"]]
             p["alpha"] = [gj for gj in gate for _ in range(d)]
+            p["beta"] = [_mul(kj, vc) for kj in pre["k"] for vc in v]
+            if need_o:
+                p["fq"] = [_divc(x, self.sqrt_r) for x in pre["q"]]
+        elif kind == "retention":  # RetNet: head h's fixed decay 1 - 2^(-5-h), exact
+            g = 1.0 - 2.0 ** (-5 - h)
+            p["alpha"] = [(g, g)] * (r * d)
             p["beta"] = [_mul(kj, vc) for kj in pre["k"] for vc in v]
             if need_o:
                 p["fq"] = [_divc(x, self.sqrt_r) for x in pre["q"]]

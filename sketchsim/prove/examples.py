@@ -91,3 +91,29 @@ def lookup_model(family, bits: int = 12, alpha: float = 1000.0):
                    "options": family.options()},
     }  # fmt: skip
     return header, arrays
+
+
+def retention_counting_model(family, bits: int = 4):
+    """``(header, arrays)`` of a causal ``retention`` model right on every input of F(q, s)
+    by construction: :func:`counting_model`'s counts (key and query 1), read through
+    RetNet's decay. After query ``i`` entry ``i`` holds ``gamma^(i+1) t_i + s`` (the decay
+    ``gamma = 1 - 2^-5`` of head 0 at each query, plus query ``i``'s own count), so query
+    ``i`` reads it with ``A_i = gamma^-(i+1)`` (``a_c`` is ``A_c`` at query ``c`` and 0 at
+    the others) and the base output takes ``s A_i`` away."""
+    from sketchsim.sketch.kinds import retention_decay
+
+    header, arrays = counting_model(family, bits)
+    q, s, m = family.q, family.s, family.m
+    A = np.array([retention_decay(0) ** -(c + 1) for c in range(q)])
+    header["architecture"] = {**header["architecture"], "kind": "retention",
+                              "feature_map": "identity"}  # fmt: skip
+    wa, ba, wb = np.zeros((q, m)), A / 2, np.zeros(m)
+    for c in range(q):
+        wa[c, c * s : (c + 1) * s] = A[c] / (2 * s)
+        wb[c * s : (c + 1) * s] = -A[c] / 2
+    arrays.update({
+        "L0.H0.wq": np.zeros((1, m)), "L0.H0.bq": np.array([1.0]),
+        "L0.H0.wk": np.zeros((1, m)), "L0.H0.bk": np.array([1.0]),
+        "L0.H0.wa": wa, "L0.H0.ba": ba, "wb": wb, "bb": np.array([-s * A.sum() / 2]),
+    })  # fmt: skip
+    return header, arrays

@@ -17,6 +17,7 @@ import numpy as np
 
 from sketchsim.prove.interval import REL, TINY, Iv, dot, point, rel_sum, widen
 from sketchsim.sketch.causal import causal_entries, taylor_width
+from sketchsim.sketch.kinds import retention_decay
 from sketchsim.sketch.registers import register_steps
 
 __all__ = ["BoxModel", "Cut", "SLACK", "PROJECTIONS"]
@@ -249,8 +250,11 @@ class BoxModel:
             return self._window(l, h, proj, st, pos, quant)
         if st is None:
             st = point(np.zeros((B, r, d)))
-        if kind == "gla":
-            gate = (_logsigmoid_iv(proj["wg"]) * (1.0 / 16.0)).monotone(np.exp)
+        if kind in ("gla", "retention"):
+            if kind == "gla":
+                gate = (_logsigmoid_iv(proj["wg"]) * (1.0 / 16.0)).monotone(np.exp)
+            else:  # the fixed decay, exact in floating point
+                gate = point(np.full((B, r), retention_decay(h)))
             S = gate[:, :, None] * st + kv[:, :, None] * v[:, None, :]
             qs = qv * (1.0 / math.sqrt(r))
         elif kind in ("deltanet", "gated-deltanet"):

@@ -163,7 +163,7 @@ def causal_order(q: int, n_tokens: int) -> np.ndarray:
 # offsets in a (L H, len(_BLOCK) + 1) table; then wb (m) and bb.
 _BLOCK = (
     "wq", "bq", "wk", "bk", "wv", "bv", "wa", "ba", "wu",
-    "wg", "bg", "wbeta", "bbeta", "alog", "dskip", "lo", "step",
+    "wg", "bg", "wbeta", "bbeta", "alog", "dskip", "lo", "step", "decay",
 )  # fmt: skip
 
 
@@ -176,6 +176,8 @@ def _pack(weights, bits: int) -> tuple[np.ndarray, np.ndarray]:
             g = {k[len(f"L{l}.H{h}.") :]: v for k, v in weights.arrays.items()
                  if k.startswith(f"L{l}.H{h}.")}  # fmt: skip
             g["step"] = register_steps(g["span"], bits)
+            if a["kind"] == "retention":  # the kind's fixed decay, per head
+                g["decay"] = np.array([_kinds.retention_decay(h)])
             for i, name in enumerate(_BLOCK):
                 offs[l * H + h, i] = at
                 block = np.ascontiguousarray(g.get(name, np.zeros(0)), dtype=np.float64).ravel()

@@ -26,12 +26,12 @@ __all__ = ["run_batch"]
 
 # offsets of a head's arrays in its aux block (sketchsim.sketch.causal._BLOCK)
 _WQ, _BQ, _WK, _BK, _WV, _BV, _WA, _BA, _WU = 0, 1, 2, 3, 4, 5, 6, 7, 8
-_WG, _BG, _WBETA, _BBETA, _ALOG, _DSKIP, _LO, _STEP = 9, 10, 11, 12, 13, 14, 15, 16
-_NB = 18  # entries per head in the offsets table (17 arrays and the block's end)
+_WG, _BG, _WBETA, _BBETA, _ALOG, _DSKIP, _LO, _STEP, _DECAY = 9, 10, 11, 12, 13, 14, 15, 16, 17
+_NB = 19  # entries per head in the offsets table (18 arrays and the block's end)
 # kind codes: each kind's place in the registry (sketchsim.sketch.kinds.KINDS), read from it
-LINEAR, BASED, GLA, DELTA, GATED_DELTA, MAMBA, WINDOW = (
+LINEAR, BASED, GLA, DELTA, GATED_DELTA, MAMBA, WINDOW, RETENTION = (
     KINDS.index(k) for k in ("linear", "based", "gla", "deltanet", "gated-deltanet", "mamba",
-                             "window")
+                             "window", "retention")
 )  # fmt: skip
 
 
@@ -194,11 +194,14 @@ def _head(kind, act, r, d, m, w, top, eps, count, aux, o, st, cd, s0, u, f, delt
             f[O + c] = num / tot
     else:  # gla, deltanet, gated-deltanet, mamba: an r x d state, S[k, c] at k d + c
         sr = math.sqrt(r)
-        if kind == GLA:
-            for k in range(r):  # exp(logsigmoid(z) / 16)
-                z = f[G + k]
-                ls = -softplus(-z)
-                f[G + k] = math.exp(ls / 16.0)
+        if kind == GLA or kind == RETENTION:
+            for k in range(r):  # exp(logsigmoid(z) / 16); retention: its fixed decay
+                if kind == GLA:
+                    z = f[G + k]
+                    ls = -softplus(-z)
+                    f[G + k] = math.exp(ls / 16.0)
+                else:
+                    f[G + k] = aux[o[_DECAY]]
             for k in range(r):
                 for c in range(d):
                     e = k * d + c

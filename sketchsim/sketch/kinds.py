@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Kind", "RECORDS", "KINDS", "kind", "arch_help"]
+__all__ = ["Kind", "RECORDS", "KINDS", "kind", "arch_help", "retention_decay"]
 
 
 def _taylor(r: int) -> int:
@@ -69,6 +69,8 @@ RECORDS = (
          lambda r, d, norm, w: w * (r + d),
          fla="fla.ops.attn.naive.naive_parallel_attn",
          help="window[:W] (W tokens; plain window: the whole input)"),
+    Kind("retention", "identity", {}, affine=True,
+         fla="fla.ops.retention.naive.naive_retention"),
 )  # fmt: skip
 
 #: Every kind's name, in the order of the kernel's kind codes.
@@ -87,3 +89,9 @@ def arch_help() -> str:
     """The kinds as the ``--arch`` help lists them: ``linear, based, ..., window[:W] (...)``
     (the CLI writes the words out, so ``--help`` imports nothing; a test keeps them equal)."""
     return ", ".join(k.help or k.name for k in RECORDS)
+
+
+def retention_decay(head: int) -> float:
+    """RetNet's fixed decay of head ``head`` (fla's ``naive_retention``): ``1 - 2^(-5-h)``,
+    exact in floating point."""
+    return 1.0 - 2.0 ** (-5 - head)

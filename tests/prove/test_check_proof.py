@@ -156,3 +156,19 @@ def test_weights_binds_the_proof_to_its_file(tmp_path, proof):
     path.write_text(json.dumps(forged))
     res = CliRunner().invoke(main, ["check-proof", str(path), "--weights", str(tmp_path / "o.npz")])
     assert_error_line(res, "differs from")
+
+
+def test_a_retention_proof_checks(tmp_path):
+    """A kind added through the registry (#62) is proved and its proof checks (rounded at
+    the cut: re-rounding every query's state loses the decayed counts' fractions, and the
+    same model is refuted with rounding every)."""
+    from sketchsim.prove.examples import retention_counting_model
+    from sketchsim.sketch.weights_file import save_weights_file
+
+    fam = make_family("hard", 8, 3)
+    save_weights_file(tmp_path / "r.npz", *retention_counting_model(fam, 4))
+    out = prove(tmp_path / "r.npz", 4, "cut", proof_path=tmp_path / "p.json")
+    assert out.verdict == "proved"
+    assert prove(tmp_path / "r.npz", 4, "every").verdict == "refuted"
+    res = CliRunner().invoke(main, ["check-proof", str(tmp_path / "p.json")])
+    assert res.exit_code == 0 and "retention" in res.output, res.output

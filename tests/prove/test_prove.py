@@ -14,7 +14,8 @@ from sketchsim.sketch.weights_file import load_weights, save_weights_file, weigh
 
 KINDS = [("linear", "elu1"), ("linear", "elu1sum"), ("linear", "relu"), ("linear", "signed"),
          ("linear", "softplus"), ("based", "elu1"), ("gla", "elu1"), ("deltanet", "elu1"),
-         ("gated-deltanet", "elu1"), ("mamba", "elu1"), ("window", "elu1")]  # fmt: skip
+         ("gated-deltanet", "elu1"), ("mamba", "elu1"), ("window", "elu1"),
+         ("retention", "elu1")]  # fmt: skip
 REBASE = "docs/capacity/frontier/s7/elu1sum/rebase"
 Q4 = f"{REBASE}/hard-q4-s7-linear-elu1sum-L1-H1-r1-d4-lr0.003-seed0.npz"
 

@@ -142,3 +142,17 @@ def test_mamba_matches_the_discretized_ssm():
     assert math.isclose(
         float(A[0, 1, 0]), -2.0, rel_tol=1e-6
     )  # S4D-real initialization A_k = -(k + 1)
+
+
+def test_retention_matches_naive_retention():
+    """RetNet: head h decays by 1 - 2^(-5-h) (the layer's own gates), o = (q / sqrt(r))^T S."""
+    from fla.ops.retention.naive import naive_retention
+
+    q, k, v, _ = _qkv()
+    layer = CausalLayer(causal_arch("retention", 5, 1, H, R, D)).double()
+    gk = layer.gates(torch.zeros(B, 5, dtype=torch.float64))["gk"]
+    want = torch.tensor([1 - 2.0 ** (-5 - h) for h in range(H)], dtype=torch.float64)
+    assert torch.allclose(torch.exp(gk), want.view(1, H, 1).expand(B, H, R))
+    o, st, _ = _run("retention", q, k, v, {"gk": gk.unsqueeze(1).expand(B, T, H, R)})
+    ref = naive_retention(*(x.transpose(1, 2) for x in (q, k, v))).transpose(1, 2)
+    assert torch.allclose(o, ref.double(), rtol=1e-5, atol=1e-6)  # fla computes in float32

@@ -16,7 +16,8 @@ def test_the_tables_are_the_records():
     assert causal.FIXED_MAPS == {k.name: k.feature_map for k in RECORDS if k.feature_map}
     assert causal.GATE_ARRAYS == {k.name: k.gates for k in RECORDS}
     codes = (causal_kernel.LINEAR, causal_kernel.BASED, causal_kernel.GLA, causal_kernel.DELTA,
-             causal_kernel.GATED_DELTA, causal_kernel.MAMBA, causal_kernel.WINDOW)  # fmt: skip
+             causal_kernel.GATED_DELTA, causal_kernel.MAMBA, causal_kernel.WINDOW,
+             causal_kernel.RETENTION)  # fmt: skip
     assert codes == tuple(range(len(KINDS)))
 
 
