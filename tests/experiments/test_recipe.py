@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from sketchsim.experiments.recipe import recipe
-from sketchsim.runs.capacity import _recipe, measure_weights
+from sketchsim.runs.capacity import file_recipe, measure_weights
 from sketchsim.sketch.weights_file import load_weights
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "capacity" / "frontier"
@@ -34,7 +34,7 @@ def test_the_committed_f64_model_owes_its_layout_to_the_recipe():
     # construction's layout, given by hand, not found by training
     w = load_weights(DOCS / "s7/elu1sum/rebase/hard-q64-s7-linear-elu1sum-L1-H1-r1-d64-lr0.001"
                      "-seed0.npz")  # fmt: skip
-    assert _recipe(w, 64) == ["d = q", "constant feature", "readout basis",
+    assert file_recipe(w, 64) == ["d = q", "constant feature", "readout basis",
                               "register noise K=4", "keep-best"]  # fmt: skip
 
 
@@ -46,7 +46,7 @@ def test_a_header_recipe_is_derived_again_not_read(tmp_path):
     head["recipe"] = ["nothing by hand"]
     data["header"] = np.frombuffer(json.dumps(head).encode(), dtype=np.uint8)
     np.savez(tmp_path / "x.npz", **data)
-    assert _recipe(load_weights(tmp_path / "x.npz"), 64) == ["r = 2q", "register noise K=4",
+    assert file_recipe(load_weights(tmp_path / "x.npz"), 64) == ["r = 2q", "register noise K=4",
                                                              "keep-best"]  # fmt: skip
 
 
