@@ -1887,7 +1887,11 @@ def causal_rows(json_file: str, family: str):
         yield text, paths, [causal_cell] * len(paths)
 
 
-for _file, _family in (("capacity.json", "hard"), ("mqar-capacity.json", "mqar")):
+for _file, _family in (
+    ("capacity.json", "hard"),
+    ("mqar-capacity.json", "mqar"),
+    ("retention-capacity.json", "hard"),
+):
     for _text, _paths, _formats in causal_rows(f"{CAUSAL}/{_file}", _family):
         entry("docs/capacity.md", _text, f"{CAUSAL}/{_file}", _paths, _formats)
 
@@ -1926,6 +1930,15 @@ for _kind in ("linear-elu1 L1 H1", "based L1 H1", "gla L1 H1", "deltanet L1 H1",
         [("frontier", best_over_s(_kind, q)) for q in (4, 8, 16)],
         [frontier_cell] * 3,
     )
+
+
+entry(
+    "docs/capacity.md",
+    "| retention L1 H1 | {} | {} | {} |",
+    f"{CAUSAL}/retention-capacity.json",
+    [("frontier", best_over_s("retention L1 H1", q)) for q in (4, 8, 16)],
+    [frontier_cell] * 3,
+)
 
 
 def _fp32_over_cut(rows):
