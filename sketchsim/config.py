@@ -65,9 +65,11 @@ CLUSTER_SHARD_INPUTS = 1 << 24
 #: inputs and is refused above the maximum.
 TRANSCRIPT_EXHAUSTIVE_AUTO = 1 << 20
 TRANSCRIPT_EXHAUSTIVE_MAX = 1 << 24
-#: ``capacity`` enumerates every input up to this many (a sample cannot say "every input":
-#: F(8,7)'s 16.7M inputs are run, #61), and samples above it.
-CAPACITY_EXHAUSTIVE_MAX = 1 << 24
+#: ``capacity`` enumerates every input up to this many, and samples above it. Not 2^24
+#: (#61): ``capacity`` on F(8,7) holds every input's cut state at once, and a model of 32
+#: entries reached 22.6 GB before the kernel killed it; ``transcript --exhaustive``
+#: streams and runs F(8,7)'s 16.7M inputs (docs/capacity/prove/transcript-q8-K4-all.json).
+CAPACITY_EXHAUSTIVE_MAX = 1 << 20
 
 #: Memory a transcript run may plan to allocate (answer vectors, fingerprints,
 #: grouping temporaries, per-entry value counts); the environment variable

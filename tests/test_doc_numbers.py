@@ -2373,7 +2373,7 @@ entry("docs/capacity.md", "with K = 3: {} bits, {}x the floor, {} leaves.", PROV
       [("construction", "cut_bits"), ("construction", "ratio"), ("construction", "leaves")],
       ["{}", "{:.2f}", "{}"])  # fmt: skip
 _Q8 = "docs/capacity/prove/transcript-q8-K4-all.json"
-one("docs/capacity.md", "(F(8,7)'s {}), where it used to draw 20,000.", _Q8,
+one("docs/capacity.md", "run on all of its {} inputs at K = 4 by `transcript", _Q8,
     ("protocols", 0, "inputs"), "{:,}")  # fmt: skip
 entry("docs/capacity.md", "  {} (readout basis, seed 1) and {} (register noise, seed 0) inputs.",
       _Q8, [("protocols", 0, "wrong_inputs"), ("protocols", 1, "wrong_inputs")],

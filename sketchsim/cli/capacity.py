@@ -20,7 +20,7 @@ from sketchsim.errors import SketchsimError
     type=click.IntRange(1),
     default=20_000,
     show_default=True,
-    help="Inputs drawn when a family has more than 2^24.",
+    help="Inputs drawn when a family has more than 2^20.",
 )
 @click.option(
     "--rounding",
@@ -38,7 +38,7 @@ def capacity(folder, samples, rounding, prove, json_path, plot_path, cluster):
 
     FOLDER holds weights files of `sketchsim sweep --suite capacity --save-weights`.
     Each runs in the sketch engine (protocol `trained`) at K = 1..32 bits per
-    register; at the smallest K right on every input (all of them up to 2^24,
+    register; at the smallest K right on every input (all of them up to 2^20,
     else a sample) its transcript bits are set against the bound q*log2(s+1).
     With --cluster each file is a Dask task (FOLDER must be one the workers share).
     """

@@ -4,7 +4,7 @@ For every weights file (:mod:`sketchsim.sketch.trained`, written by ``sweep
 --suite capacity --save-weights``) :func:`measure_weights` finds the smallest
 register width ``K`` in ``1..32`` at which the engine's readout is right on
 every input of the model's family: every input when the family has at most
-2^24 (exhaustive), else every input of a seeded sample, with the one-sided 95%
+2^20 (exhaustive), else every input of a seeded sample, with the one-sided 95%
 Clopper-Pearson upper bound on the error rate.  Correctness need not be
 monotone in ``K`` (rounding, saturation), so ``K`` is *scanned* upwards; a
 ``K`` is run on all inputs only after it is right on the curve's inputs and on
@@ -111,7 +111,7 @@ def measure_weights(
     path : path-like
         A weights file.
     samples : int
-        Inputs drawn when the family has more than 2^24.
+        Inputs drawn when the family has more than 2^20.
     seed : int
         Seed of the sample.
     protocol : Protocol, optional
