@@ -65,12 +65,6 @@ CLUSTER_SHARD_INPUTS = 1 << 24
 #: inputs and is refused above the maximum.
 TRANSCRIPT_EXHAUSTIVE_AUTO = 1 << 20
 TRANSCRIPT_EXHAUSTIVE_MAX = 1 << 24
-#: ``capacity`` enumerates every input up to this many, and samples above it. Not 2^24
-#: (#61): ``capacity`` on F(8,7) with a model of 32 state entries reached 22.6 GB before
-#: the kernel killed it (its memory check counts a fixed amount per input, not the model's
-#: state); ``transcript --exhaustive`` runs F(8,7)'s 16.7M inputs in 58 s
-#: (docs/capacity/prove/transcript-q8-K4-all.json).
-CAPACITY_EXHAUSTIVE_MAX = 1 << 20
 
 #: Memory a transcript run may plan to allocate (answer vectors, fingerprints,
 #: grouping temporaries, per-entry value counts); the environment variable

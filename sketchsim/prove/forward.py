@@ -252,7 +252,7 @@ class BoxModel:
             st = point(np.zeros((B, r, d)))
         if kind in ("gla", "retention"):
             if kind == "gla":
-                gate = (_logsigmoid_iv(proj["wg"]) * (1.0 / 16.0)).monotone(np.exp)
+                gate = (proj["wg"].monotone(_logsigmoid) * (1.0 / 16.0)).monotone(np.exp)
             else:  # the fixed decay, exact in floating point
                 gate = point(np.full((B, r), retention_decay(h)))
             S = gate[:, :, None] * st + kv[:, :, None] * v[:, None, :]
@@ -454,10 +454,6 @@ def _answer(y: Iv, s: int):
     a = np.where(bad, -1, a).astype(np.int64)
     b = np.where(bad, s + 1, b).astype(np.int64)
     return a, b
-
-
-def _logsigmoid_iv(x: Iv) -> Iv:
-    return x.monotone(_logsigmoid)
 
 
 def _moved_iv(lo, hi, margin) -> Iv:

@@ -137,7 +137,7 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
             first = first if corners else []
             if first:
                 cands.append(model.corner_points(lo[first], hi[first]))
-            bad = check.first_wrong(np.concatenate(cands), i)
+            bad = check.first_wrong(np.concatenate(cands))
             if bad is not None:
                 T, ans = bad
                 return Outcome("refuted", time.perf_counter() - start, boxes,
@@ -145,12 +145,12 @@ def prove(weights, family, bits: int, rounding: str = "every", budget: float = 6
             for k in np.flatnonzero(done):
                 tree.nodes[batch[k][0]] = -1
             undecided = np.flatnonzero(~done & ~point)
-            open_boxes += int((point & ~done).sum())
-            if (point & ~done).any():
-                for k in np.flatnonzero(point & ~done):
-                    tree.nodes[batch[k][0]] = -1  # open: recorded, the proof is incomplete
+            stuck = np.flatnonzero(point & ~done)  # single inputs the enclosure cannot decide
+            open_boxes += stuck.size
+            for k in stuck:
+                tree.nodes[batch[k][0]] = -1  # open: recorded, the proof is incomplete
             if undecided.size:
-                js = _choose(model, lo[undecided], hi[undecided], i, cut, undecided)
+                js = _choose(model, lo[undecided], hi[undecided], i)
                 for k, j in zip(undecided, js, strict=True):
                     n, blo, bhi, seen = batch[k]
                     v = (blo[j] + bhi[j]) // 2
@@ -175,7 +175,7 @@ def _pending(q: int, i: int) -> int:
     return q - i - 1
 
 
-def _choose(model: BoxModel, lo, hi, i, cut, rows) -> np.ndarray:
+def _choose(model: BoxModel, lo, hi, i) -> np.ndarray:
     """The coordinate to split per box: ``i`` until it is fixed, then the coordinate whose
     halves' cut codes are narrowest where query ``i`` reads them (the worse half)."""
     B, q = lo.shape
@@ -239,7 +239,7 @@ class _Checker:
         self.args = (weights, family, bits, rounding)
         self.seen: set = set()
 
-    def first_wrong(self, T: np.ndarray, i: int):
+    def first_wrong(self, T: np.ndarray):
         if T.size == 0:
             return None
         T = np.unique(T, axis=0)

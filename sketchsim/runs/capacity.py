@@ -44,6 +44,7 @@ __all__ = [
     "theorem_guard",
     "measure_weights",
     "not_covered",
+    "prove_evidence",
     "file_recipe",
     "reference_points",
     "capacity_dir",
@@ -147,23 +148,29 @@ def measure_weights(
 
 
 def _prove_row(row: dict, w, rounding: str, budget: float) -> None:
-    """Prove or refute a sampled row at its K (theory.md 5.5): causal files on F(q, s)."""
+    """Prove or refute a sampled row at its K (theory.md 5.5); a refuted row is not decoded."""
+    row.update(prove_evidence(w, weights_family(w), row["bits_per_coordinate"], rounding,
+                              budget))  # fmt: skip
+    if row["prove"]["verdict"] == "refuted":
+        row["decoded"] = False
+
+
+def prove_evidence(w, family, bits: int, rounding: str, budget: float) -> dict:
+    """``{"prove": record}`` of :func:`sketchsim.prove.search.prove` at ``bits``, with
+    ``"evidence"`` ``proved`` or ``refuted`` when it decided; ``not covered`` (and why) for
+    a file it does not cover (:func:`not_covered`). Shared by capacity rows and frontier
+    cells."""
     from sketchsim.prove.search import prove
 
-    family = weights_family(w)
     why = not_covered(w, family, rounding)
     if why:
-        row["prove"] = {"verdict": "not covered", "reason": why}
-        return
-    K = row["bits_per_coordinate"]
-    out = prove(w, family, K, rounding, budget=budget)
-    row["prove"] = {"bits": K, "verdict": out.verdict, "counterexample": out.counterexample,
-                    "engine_answers": out.engine_answers, "boxes": out.boxes,
-                    "open_boxes": out.open_boxes, "seconds": round(out.seconds, 3)}  # fmt: skip
-    if out.verdict in ("proved", "refuted"):
-        row["evidence"] = out.verdict
-    if out.verdict == "refuted":
-        row["decoded"] = False
+        return {"prove": {"verdict": "not covered", "reason": why}}
+    out = prove(w, family, bits, rounding, budget=budget)
+    record = {"bits": bits, "verdict": out.verdict, "counterexample": out.counterexample,
+              "engine_answers": out.engine_answers, "boxes": out.boxes,
+              "open_boxes": out.open_boxes, "seconds": round(out.seconds, 3)}  # fmt: skip
+    decided = out.verdict in ("proved", "refuted")
+    return {"prove": record, **({"evidence": out.verdict} if decided else {})}
 
 
 def not_covered(w, family, rounding: str) -> str:
@@ -193,11 +200,10 @@ def _measure_loaded(w, path, samples, seed, protocol, progress, rounding) -> dic
     family = weights_family(w)
     if protocol is None:
         protocol = resolve("trained").protocol
-    from sketchsim import config
-
-    # every input whenever the family can be enumerated (#61): a sample says less
-    exhaustive = family.log2_size <= math.log2(config.CAPACITY_EXHAUSTIVE_MAX) + 1e-9
-    mode, T = choose_answers(family, exhaustive, samples)
+    # every input up to 2^20 (choose_answers' rule), else a sample: at 2^24 (F(8,7)) a
+    # 32-entry model's run reached 22.6 GB and was killed (#61); transcript --exhaustive,
+    # which streams, runs such families
+    mode, T = choose_answers(family, None, samples)
     if mode == "sampled" and seed:
         T = np.random.default_rng([seed, 5]).integers(0, family.s + 1, T.shape).astype(T.dtype)
     fixed = family.fixed_tokens()
@@ -342,14 +348,11 @@ REFERENCES = {"hard": ("block-counts", "kernel:values=blocks,bits=7"), "mqar": (
 
 def reference_points(family, samples: int = 20_000) -> list[dict]:
     """The hand-written protocols of :data:`REFERENCES` measured on ``family``."""
-    from sketchsim import config
     from sketchsim.sketch.family_plugins import family_label
     from sketchsim.sketch.measure import choose_answers, measure
     from sketchsim.sketch.plugins import discover, resolve
 
-    # every input whenever the family can be enumerated (#61): a sample says less
-    exhaustive = family.log2_size <= math.log2(config.CAPACITY_EXHAUSTIVE_MAX) + 1e-9
-    mode, T = choose_answers(family, exhaustive, samples)
+    mode, T = choose_answers(family, None, samples)
     found, out = discover(), []
     for spec in REFERENCES.get(family.name, ()):
         r = resolve(spec, found)

@@ -342,24 +342,15 @@ def prove_cell(resolved, family, param: str, value: int, budget: float) -> dict:
     on F(q, s), or on MQAR as :mod:`sketchsim.prove.mqar` covers; other cells record
     ``not covered`` and why.
     """
-    from sketchsim.prove.search import prove
-    from sketchsim.runs.capacity import not_covered
+    from sketchsim.runs.capacity import prove_evidence
     from sketchsim.sketch.weights_file import load_weights
 
     params = resolved.params
-    rounding = params.get("rounding", "every")
-    why = "prove covers the trained protocol's causal files, varying bits"
-    if resolved.protocol.name == "trained" and param == "bits":
-        w = load_weights(params["weights"], params.get("sha256") or None)
-        why = not_covered(w, family, rounding)
-    if why:
+    if resolved.protocol.name != "trained" or param != "bits":
+        why = "prove covers the trained protocol's causal files, varying bits"
         return {"prove": {"verdict": "not covered", "reason": why}}
-    out = prove(w, family, value, rounding, budget=budget)
-    record = {"bits": value, "verdict": out.verdict, "counterexample": out.counterexample,
-              "engine_answers": out.engine_answers, "boxes": out.boxes,
-              "open_boxes": out.open_boxes, "seconds": round(out.seconds, 3)}  # fmt: skip
-    evidence = out.verdict if out.verdict in ("proved", "refuted") else "sampled"
-    return {"prove": record, "evidence": evidence}
+    w = load_weights(params["weights"], params.get("sha256") or None)
+    return prove_evidence(w, family, value, params.get("rounding", "every"), budget)
 
 
 def run(
